@@ -1,0 +1,121 @@
+"""Bringing a whole cluster up and down, with teardown registered the moment each step succeeds.
+
+`provision` is the one way a cluster comes to exist: it refuses a second
+cluster, validates everything that can be validated before touching the
+machine, and leaves nothing behind if any step fails or a signal arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness.addressing import check_no_overlap, make_plan
+from harness.errors import UsageError
+from harness.kafka.cluster import KafkaCluster
+from harness.kafka.config import ClusterSettings
+from harness.kafka.dist import ensure_kafka
+from harness.paths import RESULTS_DIR
+from harness.runtime.netns import NetnsRuntime, list_namespaces
+from harness.state import RunState, claim_active, read_active, refuse_if_busy, release_active
+
+log = logging.getLogger("faultline")
+
+
+def new_prefix() -> str:
+    return "fl" + secrets.token_hex(3)
+
+
+def timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")[:-4] + "Z"
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise UsageError("faultline must run as root (it creates network namespaces and iptables rules)")
+
+
+def live_active_cluster() -> dict[str, Any] | None:
+    """The recorded cluster if its hosts still exist; a stale record counts as none."""
+    current = read_active()
+    if current is None:
+        return None
+    alive = any(ns.startswith(str(current["prefix"]) + "-") for ns in list_namespaces())
+    return current if alive else None
+
+
+class TerminationRequested(BaseException):
+    """SIGTERM turned into an exception so every ExitStack unwinds, as it does for SIGINT."""
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise TerminationRequested(f"signal {signum}")
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cluster_from_state(run_dir: Path) -> tuple[KafkaCluster, NetnsRuntime]:
+    state = RunState.load(run_dir)
+    settings = settings_from_json(state.data["settings"])
+    plan = make_plan(settings.network, settings.nodes)
+    runtime = NetnsRuntime(state.prefix, plan, state)
+    return KafkaCluster(runtime, settings, run_dir), runtime
+
+
+def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
+    fields = dict(data)
+    if fields.get("replica_assignment") is not None:
+        fields["replica_assignment"] = tuple(tuple(r) for r in fields["replica_assignment"])
+    return ClusterSettings(**fields)
+
+
+@contextlib.contextmanager
+def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False
+              ) -> Iterator[tuple[KafkaCluster, NetnsRuntime]]:
+    """Yield a ready cluster; tear it down on the way out unless `keep` (then the caller owns it).
+
+    Raises before changing anything for: a busy machine, a bad address plan, an
+    unavailable Kafka version.
+    """
+    plan = make_plan(settings.network, settings.nodes)
+    refuse_if_busy(live_active_cluster())
+    check_no_overlap(plan)
+    ensure_kafka(settings.kafka_version)
+    prefix = new_prefix()
+    run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as undo, terminate_on_sigterm():
+        state = RunState.create(run_dir, prefix, settings=settings.to_json(), harness_pid=os.getpid())
+        claim_active(run_dir, prefix)
+        undo.callback(release_active, prefix)
+        runtime = NetnsRuntime(prefix, plan, state)
+        undo.callback(runtime.destroy)
+        started = time.monotonic()
+        runtime.create()
+        cluster = KafkaCluster(runtime, settings, run_dir)
+        cluster.bring_up()
+        log.info("cluster %s ready in %.1f s (run dir %s)", prefix, time.monotonic() - started, run_dir)
+        if keep:
+            undo.pop_all()
+        yield cluster, runtime
+
+
+def tear_down(run_dir: Path) -> None:
+    """Remove a cluster recorded in `run_dir` and release the machine."""
+    _, runtime = cluster_from_state(run_dir)
+    runtime.destroy()
+    release_active(runtime.prefix)

@@ -1,0 +1,104 @@
+"""The run's state file: every resource a runtime created, written the moment it exists.
+
+A killed harness leaves this file behind; `cluster down` and `clean` read it.
+`clean` does not depend on it (it finds resources by prefix), so a lost state
+file still leaves a clean machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ClusterBusy
+from harness.paths import ACTIVE_FILE
+
+STATE_NAME = "state.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunState:
+    """A JSON document of the run's resources, rewritten on every change."""
+
+    def __init__(self, run_dir: Path, data: dict[str, Any]) -> None:
+        self.run_dir = run_dir
+        self.data = data
+
+    @classmethod
+    def create(cls, run_dir: Path, prefix: str, **fields: Any) -> RunState:
+        data: dict[str, Any] = {"prefix": prefix, "namespaces": [], "links": [], "processes": {}, **fields}
+        state = cls(run_dir, data)
+        state.save()
+        return state
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunState:
+        return cls(run_dir, json.loads((run_dir / STATE_NAME).read_text()))
+
+    @property
+    def prefix(self) -> str:
+        return str(self.data["prefix"])
+
+    def save(self) -> None:
+        write_json_atomic(self.run_dir / STATE_NAME, self.data)
+
+    def add(self, kind: str, name: str) -> None:
+        if name not in self.data[kind]:
+            self.data[kind].append(name)
+            self.save()
+
+    def discard(self, kind: str, name: str) -> None:
+        if name in self.data[kind]:
+            self.data[kind].remove(name)
+            self.save()
+
+    def set_process(self, name: str, info: dict[str, Any] | None) -> None:
+        if info is None:
+            self.data["processes"].pop(name, None)
+        else:
+            self.data["processes"][name] = info
+        self.save()
+
+    def update(self, **fields: Any) -> None:
+        self.data.update(fields)
+        self.save()
+
+
+def read_active() -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(ACTIVE_FILE.read_text()))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def claim_active(run_dir: Path, prefix: str) -> None:
+    """Record this run as the machine's one cluster (the caller has checked none is alive)."""
+    write_json_atomic(ACTIVE_FILE, {"run_dir": str(run_dir), "prefix": prefix, "owner_pid": os.getpid()})
+
+
+def refuse_if_busy(current: dict[str, Any] | None) -> None:
+    if current is not None:
+        raise ClusterBusy(f"a cluster is already running: prefix {current['prefix']}, run dir {current['run_dir']}; "
+                          f"stop it with 'python -m harness cluster down' (or 'clean')")
+
+
+def release_active(prefix: str) -> None:
+    current = read_active()
+    if current is not None and current.get("prefix") == prefix:
+        ACTIVE_FILE.unlink(missing_ok=True)

@@ -1,0 +1,67 @@
+"""`cluster status`: what each broker itself believes, asked from inside its own host.
+
+Read-only. A broker that cannot be asked is reported as such, not skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.errors import RuntimeFailure
+from harness.kafka import config as kcfg
+from harness.kafka.cluster import KafkaCluster
+from harness.runtime.netns import NetnsRuntime
+
+
+def cluster_status(cluster: KafkaCluster, runtime: NetnsRuntime) -> dict[str, Any]:
+    def ask(node: Any) -> dict[str, Any]:
+        argv = [sys.executable, "-m", "harness.kafka.probe", node.address, str(kcfg.BROKER_PORT),
+                node.address, str(kcfg.ZK_CLIENT_PORT), cluster.topic]
+        try:
+            proc = runtime.execute(node, argv, timeout=10.0)
+            return dict(json.loads(proc.stdout))
+        except (RuntimeFailure, json.JSONDecodeError, subprocess.SubprocessError) as exc:
+            return {"broker": None, "broker_error": str(exc), "zookeeper_mode": "unknown"}
+
+    with ThreadPoolExecutor(len(cluster.nodes)) as pool:
+        answers = list(pool.map(ask, cluster.nodes))
+    brokers = []
+    quorum = []
+    for node, answer in zip(cluster.nodes, answers, strict=True):
+        pids = cluster.pids(node)
+        view = answer.get("broker") or {}
+        brokers.append({
+            "broker": node.broker_id, "node": node.name, "az": node.az,
+            "address": f"{node.address}:{kcfg.BROKER_PORT}",
+            "alive": pids["broker"] is not None and bool(view), "pid": pids["broker"],
+            "controller": view.get("controller"),
+            "partitions": [{"partition": p["partition"], "leader": p["leader"], "isr": p["isr"],
+                            "leader_epoch": p["leader_epoch"], "replicas": p["replicas"]}
+                           for p in (view.get("partitions") or {}).get(cluster.topic, [])],
+            **({"error": answer["broker_error"]} if "broker_error" in answer else {}),
+        })
+        quorum.append({"server": node.index, "node": node.name, "pid": pids["zookeeper"],
+                       "address": f"{node.address}:{kcfg.ZK_CLIENT_PORT}", "mode": answer.get("zookeeper_mode")})
+    return {"prefix": runtime.prefix, "run_dir": str(cluster.run_dir), "topic": cluster.topic,
+            "bootstrap_servers": cluster.bootstrap, "zookeeper_connect": cluster.zk_connect,
+            "brokers": brokers, "zookeeper": quorum}
+
+
+def format_status(status: dict[str, Any]) -> str:
+    lines = [f"cluster {status['prefix']}  run dir {status['run_dir']}",
+             f"bootstrap servers: {status['bootstrap_servers']}",
+             "zookeeper: " + ", ".join(f"{z['node']} {z['mode']}" for z in status["zookeeper"])]
+    for b in status["brokers"]:
+        state = "alive" if b["alive"] else "DOWN"
+        lines.append(f"broker {b['broker']} ({b['az']}, {b['address']}) {state}; controller as it sees it: "
+                     f"{b['controller']}")
+        for p in b["partitions"]:
+            lines.append(f"  {status['topic']}-{p['partition']}: leader {p['leader']} isr {p['isr']} "
+                         f"epoch {p['leader_epoch']}")
+        if "error" in b:
+            lines.append(f"  cannot ask it: {b['error']}")
+    return "\n".join(lines)
