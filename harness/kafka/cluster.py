@@ -202,8 +202,15 @@ class KafkaCluster:
         def registered() -> dict[str, Any] | None:
             self._check_processes()
             snap = zk_snapshot(self.zk_connect, None, timeout=2.0)
-            return snap if snap["brokers"] == want and snap["controller"] is not None else None
-        return wait_for(f"brokers {want} registered in ZooKeeper and a controller elected", registered, timeout)
+            if snap["brokers"] != want or snap["controller"] is None:
+                return None
+            # Registered is not yet known: each broker learns its peers from the controller.
+            views = self.views()
+            known = all(v is not None and sorted(v.brokers) == want and v.controller == snap["controller"]
+                        for v in views.values())
+            return snap if known else None
+        return wait_for(f"brokers {want} registered in ZooKeeper, a controller elected and known to every broker",
+                        registered, timeout)
 
     def create_topic(self) -> None:
         s = self.settings

@@ -42,7 +42,7 @@ def ensure_kafka(version: str = DEFAULT_VERSION, fetch: bool = True) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".kafka-{version}.", dir=target.parent.parent))
     try:
         proc = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}",
+            ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), f"-Dkafka.version={version}",
              "dependency:copy-dependencies", f"-DoutputDirectory={staging / 'libs'}", "-DincludeScope=runtime"],
             capture_output=True, text=True, timeout=900)
         if proc.returncode != 0 or not (staging / "libs" / f"kafka_{SCALA_BINARY}-{version}.jar").exists():
@@ -57,11 +57,30 @@ def ensure_kafka(version: str = DEFAULT_VERSION, fetch: bool = True) -> Path:
 
 
 def _maven_reason(output: str) -> str:
-    for line in output.splitlines():
-        if "[ERROR]" in line and ("Could not" in line or "Failed" in line):
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
+    for line in plain.splitlines():
+        if "could not be resolved" in line or "Could not find artifact" in line:
+            found = re.search(r"(The following artifacts could not be resolved|Could not find artifact)[^:]*: ?([^,]+)",
+                              line)
+            return f"artifact not found: {found.group(2).strip()}" if found else line.strip()[:200]
+    for line in plain.splitlines():
+        if "[ERROR]" in line:
             return line.replace("[ERROR]", "").strip()[:200]
     return "mvn dependency:copy-dependencies failed"
 
 
 def classpath(version: str) -> str:
     return ":".join(sorted(str(p) for p in libs_dir(version).glob("*.jar")))
+
+
+if __name__ == "__main__":  # `python -m harness.kafka.dist VERSION`: used by `make setup`
+    import sys
+
+    from harness.errors import HarnessError
+
+    try:
+        print(f"Kafka {sys.argv[1] if len(sys.argv) > 1 else DEFAULT_VERSION} in "
+              f"{ensure_kafka(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_VERSION)}")
+    except HarnessError as exc:
+        print(f"faultline: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_status)

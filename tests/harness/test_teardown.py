@@ -1,0 +1,78 @@
+"""Teardown on every exit path, and `clean` after a harness that was killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, faultline
+from tests.harness.leftovers import remaining
+
+pytestmark = pytest.mark.cluster
+
+
+def start_up(run_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "harness", "cluster", "up", "--run-dir", str(run_dir)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_brokers_started(run_dir: Path, timeout: float = 60) -> str:
+    """Wait until the harness has started every broker; return the run prefix."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = json.loads((run_dir / "state.json").read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            state = {}
+        if sum(name.endswith("/broker") for name in state.get("processes", {})) == 3:
+            return str(state["prefix"])
+        time.sleep(0.1)
+    raise AssertionError("the harness never started the brokers")
+
+
+def test_sigkill_then_clean_removes_the_run_and_nothing_else(tmp_path: Path) -> None:
+    bystander = f"bystander-{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", bystander], check=True)
+    try:
+        harness = start_up(tmp_path / "run")
+        prefix = wait_for_brokers_started(tmp_path / "run")
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(10)
+        assert remaining(prefix), "the killed harness should have left its cluster behind"
+        cleaned = faultline("clean", check=True)
+        assert f"namespace {prefix}-az1-node" in cleaned.stdout
+        assert remaining(prefix) == []
+        assert bystander in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert faultline("clean", check=True).stdout.strip() == "nothing to clean"
+    finally:
+        subprocess.run(["ip", "netns", "del", bystander], check=False)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_up_tears_everything_down(tmp_path: Path, signum: int) -> None:
+    harness = start_up(tmp_path / "run")
+    prefix = wait_for_brokers_started(tmp_path / "run")
+    harness.send_signal(signum)
+    _, err = harness.communicate(timeout=60)
+    assert harness.returncode != 0
+    assert remaining(prefix) == [], err[-2000:]
+    assert faultline("cluster", "status").returncode == 3  # nothing is recorded as running
+
+
+def test_up_after_normal_exit_keeps_running_until_down(tmp_path: Path) -> None:
+    up = faultline("cluster", "up", "--run-dir", str(tmp_path / "run"), check=True)
+    prefix = json.loads((tmp_path / "run" / "state.json").read_text())["prefix"]
+    try:
+        assert remaining(prefix), up.stdout
+        assert os.path.exists(tmp_path / "run" / "nodes" / "az1-node" / "logs" / "broker" / "server.log")
+    finally:
+        faultline("cluster", "down", check=True)
+    assert remaining(prefix) == []
