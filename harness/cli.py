@@ -18,8 +18,8 @@ from harness.errors import HarnessError, UsageError
 from harness.kafka.config import ClusterSettings
 from harness.kafka.dist import DEFAULT_VERSION
 from harness.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
+from harness.paths import ACTIVE_FILE, REPO_ROOT
 from harness.runtime.netns import clean_leftovers
-from harness.paths import ACTIVE_FILE
 from harness.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
@@ -45,6 +45,19 @@ def build_parser() -> Parser:
     status.add_argument("--json", action="store_true")
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
     sub.add_parser("clean", help="remove everything a killed harness left behind")
+    run = sub.add_parser("run", help="run a spec (every configuration, or one) and judge it")
+    run.add_argument("spec", type=Path)
+    run.add_argument("--configuration", help="run only this configuration of the spec")
+    run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
+    run.add_argument("--results", type=Path, help="results folder (default: results/)")
+    recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
+    recover.add_argument("run_dir", type=Path)
+    recover.add_argument("--engine", choices=("spark", "pandas"))
+    report = sub.add_parser("report", help="regenerate report.html (and junit.xml) of a finished run")
+    report.add_argument("run_dir", type=Path)
+    show = sub.add_parser("show", help="print a finished run's verdict summary")
+    show.add_argument("run_dir", type=Path)
+    sub.add_parser("list", help="list the scenarios, one line each")
     return parser
 
 
@@ -84,12 +97,70 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.scenario import run_specs
+    from harness.spec import load_specs
+
+    specs = load_specs(args.spec, args.configuration)
+    status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
+    return status
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from harness.recover import recover
+
+    outcome = recover(args.run_dir, args.engine)
+    print(summary_line(outcome.verdict, outcome.run_dir))
+    return outcome.status
+
+
+def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
+    stats = verdict.get("stats") or {}
+    errors = verdict.get("errors") or {}
+    reason = f" ({verdict['reason']})" if verdict.get("reason") else ""
+    return (f"valid: {verdict.get('valid')}{reason}; errors: {errors or 'none'}; stats: {stats}; "
+            f"verdict {run_dir / 'verdict.json'}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import render_report
+
+    print(render_report(_run_dir(args.run_dir)))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from harness.report import summary
+
+    print(summary(_run_dir(args.run_dir)))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from harness.spec import load_spec_file
+
+    for path in sorted((REPO_ROOT / "scenarios").glob("*.yaml")):
+        raw = load_spec_file(path)
+        first = str(raw.get("description", "")).strip().splitlines()
+        confs = ", ".join(raw.get("configurations") or {}) or "default"
+        print(f"{path.stem:32s} {first[0] if first else ''}  [{confs}]")
+    return 0
+
+
+def _run_dir(path: Path) -> Path:
+    if not (path / "verdict.json").exists():
+        raise UsageError(f"{path}: not a finished run folder (no verdict.json)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = build_parser().parse_args(argv)
-        require_root()
-        handler = {"cluster": cmd_cluster, "clean": cmd_clean}[args.command]
+        if args.command in ("cluster", "clean", "run", "recover"):
+            require_root()
+        handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
+                   "report": cmd_report, "show": cmd_show, "list": cmd_list}[args.command]
         return handler(args)
     except HarnessError as exc:
         print(f"faultline: {exc}", file=sys.stderr)

@@ -166,6 +166,13 @@ class KafkaCluster:
             if self.pids(node)[role] is None:
                 self.start(node, role)
 
+    def power_on_all(self) -> None:
+        """Start every process that is not running: ZooKeeper servers first, then brokers."""
+        for role in ROLES:
+            for node in self.nodes:
+                if self.pids(node)[role] is None:
+                    self.start(node, role)
+
     # -- bring-up and readiness --------------------------------------------
     def bring_up(self, timeout: float = 90.0) -> None:
         """Start every ZooKeeper server, then every broker; create the topic; wait until it is all ready."""

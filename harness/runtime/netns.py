@@ -9,6 +9,7 @@ run's prefix, or delete a namespace or link without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -57,6 +58,11 @@ class NetnsRuntime:
         self.plan = plan
         self.state = state
         self._children: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def children(self) -> list[subprocess.Popen[bytes]]:
+        """Processes this harness process started (and so can reap and read exit codes of)."""
+        return list(self._children)
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -150,10 +156,8 @@ class NetnsRuntime:
     def signal(self, pid: int, signum: int) -> None:
         if run_of(pid) != self.prefix:
             raise RuntimeFailure(f"pid {pid} is not a process of run {self.prefix}; refusing to signal it")
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
         for child in self._children:
             child.poll()
 
@@ -178,10 +182,8 @@ class NetnsRuntime:
 def kill_all(pids: list[int]) -> None:
     """SIGKILL the given pids (already vetted as ours) and wait for them to go."""
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     stuck = wait_dead(pids, timeout=10.0)
     if stuck:
         raise RuntimeFailure(f"processes {stuck} did not die after SIGKILL")

@@ -1,0 +1,82 @@
+"""What a run is doing, for the person watching: one live line on a terminal, plain log lines otherwise.
+
+Counts come from the producers' journals as they grow (outcome lines with
+their status), so the status line costs the workloads nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+OK_MARK = b'"status":"ok"'
+ERROR_MARKS = (b'"status":"fail"', b'"status":"info"')
+
+
+class JournalTail:
+    """Counts acknowledged and failed/unknown outcomes appended to producer journals since the last call."""
+
+    def __init__(self, journal_dir: Path) -> None:
+        self.journal_dir = journal_dir
+        self.offsets: dict[Path, int] = {}
+
+    def read(self) -> tuple[int, int]:
+        ok = errors = 0
+        for path in self.journal_dir.glob("producer-*.jsonl"):
+            start = self.offsets.get(path, 0)
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(start)
+                    chunk = fh.read()
+            except FileNotFoundError:
+                continue
+            whole = chunk[: chunk.rfind(b"\n") + 1]
+            self.offsets[path] = start + len(whole)
+            ok += whole.count(OK_MARK)
+            errors += sum(whole.count(mark) for mark in ERROR_MARKS)
+        return ok, errors
+
+
+class Progress:
+    def __init__(self, name: str, journal_dir: Path, stream: TextIO | None = None) -> None:
+        self.name = name
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+        self.tail = JournalTail(journal_dir)
+        self.phase_name = "provisioning"
+        self.started = time.monotonic()
+        self.phase_started = self.started
+        self.last_tick = self.started
+        self.last_plain = 0.0
+        self.duration_s: float | None = None
+
+    def phase(self, name: str, duration_s: float | None = None) -> None:
+        self._end_live_line()
+        self.phase_name, self.duration_s = name, duration_s
+        self.phase_started = time.monotonic()
+        self._write(f"[{self.name}] {name} (t+{self.phase_started - self.started:.1f} s)\n")
+
+    def tick(self, faults: list[str]) -> None:
+        now = time.monotonic()
+        ok, errors = self.tail.read()
+        span = max(now - self.last_tick, 1e-3)
+        self.last_tick = now
+        elapsed = now - self.phase_started
+        remaining = f" remaining {max(self.duration_s - elapsed, 0):5.1f} s" if self.duration_s else ""
+        line = (f"[{self.name}] {self.phase_name} {elapsed:5.1f} s{remaining} | writes {ok / span:7.0f}/s "
+                f"errors {errors / span:5.0f}/s | faults: {', '.join(faults) or 'none'}")
+        if self.live:
+            self._write("\r\x1b[2K" + line)
+        elif now - self.last_plain >= 5.0:
+            self.last_plain = now
+            self._write(line + "\n")
+
+    def _end_live_line(self) -> None:
+        if self.live:
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()

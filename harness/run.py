@@ -1,0 +1,130 @@
+"""One run of one spec configuration: provision, workloads, faults, heal, settle, drain, check.
+
+Persist early: the resolved spec is written before anything starts, journals
+grow as things happen, the history tables are built before the checker runs,
+and the verdict comes last. Teardown (faults healed, processes stopped, hosts
+removed) runs on every exit path through one ExitStack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import ClusterError, HarnessError
+from harness.kafka.cluster import KafkaCluster, wait_for
+from harness.lifecycle import provision
+from harness.progress import Progress
+from harness.runtime.netns import NetnsRuntime
+from harness.spec import Spec
+from harness.verdicts import RunOutcome, judge
+from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
+
+log = logging.getLogger("faultline.run")
+STOP_GRACE_S = 15.0
+
+
+def write_spec(spec: Spec, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    resolved = dict(spec.raw)
+    resolved.pop("configurations", None)
+    resolved["configuration"] = spec.configuration
+    (run_dir / "spec.yaml").write_text(yaml.safe_dump(resolved, sort_keys=True))
+
+
+def producer_stop_timeout(spec: Spec) -> float:
+    """Long enough for every in-flight send to get its delivery report."""
+    longest = max(int(g.settings.get("delivery.timeout.ms", g.settings.get("message.timeout.ms", 30000)))
+                  for g in spec.producers)
+    return longest / 1000 + STOP_GRACE_S
+
+
+def execute_run(spec: Spec, run_dir: Path, engine: str | None = None) -> RunOutcome:
+    """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown)."""
+    write_spec(spec, run_dir)
+    journal_dir = run_dir / "journal"
+    journal_dir.mkdir(parents=True, exist_ok=True)
+    progress = Progress(spec.run_name, journal_dir)
+    notes: list[str] = []
+    with provision(spec.cluster, run_dir) as (cluster, runtime):
+        workloads = WorkloadSet(runtime, run_dir)
+        with contextlib.ExitStack() as undo:
+            undo.callback(_kill_workloads, workloads)
+            nemesis = _make_nemesis(spec, cluster, runtime, journal_dir)
+            if nemesis is not None:
+                undo.callback(nemesis.heal_all)
+            workloads.start(plan_workloads(spec, cluster, journal_dir))
+            progress.phase("running", spec.duration_s)
+            _run_phase(spec, workloads, nemesis, progress)
+            progress.phase("healing")
+            if nemesis is not None:
+                nemesis.heal_all()
+            notes += finish(spec, cluster, runtime, workloads, progress)
+    progress.phase("checking")
+    return judge(spec, run_dir, journal_dir, notes, engine)
+
+
+def _make_nemesis(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, journal_dir: Path) -> Any:
+    if not spec.nemesis:
+        return None
+    from nemesis.nemesis import Nemesis
+
+    return Nemesis(cluster, runtime, journal_dir / "nemesis.jsonl", spec.seed)
+
+
+def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Any, progress: Progress) -> None:
+    stop = threading.Event()
+    schedule_thread = None
+    if nemesis is not None:
+        from nemesis.schedule import parse_schedule
+
+        schedule_thread = nemesis.run(parse_schedule("nemesis", spec.nemesis), time.monotonic(), stop)
+    deadline = time.monotonic() + spec.duration_s
+    try:
+        while time.monotonic() < deadline:
+            workloads.check_alive()
+            progress.tick(nemesis.active_names() if nemesis is not None else [])
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    finally:
+        stop.set()
+        if schedule_thread is not None:
+            schedule_thread.join()  # re-raises a fault that failed
+
+
+def finish(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, workloads: WorkloadSet,
+           progress: Progress, drain_suffix: str = "") -> list[str]:
+    """The end of a run after healing: settle, stop clients, final drain. Returns reasons for 'unknown'."""
+    notes: list[str] = []
+    cluster.power_on_all()
+    progress.phase("settling")
+    try:
+        wait_for("the cluster to settle (one leader per partition agreed by every broker, full ISRs)",
+                 cluster.settled, spec.settle_timeout_s, interval=0.5)
+    except ClusterError as exc:
+        notes.append(str(exc))
+    progress.phase("stopping producers")
+    workloads.check_alive()
+    workloads.stop("producer", producer_stop_timeout(spec))
+    workloads.stop("consumer", STOP_GRACE_S)
+    progress.phase("draining")
+    journal_dir = cluster.run_dir / "journal"
+    codes = workloads.run_to_completion(drain_workloads(cluster, journal_dir, spec.drain_timeout_s, drain_suffix),
+                                        spec.drain_timeout_s + STOP_GRACE_S)
+    for name, code in sorted(codes.items()):
+        if code != 0:
+            notes.append(f"{name} did not read every partition to its high watermark within "
+                         f"{spec.drain_timeout_s:.0f} s (exit {code})")
+    workloads.stop("observer", STOP_GRACE_S)
+    return notes
+
+
+def _kill_workloads(workloads: WorkloadSet) -> None:
+    for role in ("producer", "consumer", "drain", "observer"):
+        with contextlib.suppress(HarnessError):
+            workloads.stop(role, 5.0)

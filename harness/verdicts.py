@@ -1,0 +1,91 @@
+"""From journals to a verdict: build the history tables, run the checker, hold the result to the spec.
+
+The history is written before the checker runs (a crash in analysis never
+loses it). A run whose end phases were incomplete (the cluster never settled,
+a drain did not finish) can never be valid: its verdict is 'unknown' with the
+reasons, whatever the checker found.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.spec import Expectation, Spec
+from harness.state import write_json_atomic
+
+log = logging.getLogger("faultline.verdicts")
+STATUS = {True: 0, False: 1, "unknown": 2}
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    status: int
+    verdict: dict[str, Any]
+    expectation: dict[str, Any] | None = None
+
+
+def build_tables(journal_dir: Path, history_dir: Path) -> dict[str, Any]:
+    from workloads.history import build_history
+
+    return build_history(journal_dir, history_dir)
+
+
+def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
+    import checkers
+
+    try:
+        return dict(checkers.check(history_dir, engine=engine))
+    except Exception as exc:  # the checker's own input errors: the harness wrote a bad history
+        raise HarnessError(f"checker failed on {history_dir}: {exc}") from exc
+
+
+def verdict_status(verdict: dict[str, Any]) -> int:
+    return STATUS.get(verdict.get("valid"), 3)
+
+
+def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine: str | None) -> RunOutcome:
+    history_dir = run_dir / "history"
+    build_tables(journal_dir, history_dir)
+    verdict = run_checker(history_dir, engine or spec.checker)
+    if notes:
+        verdict["valid"] = "unknown"
+        verdict["reason"] = "; ".join(notes)
+    expectation = compare(spec.expect, verdict)
+    if expectation is not None:
+        verdict["expectation"] = expectation
+    write_json_atomic(run_dir / "verdict.json", verdict)
+    write_reports(run_dir)
+    return RunOutcome(run_dir, verdict_status(verdict), verdict, expectation)
+
+
+def compare(expect: Expectation, verdict: dict[str, Any]) -> dict[str, Any] | None:
+    """Expected against observed for a scenario configuration; None when the spec expects nothing."""
+    if not (expect.absent or expect.present or expect.valid is not None):
+        return None
+    counts = verdict.get("counts", {})
+    mismatches = [f"{a} = {counts.get(a)} (expected none)" for a in expect.absent if counts.get(a, 0) != 0]
+    mismatches += [f"{a} = 0 (expected > 0)" for a in expect.present if counts.get(a, 0) == 0]
+    if expect.valid is not None and verdict.get("valid") != expect.valid:
+        mismatches.append(f"valid = {verdict.get('valid')} (expected {expect.valid})")
+    if verdict.get("valid") == "unknown" and expect.valid is None:
+        mismatches.append(f"verdict unknown: {verdict.get('reason', 'no reason given')}")
+    expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present)]
+                         + ([f"valid = {expect.valid}"] if expect.valid is not None else []))
+    observed = ", ".join(f"{a} = {counts.get(a, 0)}" for a in (*expect.absent, *expect.present))
+    return {"expected": expected, "observed": observed + (f", valid = {verdict.get('valid')}"),
+            "passed": not mismatches, "mismatches": mismatches}
+
+
+def write_reports(run_dir: Path) -> None:
+    """report.html and junit.xml beside the verdict; a report failure never hides the verdict."""
+    try:
+        from harness.report import render_report
+
+        render_report(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the verdict is already persisted; say what went wrong
+        log.error("could not render report.html for %s: %s", run_dir, exc)
