@@ -31,11 +31,13 @@ TOP_KEYS = {"name", "description", "seed", "duration_s", "settle_timeout_s", "dr
             "workloads", "nemesis", "configurations", "checker", "expect", "notes"}
 CLUSTER_KEYS = {"nodes", "kafka_version", "network", "topic", "partitions", "replication_factor",
                 "min_insync_replicas", "unclean_leader_election", "replica_lag_time_max_ms",
-                "zookeeper_session_timeout_ms", "replica_assignment", "broker_overrides",
+                "zookeeper_session_timeout_ms", "replica_assignment", "broker_overrides", "controller",
                 "broker_heap_mb", "zookeeper_heap_mb"}
 PRODUCER_KEYS = {"azs", "per_az", "rate", "value_bytes", "settings"}
 CONSUMER_KEYS = {"azs", "per_az", "mode", "group", "commit"}
-EXPECT_KEYS = {"absent", "present", "valid"}
+EXPECT_KEYS = {"absent", "present", "valid", "observed"}
+# Facts about the run besides anomaly counts that a scenario may require (see harness.verdicts).
+OBSERVED_FACTS = ("two-leaders", "two-controllers", "leader-disagreement", "unavailability")
 ANOMALIES = ("lost", "duplicate", "divergence", "phantom", "vanished-read", "failed-present", "recovered",
              "reordered", "nonmonotonic-poll", "poll-skip")
 
@@ -63,6 +65,11 @@ class Expectation:
     absent: tuple[str, ...] = ()
     present: tuple[str, ...] = ()
     valid: bool | None = None
+    observed: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.absent or self.present or self.observed or self.valid is not None)
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,7 @@ def parse_cluster(raw: Any) -> ClusterSettings:
         broker_heap_mb=_get(raw, where, "broker_heap_mb", int, d.broker_heap_mb, 128),
         zookeeper_heap_mb=_get(raw, where, "zookeeper_heap_mb", int, d.zookeeper_heap_mb, 64),
         replica_assignment=assignment,
+        controller=_get(raw, where, "controller", int, None, 0, nodes - 1) if "controller" in raw else None,
         broker_overrides={str(k): str(v) for k, v in overrides.items()},
     )
     if settings.min_insync_replicas > settings.replication_factor:
@@ -240,7 +248,13 @@ def parse_expect(where: str, raw: Any) -> Expectation:
     valid = raw.get("valid")
     if valid is not None and not isinstance(valid, bool):
         raise _fail(f"{where}.valid", "must be true or false")
-    return Expectation(lists["absent"], lists["present"], valid)
+    observed = raw.get("observed", [])
+    if not isinstance(observed, list):
+        raise _fail(f"{where}.observed", "must be a list of facts")
+    for j, fact in enumerate(observed):
+        if fact not in OBSERVED_FACTS:
+            raise _fail(f"{where}.observed[{j}]", f"unknown fact {fact!r} (known: {', '.join(OBSERVED_FACTS)})")
+    return Expectation(lists["absent"], lists["present"], valid, tuple(observed))
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine
     if notes:
         verdict["valid"] = "unknown"
         verdict["reason"] = "; ".join(notes)
-    expectation = compare(spec.expect, verdict)
+    expectation = compare(spec.expect, verdict, observed_facts(history_dir))
     if expectation is not None:
         verdict["expectation"] = expectation
     write_json_atomic(run_dir / "verdict.json", verdict)
@@ -63,22 +63,56 @@ def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine
     return RunOutcome(run_dir, verdict_status(verdict), verdict, expectation)
 
 
-def compare(expect: Expectation, verdict: dict[str, Any]) -> dict[str, Any] | None:
+def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]) -> dict[str, Any] | None:
     """Expected against observed for a scenario configuration; None when the spec expects nothing."""
-    if not (expect.absent or expect.present or expect.valid is not None):
+    if expect.empty:
         return None
     counts = verdict.get("counts", {})
     mismatches = [f"{a} = {counts.get(a)} (expected none)" for a in expect.absent if counts.get(a, 0) != 0]
     mismatches += [f"{a} = 0 (expected > 0)" for a in expect.present if counts.get(a, 0) == 0]
+    mismatches += [f"{fact} not observed" for fact in expect.observed if not facts.get(fact)]
     if expect.valid is not None and verdict.get("valid") != expect.valid:
         mismatches.append(f"valid = {verdict.get('valid')} (expected {expect.valid})")
-    if verdict.get("valid") == "unknown" and expect.valid is None:
+    if verdict.get("valid") == "unknown":
         mismatches.append(f"verdict unknown: {verdict.get('reason', 'no reason given')}")
-    expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present)]
-                         + ([f"valid = {expect.valid}"] if expect.valid is not None else []))
-    observed = ", ".join(f"{a} = {counts.get(a, 0)}" for a in (*expect.absent, *expect.present))
-    return {"expected": expected, "observed": observed + (f", valid = {verdict.get('valid')}"),
-            "passed": not mismatches, "mismatches": mismatches}
+    expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present),
+                          *expect.observed] + ([f"valid = {expect.valid}"] if expect.valid is not None else []))
+    observed = [f"{a} = {counts.get(a, 0)}" for a in (*expect.absent, *expect.present)]
+    observed += [f"{fact}: {'yes' if facts.get(fact) else 'no'}" for fact in expect.observed]
+    observed.append(f"valid = {verdict.get('valid')}")
+    return {"expected": expected, "observed": ", ".join(observed), "passed": not mismatches,
+            "mismatches": mismatches, "facts": facts}
+
+
+def observed_facts(history_dir: Path) -> dict[str, bool]:
+    """Facts from the observations and writes tables that scenarios may require.
+
+    Observers poll once a second each, so 'at the same time' means within the
+    same one-second bucket.
+    """
+    import pandas as pd
+
+    facts = dict.fromkeys(("two-leaders", "two-controllers", "leader-disagreement", "unavailability"), False)
+    writes_path = history_dir / "writes.parquet"
+    if writes_path.exists():
+        status = pd.read_parquet(writes_path, columns=["status"])["status"]
+        facts["unavailability"] = bool((status != "ok").any())
+    obs_path = history_dir / "observations.parquet"
+    if not obs_path.exists():
+        return facts
+    obs = pd.read_parquet(obs_path)
+    if obs.empty:
+        return facts
+    obs["bucket"] = obs["time_ns"] // 1_000_000_000
+    obs["self"] = obs["observer"].str.extract(r"(\d+)$", expand=False).astype("Int64")
+    claims = obs[obs["leader"].astype("Int64") == obs["self"]]
+    per = claims.groupby(["bucket", "topic", "partition"])["observer"].nunique()
+    facts["two-leaders"] = bool((per >= 2).any())
+    controllers = obs.dropna(subset=["controller"]).groupby("bucket")["controller"].nunique()
+    facts["two-controllers"] = bool((controllers >= 2).any())
+    leaders = obs.dropna(subset=["leader"]).groupby(["bucket", "topic", "partition"])["leader"].nunique()
+    facts["leader-disagreement"] = bool((leaders >= 2).any())
+    return facts
 
 
 def write_reports(run_dir: Path) -> None:

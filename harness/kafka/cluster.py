@@ -181,11 +181,22 @@ class KafkaCluster:
         for node in self.nodes:
             self.start(node, "zookeeper")
         self.wait_quorum(deadline - time.monotonic())
+        wanted = self.settings.controller
+        if wanted is not None:
+            # The first broker to register wins the /controller znode: start it alone first.
+            self.start(self.node(wanted), "broker")
+            wait_for(f"broker {wanted} to become controller", lambda: self._controller_is(wanted),
+                     deadline - time.monotonic())
         for node in self.nodes:
-            self.start(node, "broker")
+            if self.pids(node)["broker"] is None:
+                self.start(node, "broker")
         self.wait_brokers(deadline - time.monotonic())
         self.create_topic()
         self.wait_topic_ready(deadline - time.monotonic())
+
+    def _controller_is(self, broker_id: int) -> bool | None:
+        self._check_processes()
+        return True if zk_snapshot(self.zk_connect, None, timeout=2.0)["controller"] == broker_id else None
 
     def _check_processes(self) -> None:
         for node in self.nodes:

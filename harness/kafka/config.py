@@ -37,6 +37,8 @@ class ClusterSettings:
     zookeeper_heap_mb: int = 256
     # Replica placement, as broker ids per partition; None lets Kafka choose.
     replica_assignment: tuple[tuple[int, ...], ...] | None = None
+    # The broker that must be controller once the cluster is up (started first); None lets them race.
+    controller: int | None = None
     broker_overrides: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
