@@ -37,3 +37,29 @@ test-fast:
 
 bench-cluster:
 	$(PY) bench/bench_cluster.py --runs 5
+
+# --- the scenario catalogue (SCENARIOS.md): each prints expected vs observed per configuration ---
+SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
+PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-follower isolate-az-leader \
+	isolate-az-controller isolate-az-controller-leader
+POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
+
+.PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
+
+$(addprefix test-,$(SCENARIOS)): test-%:
+	$(PY) -m harness run scenarios/$*.yaml
+
+# Run every listed scenario even if one fails; fail at the end if any did.
+define run_scenarios
+	@failed=""; for s in $(1); do $(PY) -m harness run scenarios/$$s.yaml || failed="$$failed $$s"; done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; else echo "all passed: $(1)"; fi
+endef
+
+test-partition:
+	$(call run_scenarios,$(PARTITION_SCENARIOS))
+
+test-power-off:
+	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
+
+test-scenarios:
+	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))
