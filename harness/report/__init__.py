@@ -1,0 +1,20 @@
+"""The reports of a finished run: report.html, junit.xml and the text summary.
+
+Reads only the files of a run folder (spec.yaml, history/, verdict.json);
+never imports the workloads, the nemesis or the checker, so a run copied
+from anywhere can be reported on again.
+
+- `render_report(run_dir)` writes run_dir/report.html (self-contained, deterministic).
+- `render_junit(target, cases=None)` writes junit.xml: one case per scenario configuration
+  (`JUnitCase`), or for a lone run folder one case judged by its verdict.
+- `summary(run_dir)` is the text `show` prints.
+"""
+
+from __future__ import annotations
+
+from harness.report.errors import ReportError
+from harness.report.html import render_report
+from harness.report.junit import JUnitCase, case_from_run, junit_xml, render_junit
+from harness.report.summary import summary
+
+__all__ = ["JUnitCase", "ReportError", "case_from_run", "junit_xml", "render_junit", "render_report", "summary"]

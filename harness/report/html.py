@@ -1,0 +1,50 @@
+"""report.html: one self-contained page per run (plotly.js inline, no network), the same bytes every time."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+from harness.report.files import write_atomically
+from harness.report.page import build_context, plot_config
+from harness.report.run import load_run
+
+REPORT_FILE = "report.html"
+_TEMPLATES = resources.files("harness.report") / "templates"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (_TEMPLATES / name).read_text(encoding="utf-8")),
+        autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+    )
+    env.filters["dotbreak"] = _dotbreak
+    return env
+
+
+def _dotbreak(text: str) -> Markup:
+    """"max.in.flight" with a line-break opportunity after each dot, for narrow table headers."""
+    return Markup(".<wbr>").join(Markup.escape(part) for part in str(text).split("."))
+
+
+def report_html(run_dir: str | Path) -> str:
+    """The page for the run in ``run_dir``, as text."""
+    env = _environment()
+    context = build_context(load_run(run_dir))
+    css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html.j2").render(
+        **context, css=Markup(css), plotly_js=Markup(get_plotlyjs()),
+        config=plot_config(),
+    )
+
+
+def render_report(run_dir: str | Path) -> Path:
+    """Write ``run_dir/report.html`` and return its path. ReportError if ``run_dir`` is not a folder."""
+    root = Path(run_dir)
+    return write_atomically(root / REPORT_FILE, report_html(root))

@@ -1,0 +1,158 @@
+"""junit.xml: runs as a CI server shows test results, one test case per scenario configuration.
+
+The file follows the JUnit XML format of Apache Ant's JUnit task, the one
+Jenkins, GitLab and the other CI servers read: a ``<testsuites>`` root with one
+``<testsuite>`` per scenario (all the attributes that format requires) and a
+``<testcase>`` per configuration. A case that did not show what was expected
+is a ``<failure>`` whose message is the expected-versus-observed line; a case
+with no verdict (unknown) is an ``<error>``. The bytes depend only on the
+cases given: no clock, no host name unless one is passed.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.report import fmt
+from harness.report.errors import ReportError
+from harness.report.files import write_atomically
+from harness.report.run import load_run
+from harness.report.verdict import read_outcome
+
+JUNIT_FILE = "junit.xml"
+PACKAGE = "faultline"
+VALID_EXPECTATION = "a valid verdict: no anomaly that this configuration forbids"
+# XML 1.0 cannot carry most control characters, even escaped; error texts from clients may hold some.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@dataclass(frozen=True)
+class JUnitCase:
+    """One scenario configuration's result, as the scenario runner hands it over.
+
+    ``passed`` is True (the run showed what was expected), False (it did not: a
+    <failure>) or None (no verdict could be reached: an <error>). ``expected``
+    and ``observed`` are one line each; ``details`` is any further text for the
+    failure body (errors, examples, where the report is). ``started_ns`` is when
+    the run began (the suite's timestamp); ``time_s`` how long it took.
+    """
+
+    scenario: str
+    configuration: str
+    expected: str
+    observed: str
+    passed: bool | None
+    time_s: float
+    details: str = ""
+    started_ns: int | None = None
+
+
+def case_from_run(run_dir: str | Path, scenario: str | None = None, configuration: str | None = None,
+                  expected: str = VALID_EXPECTATION) -> JUnitCase:
+    """The case of a run judged by its verdict alone: valid passes, invalid fails, unknown is an error."""
+    run = load_run(run_dir, tables=("writes", "reads", "nemesis", "observations"))
+    outcome = read_outcome(run.verdict)
+    span = run.span_ns()
+    name = configuration or _spec_text(run.spec, "configuration") or run.run_id
+    details = [f"run: {run.scenario}/{run.run_id} (report.html in the run folder)"]
+    if outcome.errors:
+        details.append(f"errors: {outcome.errors_line}")
+    if outcome.information:
+        details.append(f"allowed by this configuration: {outcome.information_line}")
+    passed = {"valid": True, "invalid": False}.get(outcome.state)
+    return JUnitCase(scenario or run.scenario, name, expected, outcome.headline, passed,
+                     round((span[1] - span[0]) / fmt.NS, 3) if span else 0.0, "\n".join(details),
+                     span[0] if span else None)
+
+
+def _spec_text(spec: dict[str, object], key: str) -> str | None:
+    value = spec.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _timestamp(cases: Sequence[JUnitCase]) -> str:
+    """When the suite began, as the format wants it: ISO 8601 without a time zone (UTC here)."""
+    starts = [c.started_ns for c in cases if c.started_ns is not None]
+    seconds = min(starts) // fmt.NS if starts else 0
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"
+
+
+def _testcase(suite: ET.Element, case: JUnitCase) -> None:
+    element = ET.SubElement(suite, "testcase", {
+        "name": _clean(case.configuration), "classname": _clean(f"{PACKAGE}.{case.scenario}"),
+        "time": _seconds(case.time_s),
+    })
+    if case.passed is True:
+        return
+    body = f"expected: {case.expected}\nobserved: {case.observed}\n"
+    if case.details:
+        body += "\n" + case.details.rstrip("\n") + "\n"
+    if case.passed is False:
+        outcome = ET.SubElement(element, "failure", {
+            "message": _clean(f"expected: {case.expected} — observed: {case.observed}"),
+            "type": "unexpected-outcome"})
+    else:
+        outcome = ET.SubElement(element, "error", {
+            "message": _clean(f"no verdict: {case.observed}"), "type": "no-verdict"})
+    outcome.text = _clean(body)
+
+
+def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[JUnitCase], hostname: str) -> None:
+    suite = ET.SubElement(root, "testsuite", {
+        "name": _clean(scenario), "package": _clean(f"{PACKAGE}.{scenario}"), "id": str(number),
+        "timestamp": _timestamp(cases), "hostname": _clean(hostname), "tests": str(len(cases)),
+        "failures": str(sum(c.passed is False for c in cases)), "errors": str(sum(c.passed is None for c in cases)),
+        "time": _seconds(sum(c.time_s for c in cases)),
+    })
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", {"name": "scenario", "value": _clean(scenario)})
+    for case in cases:
+        _testcase(suite, case)
+    out = ET.SubElement(suite, "system-out")
+    verdicts = {True: "passed", False: "FAILED", None: "ERROR (no verdict)"}
+    out.text = _clean("".join(f"{c.configuration}: {verdicts[c.passed]}: {c.observed}\n" for c in cases))
+    ET.SubElement(suite, "system-err").text = ""
+
+
+def junit_xml(cases: Sequence[JUnitCase], hostname: str = "localhost") -> str:
+    """The document for ``cases``: a suite per scenario, in order of first appearance."""
+    if not cases:
+        raise ReportError("junit.xml needs at least one test case")
+    scenarios: dict[str, list[JUnitCase]] = {}
+    for case in cases:
+        scenarios.setdefault(case.scenario, []).append(case)
+    root = ET.Element("testsuites")
+    for number, (scenario, mine) in enumerate(scenarios.items()):
+        _suite(root, number, scenario, mine, hostname)
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_junit(target: str | Path, cases: Sequence[JUnitCase] | None = None, hostname: str = "localhost") -> Path:
+    """Write junit.xml and return its path.
+
+    ``target`` is a folder (the file goes in it as junit.xml) or a path ending in .xml. Without ``cases``,
+    ``target`` must be a run folder: its one case is the run judged by its verdict (`case_from_run`).
+    """
+    path = Path(target)
+    out = path if path.suffix == ".xml" else path / JUNIT_FILE
+    if cases is None:
+        if path.suffix == ".xml":
+            raise ReportError(f"{path}: without test cases, name a run folder")
+        cases = [case_from_run(path)]
+    if not out.parent.is_dir():
+        raise ReportError(f"{out.parent}: no such folder")
+    return write_atomically(out, junit_xml(cases, hostname))

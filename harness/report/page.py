@@ -1,0 +1,309 @@
+"""What report.html shows, as plain data for the template: sections, rows, plot JSON.
+
+Everything is sorted or kept in the order of its source file, and nothing
+depends on the clock or on randomness, so one run always yields the same
+page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from harness.report import fmt
+from harness.report.anomalies import DESCRIPTIONS, Example, collect_examples
+from harness.report.faults import FaultEvent, FaultWindow, fault_events, fault_windows
+from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
+from harness.report.leadership import (
+    Disagreement,
+    controller_views,
+    disagreements,
+    natural_key,
+    observation_period,
+    partition_views,
+)
+from harness.report.run import Run, parse_json
+from harness.report.verdict import Outcome, read_outcome
+
+# Example keys shown as the "when" column, so not repeated among the details.
+WHEN_KEYS = {"invoke_ns", "complete_ns", "poll_ns", "time_ns"}
+# Keys of nested example rows (evidence, previous, seen), in reading order; others follow sorted.
+NESTED_ORDER = ("source", "value", "topic", "partition", "offset", "process", "phase", "seq", "op_id")
+# Client settings that decide what an anomaly means (spec/history.md), shown first and in this order.
+KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.connection", "retries",
+                  "isolation.level", "enable.auto.commit", "group.id")
+ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
+RUN_FILES = ("spec.yaml", "verdict.json", "junit.xml", "harness.log", "history", "nodes")
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure to embed: its element id, its JSON and what to call the downloaded image."""
+
+    div_id: str
+    json: str
+    filename: str
+
+
+@dataclass
+class AnomalySection:
+    name: str
+    description: str
+    count: int | None
+    kind: str
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    show_leaders: bool = False
+
+
+def figure_json(fig: go.Figure) -> str:
+    """The figure as JSON safe inside a <script> element."""
+    text = pio.to_json(fig, validate=False, pretty=False, engine="json")
+    return text.replace("</", "<\\/")
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """A nested spec as ("a.b.c", "value") rows in the file's order; a list of mappings gives a row per item."""
+    if isinstance(value, dict) and value:
+        return [row for k, v in value.items() for row in flatten(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [(f"{prefix}[{i}]", " · ".join(f"{k}: {_scalar(v)}" for k, v in item.items()))
+                for i, item in enumerate(value)]
+    return [(prefix or "spec", _scalar(value))]
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, list) and not any(isinstance(v, dict | list) for v in value):
+        return ", ".join(_scalar(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else fmt.compact(value)
+
+
+def build_context(run: Run) -> dict[str, Any]:
+    """The template's context for one run."""
+    outcome = read_outcome(run.verdict)
+    span = run.span_ns()
+    frame = Frame(*span) if span else None
+    windows = fault_windows(run.table("nemesis"))
+    events = fault_events(run.table("nemesis"))
+    t0 = frame.t0 if frame else 0
+    examples = collect_examples(run, windows)
+    context: dict[str, Any] = {
+        "scenario": run.scenario,
+        "run_id": run.run_id,
+        "outcome": outcome,
+        "verdict_counts": _count_tiles(outcome),
+        "stats": _stats(outcome),
+        "started": fmt.utc(frame.t0) if frame else "—",
+        "duration": fmt.duration(frame.end - frame.t0) if frame else "—",
+        "spec_items": flatten(run.spec) if run.spec else [],
+        "clients": _clients(run),
+        "faults": _fault_rows(windows, events, t0, frame),
+        "anomalies": _anomaly_sections(outcome, examples, t0),
+        "problems": list(run.problems),
+        "files": [name for name in RUN_FILES if (run.run_dir / name).exists()],
+        "plots": {},
+        "splits": [],
+        "period": "",
+    }
+    if frame:
+        context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
+            run.table("writes"), run.table("processes"), frame, windows, events, examples)),
+            f"{run.scenario}-{run.run_id}-timeline")
+        lanes = _leadership_lanes(run.table("observations"))
+        if lanes:
+            context["plots"]["leadership"] = Plot("plot-leadership", figure_json(
+                leadership_figure(lanes, frame, windows, events)), f"{run.scenario}-{run.run_id}-leadership")
+            context["splits"] = [_split_row(lane, split, t0) for lane in lanes for split in lane.disagreements]
+            context["period"] = fmt.duration(observation_period(run.table("observations")))
+    context["az_count"] = len({a for a in run.table("processes")["az"].dropna()} |
+                              {a for a in run.table("writes")["az"].dropna()})
+    return context
+
+
+def _count_tiles(outcome: Outcome) -> list[dict[str, Any]]:
+    errors = dict(outcome.errors)
+    tiles = []
+    for name, n in outcome.counts:
+        kind = "error" if name in errors else "info" if n else "zero"
+        tiles.append({"name": name, "count": fmt.count(n), "kind": kind, "description": DESCRIPTIONS.get(name, "")})
+    return tiles
+
+
+def _stats(outcome: Outcome) -> list[tuple[str, str, str]]:
+    s = outcome.stats
+    order = [("writes", "writes", None), ("ok", "acknowledged", "writes"), ("fail", "failed", "writes"),
+             ("info", "unknown outcome", "writes"), ("reads", "records read", None),
+             ("final_reads", "in the final log", None)]
+    rows = [(label, fmt.count(s[key]), fmt.percent(s[key], s.get(whole)) if whole else "")
+            for key, label, whole in order if key in s]
+    rows += [(str(key), fmt.count(value), "") for key, value in sorted(s.items())
+             if key not in {k for k, _, _ in order} and not isinstance(value, dict | list)]
+    return rows
+
+
+def _clients(run: Run) -> dict[str, Any]:
+    processes = run.table("processes")
+    writes, reads = run.table("writes"), run.table("reads")
+    configs: dict[str, dict[str, Any]] = {}
+    info: dict[str, tuple[str, str]] = {}
+    for process, role, az, config in processes[["process", "role", "az", "config"]].itertuples(index=False):
+        if process is None:
+            continue
+        parsed = parse_json(config)
+        configs[process] = parsed if isinstance(parsed, dict) else {}
+        info[process] = (role or "", az or "")
+    status_counts = writes.groupby(["process", "status"]).size()
+    read_counts = reads.groupby("process").size()
+    for process in set(writes["process"].dropna()) - set(info):
+        info[process] = ("producer", _first(writes.loc[writes["process"] == process, "az"]))
+    for process in set(reads["process"].dropna()) - set(info):
+        info[process] = ("consumer", _first(reads.loc[reads["process"] == process, "az"]))
+    keys = [k for k in KNOWN_SETTINGS if any(k in c for c in configs.values())]
+    keys += sorted({k for c in configs.values() for k in c} - set(keys))
+    rows = []
+    for process in sorted(info, key=lambda p: (ROLE_ORDER.get(info[p][0], 9), natural_key(info[p][1]),
+                                               natural_key(p))):
+        role, az = info[process]
+        config = configs.get(process, {})
+        rows.append({
+            "process": process, "role": role, "az": az,
+            "settings": [fmt.compact(config[k]) if k in config else "" for k in keys],
+            "ok": fmt.count(int(status_counts.get((process, "ok"), 0))) if role == "producer" else "",
+            "fail": fmt.count(int(status_counts.get((process, "fail"), 0))) if role == "producer" else "",
+            "info": fmt.count(int(status_counts.get((process, "info"), 0))) if role == "producer" else "",
+            "reads": fmt.count(int(read_counts.get(process, 0))) if role != "producer" else "",
+        })
+    return {"keys": keys, "rows": rows}
+
+
+def _first(values: pd.Series) -> str:
+    present = values.dropna()
+    return str(present.iloc[0]) if len(present) else ""
+
+
+def _fault_rows(windows: list[FaultWindow], events: list[FaultEvent], t0: int,
+                frame: Frame | None) -> list[dict[str, Any]]:
+    colors = fault_colors(windows, events)
+    rows = [{
+        "fault": w.fault, "targets": fmt.targets(w.targets), "color": colors[w.fault],
+        "start": fmt.rel(w.start_ns, t0), "start_utc": fmt.utc(w.start_ns),
+        "stop": fmt.rel(w.stop_ns, t0) if w.stop_ns is not None else "never stopped",
+        "duration": fmt.duration(w.stop_ns - w.start_ns) if w.stop_ns is not None else (
+            "≥ " + fmt.duration(frame.end - w.start_ns) if frame else "—"),
+        "detail": "" if w.detail is None else fmt.compact(w.detail), "sort": (w.start_ns, 0),
+    } for w in windows]
+    rows += [{
+        "fault": f"note: {e.fault}", "targets": fmt.targets(e.targets), "color": colors[e.fault],
+        "start": fmt.rel(e.time_ns, t0), "start_utc": fmt.utc(e.time_ns), "stop": "", "duration": "",
+        "detail": "" if e.detail is None else fmt.compact(e.detail), "sort": (e.time_ns, 1),
+    } for e in events]
+    return sorted(rows, key=lambda r: (r["sort"], r["fault"], r["targets"]))
+
+
+def _leadership_lanes(observations: pd.DataFrame) -> list[Lane]:
+    """A lane per partition and one for the controller; disagreements shorter than one polling period left out."""
+    if not len(observations):
+        return []
+    period = observation_period(observations)
+    lanes = []
+    for (topic, partition), segments in partition_views(observations).items():
+        lanes.append(Lane(f"{topic}/{partition}<br>leader", f"leader of {topic}/{partition}", segments,
+                          disagreements(segments, period)))
+    controllers = controller_views(observations)
+    if any(s.broker is not None for s in controllers):
+        lanes.append(Lane("controller", "controller", controllers, disagreements(controllers, period)))
+    return lanes
+
+
+def _split_row(lane: Lane, split: Disagreement, t0: int) -> dict[str, Any]:
+    return {
+        "scope": lane.title.replace("<br>", " "),
+        "start": fmt.rel(split.start_ns, t0), "stop": fmt.rel(split.end_ns, t0),
+        "duration": fmt.duration(split.end_ns - split.start_ns),
+        "claims": [f"broker {b}: {', '.join(observers)}" for b, observers in split.claims],
+    }
+
+
+def _anomaly_sections(outcome: Outcome, examples: dict[str, list[Example]], t0: int) -> list[AnomalySection]:
+    errors = dict(outcome.errors)
+    counts = dict(outcome.counts)
+    sections = []
+    for name in [n for n, _ in outcome.counts] + sorted(set(examples) - set(counts)):
+        shown = examples.get(name, [])
+        count = counts.get(name)
+        if not shown and not count:
+            continue
+        section = AnomalySection(name, DESCRIPTIONS.get(name, ""), count, "error" if name in errors else "info")
+        section.examples = [_example_row(e, t0) for e in shown]
+        section.show_leaders = any(e.leaders is not None for e in shown)
+        sections.append(section)
+    return sections
+
+
+def _example_row(example: Example, t0: int) -> dict[str, Any]:
+    f = example.fields
+    where = ""
+    if f.get("topic") is not None:
+        where = f"{f['topic']}/{f.get('partition', '?')}"
+        if f.get("offset") is not None:
+            where += f" @ {f['offset']}"
+    window = example.window
+    when = ""
+    if window:
+        when = fmt.rel(window[1], t0) if window[0] == window[1] else f"{fmt.rel(window[0], t0)} → {fmt.rel(window[1], t0)}"
+    faults: list[str] | None = None
+    if example.faults is not None:
+        faults = [f"{ref.label} ({fmt.rel(ref.start_ns, t0)} → "
+                  f"{fmt.rel(ref.stop_ns, t0) if ref.stop_ns is not None else 'never stopped'}; {ref.relation})"
+                  for ref in example.faults]
+    return {
+        "number": example.number, "anchor": f"{example.anomaly}-{example.number}", "when": when,
+        "when_utc": fmt.utc(window[1]) if window else "", "value": "" if f.get("value") is None else str(f["value"]),
+        "where": where, "process": "" if f.get("process") is None else str(f["process"]),
+        "classified": example.classified,
+        "details": list(_detail_lines({k: v for k, v in example.details.items() if k not in WHEN_KEYS}, t0)),
+        "leaders": ", ".join(str(x) for x in example.leaders) if example.leaders is not None else None,
+        "split": example.leaders is not None and len(example.leaders) > 1,
+        "faults": faults, "faults_computed": not example.faults_from_checker,
+    }
+
+
+def _label(key: str) -> str:
+    """"complete_ns" reads as "complete": its value is shown as a time."""
+    return key[:-3] if key.endswith("_ns") else key
+
+
+def _detail_value(key: str, value: Any, t0: int) -> str:
+    if key.endswith("_ns") and isinstance(value, int) and not isinstance(value, bool):
+        return fmt.rel(value, t0)
+    if isinstance(value, dict):
+        keys = [k for k in NESTED_ORDER if k in value] + sorted(set(value) - set(NESTED_ORDER))
+        return " · ".join(f"{_label(k)} {_detail_value(k, value[k], t0)}" for k in keys if value[k] is not None)
+    if isinstance(value, list) and not any(isinstance(v, dict | list) for v in value):
+        return ", ".join(str(v) for v in value)
+    return fmt.compact(value) if not isinstance(value, str) else value
+
+
+def _detail_lines(details: dict[str, Any], t0: int) -> Iterable[str]:
+    for key, value in details.items():
+        if value is None:
+            continue
+        if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+            yield f"{_label(key)}:"
+            for item in value:
+                yield "  " + (_detail_value(key, item, t0) if isinstance(item, dict) else fmt.compact(item))
+        else:
+            yield f"{_label(key)}: {_detail_value(key, value, t0)}"
+
+
+def plot_config() -> str:
+    """Plotly's config for every plot: no logo, no link out, no lasso."""
+    return json.dumps({"displaylogo": False, "responsive": True, "showLink": False,
+                       "modeBarButtonsToRemove": ["lasso2d", "select2d"]}, sort_keys=True)

@@ -1,0 +1,201 @@
+"""One finished run folder, loaded for reporting: spec, verdict and history tables.
+
+Reads only files (DESIGN.md's results layout and spec/history.md's tables);
+never imports the workloads, the nemesis or the checker. It is lenient where
+the checker is strict: a table that is missing or unreadable becomes an empty
+table plus a line in ``problems``, so a report of a broken run still shows
+what there is. Integer columns keep full nanosecond precision (pandas
+``Int64``), never float.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from harness.report.errors import ReportError
+
+Kind = Literal["str", "int", "json"]
+
+# The columns the report uses, per table (spec/history.md); others are ignored.
+COLUMNS: dict[str, dict[str, Kind]] = {
+    "writes": {
+        "process": "str", "op_id": "int", "topic": "str", "key": "str", "value": "str", "partition": "int",
+        "offset": "int", "status": "str", "error": "str", "invoke_ns": "int", "complete_ns": "int", "az": "str",
+    },
+    "reads": {
+        "process": "str", "seq": "int", "phase": "str", "topic": "str", "partition": "int", "offset": "int",
+        "value": "str", "poll_ns": "int", "az": "str", "group": "str",
+    },
+    "processes": {"process": "str", "role": "str", "az": "str", "config": "json"},
+    "nemesis": {"time_ns": "int", "type": "str", "fault": "str", "targets": "json", "detail": "json"},
+    "observations": {
+        "time_ns": "int", "observer": "str", "topic": "str", "partition": "int", "leader": "int",
+        "isr": "json", "leader_epoch": "int", "controller": "int",
+    },
+}
+
+VERDICT_FILE = "verdict.json"
+SPEC_FILE = "spec.yaml"
+HISTORY_DIR = "history"
+
+
+@dataclass
+class Run:
+    """A run folder's contents as the report needs them."""
+
+    run_dir: Path
+    spec: dict[str, Any]
+    verdict: dict[str, Any] | None
+    tables: dict[str, pd.DataFrame]
+    problems: list[str] = field(default_factory=list)
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self.tables[name]
+
+    @property
+    def scenario(self) -> str:
+        """The scenario id: the spec's, else the folder above the run's timestamp folder."""
+        for key in ("scenario", "name", "id"):
+            if isinstance(self.spec.get(key), str) and self.spec[key]:
+                return str(self.spec[key])
+        return self.run_dir.resolve().parent.name or "run"
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.resolve().name
+
+    def span_ns(self) -> tuple[int, int] | None:
+        """(first, last) time in the history (sends, polls, faults, observations), or None if it is empty."""
+        times: list[int] = []
+        for name, cols in (("writes", ("invoke_ns", "complete_ns")), ("reads", ("poll_ns",)),
+                           ("nemesis", ("time_ns",)), ("observations", ("time_ns",))):
+            frame = self.tables[name]
+            for col in cols:
+                series = frame[col].dropna()
+                if len(series):
+                    times += [int(series.min()), int(series.max())]
+        return (min(times), max(times)) if times else None
+
+
+def load_run(run_dir: str | Path, tables: Iterable[str] | None = None) -> Run:
+    """Load ``run_dir``; only a missing folder raises (ReportError).
+
+    ``tables`` names the history tables to read (default: all); the others are left empty.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise ReportError(f"{root}: not a run folder")
+    problems: list[str] = []
+    spec = _load_spec(root / SPEC_FILE, problems)
+    verdict = _load_verdict(root / VERDICT_FILE, problems)
+    wanted = set(COLUMNS if tables is None else tables)
+    loaded = {name: _load_table(root / HISTORY_DIR, name, problems) if name in wanted else _frame([], COLUMNS[name])
+              for name in COLUMNS}
+    return Run(root, spec, verdict, loaded, problems)
+
+
+def _load_spec(path: Path, problems: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        problems.append(f"{path.name}: unreadable ({exc.__class__.__name__})")
+        return {}
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        problems.append(f"{path.name}: not a mapping")
+        return {}
+    return loaded
+
+
+def _load_verdict(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    if not path.is_file():  # not a reading problem: the verdict section says there is none
+        return None
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path.name}: unreadable ({exc})")
+        return None
+    if not isinstance(loaded, dict):
+        problems.append(f"{path.name}: not a JSON object")
+        return None
+    return loaded
+
+
+def _load_table(history: Path, name: str, problems: list[str]) -> pd.DataFrame:
+    parquet, jsonl = history / f"{name}.parquet", history / f"{name}.jsonl"
+    try:
+        if parquet.exists():
+            rows = _parquet_rows(parquet, COLUMNS[name])
+        elif jsonl.is_file():
+            rows = _jsonl_rows(jsonl, problems)
+        else:
+            return _frame([], COLUMNS[name])
+        return _frame(rows, COLUMNS[name])
+    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+        problems.append(f"history/{name}: unreadable ({exc})")
+        return _frame([], COLUMNS[name])
+
+
+def _parquet_rows(path: Path, columns: dict[str, Kind]) -> list[dict[str, Any]]:
+    schema_names = set(pq.ParquetDataset(path).schema.names)
+    table = pq.read_table(path, columns=[c for c in columns if c in schema_names])
+    return table.to_pylist()
+
+
+def _jsonl_rows(path: Path, problems: list[str]) -> list[dict[str, Any]]:
+    """The objects of a JSONL file. A torn last line (a crash mid-append) is left out and noted."""
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    rows = []
+    for index, (number, line) in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            if index == len(lines) - 1:
+                problems.append(f"history/{path.name} line {number}: torn last line left out ({exc})")
+                break
+            raise ValueError(f"{path.name} line {number}: {exc}") from None
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _cell(value: Any, kind: Kind) -> Any:
+    if value is None:
+        return None
+    if kind == "int":
+        return int(value)
+    if kind == "json":
+        return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _frame(rows: list[dict[str, Any]], columns: dict[str, Kind]) -> pd.DataFrame:
+    # Text columns stay object with None for null (pandas would otherwise infer "str" with NaN).
+    data = {
+        col: pd.Series(pd.array([_cell(r.get(col), kind) for r in rows], dtype="Int64")) if kind == "int"
+        else pd.Series([_cell(r.get(col), kind) for r in rows], dtype=object)
+        for col, kind in columns.items()
+    }
+    return pd.DataFrame(data)
+
+
+def parse_json(text: Any) -> Any:
+    """A json column's cell as a Python value (text that is not JSON stays text)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

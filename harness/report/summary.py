@@ -1,0 +1,75 @@
+"""The few lines `python -m harness show RUN_DIR` prints: verdict, counts, faults, split brains, where the report is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.report import fmt
+from harness.report.faults import fault_windows
+from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
+from harness.report.run import Run, load_run
+from harness.report.verdict import read_outcome
+
+MAX_FAULTS = 6
+
+
+def summary(run_dir: str | Path) -> str:
+    """A short text verdict summary of the run in ``run_dir`` (ReportError if it is not a folder)."""
+    run = load_run(run_dir, tables=("writes", "reads", "nemesis", "observations"))
+    outcome = read_outcome(run.verdict)
+    lines = [f"{run.scenario} / {run.run_id}: {outcome.state.upper()}"]
+    if outcome.state == "unknown":
+        lines.append(f"  reason:     {outcome.reason}")
+    if outcome.errors:
+        lines.append(f"  errors:     {outcome.errors_line}")
+    if outcome.information:
+        lines.append(f"  allowed:    {outcome.information_line}")
+    lines += _volume(outcome.stats)
+    lines += _faults(run)
+    lines += _splits(run)
+    lines += [f"  problem:    {p}" for p in run.problems]
+    report = run.run_dir / "report.html"
+    lines.append(f"  report:     {report}" if report.is_file() else
+                 f"  report:     not written yet (python -m harness report {run.run_dir})")
+    return "\n".join(lines)
+
+
+def _volume(stats: dict[str, object]) -> list[str]:
+    if "writes" not in stats:
+        return []
+    line = f"  writes:     {fmt.count(stats['writes'])}"
+    parts = [f"{label} {fmt.count(stats[key])}" for key, label in (("ok", "acked"), ("fail", "failed"),
+                                                                     ("info", "unknown")) if key in stats]
+    if parts:
+        line += f" ({', '.join(parts)})"
+    if "final_reads" in stats:
+        line += f"; final log {fmt.count(stats['final_reads'])} records"
+    return [line]
+
+
+def _faults(run: Run) -> list[str]:
+    windows = fault_windows(run.table("nemesis"))
+    span = run.span_ns()
+    if not windows or span is None:
+        return []
+    shown = [f"{w.label} at {fmt.rel(w.start_ns, span[0])} for "
+             f"{fmt.duration(w.stop_ns - w.start_ns) if w.stop_ns is not None else 'the rest of the run'}"
+             for w in windows[:MAX_FAULTS]]
+    if len(windows) > MAX_FAULTS:
+        shown.append(f"and {len(windows) - MAX_FAULTS} more")
+    return [f"  faults:     {shown[0]}"] + [f"              {s}" for s in shown[1:]]
+
+
+def _splits(run: Run) -> list[str]:
+    observations = run.table("observations")
+    span = run.span_ns()
+    if not len(observations) or span is None:
+        return []
+    period = observation_period(observations)
+    found = []
+    for (topic, partition), segments in partition_views(observations).items():
+        found += [(f"{topic}/{partition}", "leaders", d) for d in disagreements(segments, period)]
+    found += [("cluster", "controllers", d) for d in disagreements(controller_views(observations), period)]
+    return [f"  split:      {where}: {len(d.brokers)} {what} at once ({', '.join(map(str, d.brokers))}) "
+            f"at {fmt.rel(d.start_ns, span[0])} for {fmt.duration(d.end_ns - d.start_ns)}"
+            for where, what, d in found]

@@ -1,0 +1,56 @@
+"""report.html as a person sees it: headless Chromium, offline, a screenshot, no console errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from PIL import Image
+
+from harness.report.browser import find_chromium, view_page
+
+pytestmark = pytest.mark.browser
+
+AZ1_BLUE = (0x25, 0x63, 0xEB)  # the first series colour: az1 in the timeline, broker 0 in leadership
+INVALID_RED = (0xB9, 0x1C, 0x1C)
+
+
+def count_near(pixels: NDArray[np.int16], color: tuple[int, int, int], tolerance: int = 24) -> int:
+    """How many pixels (rows of RGB) are within ``tolerance`` of ``color`` in every channel."""
+    return int((np.abs(pixels - np.array(color)) <= tolerance).all(axis=-1).sum())
+
+
+def test_report_renders_offline_without_console_errors(built_run: Path, report_html: str, tmp_path: Path) -> None:
+    find_chromium()  # fails, naming the package, where Chromium is missing: CI must have it
+    shot = tmp_path / "report.png"
+    view = view_page(built_run / "report.html", shot, width=1400, height=900)
+    assert view.errors == [], view.errors
+    assert [level for level, _ in view.console if level in ("error", "warning")] == [], view.console
+    assert all(url.startswith(("file://", "data:", "about:")) for url in view.requests), view.requests
+    assert sorted(p.id for p in view.plots) == ["plot-leadership", "plot-timeline"]
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1400, view.page_height) and view.page_height > 2000
+    screen = np.asarray(image, dtype=np.int16)
+    for plot in view.plots:
+        assert plot.drawn > 5 and plot.width > 1000 and plot.height > 300, plot
+        area = screen[int(plot.y):int(plot.y + plot.height), int(plot.x):int(plot.x + plot.width)].reshape(-1, 3)
+        inked = int((area.min(axis=1) < 235).sum())
+        assert inked / len(area) > 0.05, f"{plot.id} looks blank: {inked} of {len(area)} pixels inked"
+        assert len(np.unique(area, axis=0)) > 50, f"{plot.id} has too few colours to be a plot"
+        assert count_near(area, AZ1_BLUE) > 200, f"{plot.id}: no az1 / broker 0 series drawn"
+    header = screen[:100].reshape(-1, 3)
+    assert count_near(header, INVALID_RED) > 500, "the INVALID badge is not visible"
+
+
+def test_console_errors_and_requests_are_caught(tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><p>broken</p>"
+                    "<img src='http://127.0.0.1:9/never.png'>"
+                    "<script>console.error('boom'); undefinedFunction();</script></body></html>")
+    view = view_page(page, tmp_path / "broken.png")
+    assert "boom" in view.errors
+    assert any("undefinedFunction" in e for e in view.errors)
+    assert "http://127.0.0.1:9/never.png" in view.requests
+    assert view.plots == []

@@ -1,0 +1,181 @@
+"""report.html of the hand-built run: what it shows, that it is whole, that it never changes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import ReportError, render_report
+from tests.report.runfolder import AZS, verdict_of
+
+
+def plot_json(html: str, div_id: str) -> dict[str, Any]:
+    match = re.search(rf'<script type="application/json" data-plot="{div_id}"[^>]*>(.*?)</script>', html, re.S)
+    assert match, f"no data for {div_id}"
+    loaded: dict[str, Any] = json.loads(match.group(1))
+    return loaded
+
+
+def row_html(html: str, anchor: str) -> str:
+    start = html.index(f'<tr id="{anchor}"')
+    return unescape(html[start:html.index("</tr>", start)])
+
+
+def section_html(html: str, section: str) -> str:
+    start = html.index(f'<section id="{section}"')
+    return unescape(html[start:html.index("</section>", start)])
+
+
+def test_verdict_and_configuration_come_first(report_html: str) -> None:
+    assert 'id="verdict-badge">INVALID<' in report_html
+    verdict = section_html(report_html, "verdict")
+    assert "INVALID" in verdict
+    assert re.search(r"<b>3</b> lost", verdict) and re.search(r"<b>3</b> divergence", verdict)
+    assert "2 recovered" in verdict and "1,200" in verdict
+    assert report_html.index('id="verdict"') < report_html.index('id="configuration"') < report_html.index(
+        'id="timeline"')
+    config = section_html(report_html, "configuration")
+    for text in ("isolate-az-leader", "topic.replication_factor", "schedule[1]", "at_s: 14 · fault: kill",
+                 "producer-az1-0", "consumer-az3-0", "drain-az2", "2147483647", "read_uncommitted"):
+        assert text in config, text
+    assert "max.<wbr>in.<wbr>flight" in report_html
+
+
+def test_page_is_self_contained(report_html: str) -> None:
+    library = re.search(r"<script>\s*/\*\*\s*\* plotly\.js v[0-9.]+.*?</script>", report_html, re.S)
+    assert library, "plotly.js is not inline"
+    page = report_html[:library.start()] + report_html[library.end():]
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
+    assert not re.search(r'(href|src)="(https?:)?//', page)
+    assert "@import" not in page and "url(" not in page
+
+
+def test_timeline_counts_writes_and_errors_per_az(report_html: str) -> None:
+    fig = plot_json(report_html, "plot-timeline")
+    lines = {(t["name"], t.get("yaxis", "y")): t for t in fig["data"] if t["type"] == "scatter" and t["mode"] == "lines"}
+    assert {name for name, _ in lines} == set(AZS)
+    acked_az2, acked_az1 = lines[("az2", "y")]["y"], lines[("az1", "y")]["y"]
+    assert acked_az2[0] == 20 and acked_az2[7] == 20  # az2 is never cut off for long
+    assert acked_az1[8] == 0  # az1 isolated from +5 s to +12 s
+    errors_az1 = lines[("az1", "y2")]["y"]
+    assert errors_az1[0] == 0 and errors_az1[8] == 20
+    assert sum(lines[("az3", "y2")]["y"]) > 0  # timeouts before the election, failures during the kill
+
+
+def test_timeline_shades_and_labels_every_fault(report_html: str) -> None:
+    fig = plot_json(report_html, "plot-timeline")
+    bands = [s for s in fig["layout"]["shapes"] if s["type"] == "rect"]
+    assert sorted((b["x0"], b["x1"]) for b in bands) == [(5.0, 12.0), (14.0, 16.0)]
+    labels = [a["text"] for a in fig["layout"]["annotations"]]
+    assert any(label.startswith("isolate-az") for label in labels)
+    assert "kill broker-2" in labels and "note: leader-of t/1" in labels
+
+
+def test_timeline_marks_every_example_where_it_happened(report_html: str, built_run: Path) -> None:
+    fig = plot_json(report_html, "plot-timeline")
+    marks = {t["name"]: t for t in fig["data"] if t["mode"] == "markers"}
+    examples = verdict_of(built_run)["examples"]
+    assert set(marks) == set(examples)
+    for name, rows in examples.items():
+        assert len(marks[name]["x"]) == len(rows)
+    assert all(5.0 <= x <= 5.3 for x in marks["lost"]["x"])  # acknowledged by the isolated leader
+    assert all(6.0 <= x <= 6.2 for x in marks["divergence"]["x"])  # when the new leader reused the offsets
+
+
+def test_leadership_shows_two_leaders_at_once(report_html: str) -> None:
+    fig = plot_json(report_html, "plot-leadership")
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert {t["name"] for t in bars} >= {"broker 0", "broker 1", "broker 2"}
+    assert {"t/0<br>leader", "t/1<br>leader", "controller"} <= {
+        fig["layout"][k]["title"]["text"] for k in fig["layout"] if k.startswith("yaxis")}
+    splits = [s for s in fig["layout"]["shapes"] if s.get("yref", "").endswith("domain")]
+    assert len(splits) == 1 and splits[0]["x0"] == pytest.approx(6.0, abs=0.01) and splits[0]["x1"] == 12.0
+    leadership = section_html(report_html, "leadership")
+    assert "t/0 leader" in leadership and "broker 0: broker-0" in leadership and "broker 1: broker-1" in leadership
+
+
+def test_every_anomaly_example_has_a_row(report_html: str, built_run: Path) -> None:
+    examples = verdict_of(built_run)["examples"]
+    for name, rows in examples.items():
+        assert f'id="anomaly-{name}"' in report_html
+        for number, example in enumerate(rows, 1):
+            row = row_html(report_html, f"{name}-{number}")
+            assert example["value"] in row
+            if "offset" in example:
+                assert f"t/{example['partition']} @ {example['offset']}" in row
+            for other in example.get("values", []):
+                assert other in row
+            assert "isolate-az" in row, f"{name} #{number} happened during the isolation"
+
+
+def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> None:
+    row = row_html(report_html, "lost-1")
+    assert "+5.000 s → +5.004 s" in row
+    assert "(+5.000 s → +12.000 s; during)" in row
+    assert re.search(r'class="split">0, 1<', row)
+
+
+def test_examples_without_times_are_placed_from_the_history(report_html: str) -> None:
+    row = row_html(report_html, "recovered-1")
+    assert "+5.050 s" in row  # the write's invoke time: it never completed
+    assert "isolate-az" in row and "during" in row
+
+
+def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, run_copy: Path) -> None:
+    first = (built_run / "report.html").read_bytes()
+    assert render_report(built_run).read_bytes() == first
+    assert render_report(run_copy).read_bytes() == first  # the same run copied elsewhere
+    assert not re.search(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", report_html)
+
+
+def test_run_without_history_reports_the_verdict(tmp_path: Path) -> None:
+    run = tmp_path / "s" / "r1"
+    run.mkdir(parents=True)
+    (run / "verdict.json").write_text(json.dumps({"valid": "unknown", "reason": "no final reads: the drain never "
+                                                  "completed", "counts": {}, "errors": {}, "examples": {}}))
+    html = render_report(run).read_text(encoding="utf-8")
+    assert 'id="verdict-badge">UNKNOWN<' in html and "the drain never completed" in html
+    assert 'class="plot"' not in html and "The history holds no timed events" in html
+
+
+def test_run_without_verdict_and_with_a_torn_line(run_copy: Path) -> None:
+    (run_copy / "verdict.json").unlink()
+    with (run_copy / "history" / "observations.jsonl").open("a") as handle:
+        handle.write('{"time_ns": 17800000')
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    assert 'id="verdict-badge">UNKNOWN<' in html and "no verdict.json" in html
+    assert "torn last line left out" in html
+    assert 'id="plot-timeline"' in html and 'id="plot-leadership"' in html
+
+
+def test_parquet_dataset_directories_and_parquet_over_jsonl(run_copy: Path) -> None:
+    history = run_copy / "history"
+    (history / "writes.parquet").rename(history / "part-0.parquet")
+    (history / "writes.parquet").mkdir()
+    (history / "part-0.parquet").rename(history / "writes.parquet" / "part-0.parquet")
+    (history / "nemesis.jsonl").write_text("not json at all\nnor this\n")  # Parquet wins: never read
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    assert "unreadable" not in html
+    assert 'id="lost-3"' in html and "kill broker-2" in html
+
+
+def test_a_missing_run_folder_is_a_report_error(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="not a run folder"):
+        render_report(tmp_path / "nowhere")
+
+
+def test_report_of_a_valid_run(run_copy: Path) -> None:
+    verdict = verdict_of(run_copy)
+    verdict.update(valid=True, errors={}, examples={})
+    verdict["counts"] = dict.fromkeys(verdict["counts"], 0)
+    (run_copy / "verdict.json").write_text(json.dumps(verdict))
+    shutil.rmtree(run_copy / "nodes")
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    assert 'id="verdict-badge">VALID<' in html and "No anomalies were found" in html
+    assert 'href="nodes"' not in html
