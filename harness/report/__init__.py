@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from harness.report.errors import ReportError
 from harness.report.html import render_report
-from harness.report.junit import JUnitCase, case_from_run, junit_xml, render_junit
+from harness.report.junit import (
+           CaseResult,
+           JUnitCase,
+           case_from_run,
+           junit_xml,
+           render_junit,
+           render_junit_cases,
+)
 from harness.report.summary import summary
 
-__all__ = ["JUnitCase", "ReportError", "case_from_run", "junit_xml", "render_junit", "render_report", "summary"]
+__all__ = ["CaseResult", "JUnitCase", "ReportError", "case_from_run", "junit_xml", "render_junit", "render_junit_cases",
+           "render_report", "summary"]

@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from harness.report import fmt
 from harness.report.errors import ReportError
 from harness.report.files import write_atomically
 from harness.report.run import load_run
-from harness.report.verdict import read_outcome
+from harness.report.verdict import read_expectation, read_outcome
 
 JUNIT_FILE = "junit.xml"
 PACKAGE = "faultline"
@@ -38,8 +39,8 @@ class JUnitCase:
     ``passed`` is True (the run showed what was expected), False (it did not: a
     <failure>) or None (no verdict could be reached: an <error>). ``expected``
     and ``observed`` are one line each; ``details`` is any further text for the
-    failure body (errors, examples, where the report is). ``started_ns`` is when
-    the run began (the suite's timestamp); ``time_s`` how long it took.
+    failure body. ``run_dir``, where given, is named in the body with the run's
+    errors. ``started_ns`` is when the run began (the suite's timestamp).
     """
 
     scenario: str
@@ -47,32 +48,73 @@ class JUnitCase:
     expected: str
     observed: str
     passed: bool | None
-    time_s: float
+    seconds: float
     details: str = ""
+    run_dir: Path | None = None
     started_ns: int | None = None
 
 
-def case_from_run(run_dir: str | Path, scenario: str | None = None, configuration: str | None = None,
-                  expected: str = VALID_EXPECTATION) -> JUnitCase:
-    """The case of a run judged by its verdict alone: valid passes, invalid fails, unknown is an error."""
-    run = load_run(run_dir, tables=("writes", "reads", "nemesis", "observations"))
+class CaseResult(Protocol):
+    """Any object with these attributes is a case (the scenario runner's own result type, say)."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def configuration(self) -> str: ...
+    @property
+    def expected(self) -> str: ...
+    @property
+    def observed(self) -> str: ...
+    @property
+    def passed(self) -> bool | None: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+def as_case(result: CaseResult) -> JUnitCase:
+    """A JUnitCase from any case result.
+
+    A result with a ``run_dir`` attribute naming a run folder gains that run's start and errors; where
+    that run's verdict is unknown the case is an error (no verdict), not a failure.
+    """
+    if isinstance(result, JUnitCase):
+        return result
+    run_dir = getattr(result, "run_dir", None)
+    details, started, passed = str(getattr(result, "details", "") or ""), None, result.passed
+    if run_dir is not None and Path(run_dir).is_dir():
+        from_run = case_from_run(run_dir)
+        details = "\n".join(part for part in (details, from_run.details) if part)
+        started = from_run.started_ns
+        passed = None if from_run.passed is None else passed
+    return JUnitCase(result.scenario, result.configuration, result.expected, result.observed, passed,
+                     float(result.seconds), details, Path(run_dir) if run_dir is not None else None, started)
+
+
+def case_from_run(run_dir: str | Path, scenario: str | None = None, configuration: str | None = None) -> JUnitCase:
+    """The case of one run folder from its verdict.json.
+
+    Where the verdict holds the scenario's ``expectation`` (expected, observed, passed), that is the case;
+    otherwise the run is judged by its verdict alone: valid passes, invalid fails. Unknown is an error.
+    """
+    run = load_run(run_dir, tables=("nemesis", "observations"))
     outcome = read_outcome(run.verdict)
     span = run.span_ns()
-    name = configuration or _spec_text(run.spec, "configuration") or run.run_id
-    details = [f"run: {run.scenario}/{run.run_id} (report.html in the run folder)"]
+    details = [f"run: {run.run_dir}", f"report: {run.run_dir / 'report.html'}"]
     if outcome.errors:
         details.append(f"errors: {outcome.errors_line}")
     if outcome.information:
         details.append(f"allowed by this configuration: {outcome.information_line}")
+    expected, observed = VALID_EXPECTATION, outcome.headline
     passed = {"valid": True, "invalid": False}.get(outcome.state)
-    return JUnitCase(scenario or run.scenario, name, expected, outcome.headline, passed,
-                     round((span[1] - span[0]) / fmt.NS, 3) if span else 0.0, "\n".join(details),
-                     span[0] if span else None)
-
-
-def _spec_text(spec: dict[str, object], key: str) -> str | None:
-    value = spec.get(key)
-    return value if isinstance(value, str) and value.strip() else None
+    expectation = read_expectation(run.verdict)
+    if expectation is not None:
+        expected = expectation.expected
+        if outcome.state != "unknown":  # no verdict stays an error, whatever was expected
+            observed, passed = expectation.observed, expectation.passed
+        details += [f"mismatch: {m}" for m in expectation.mismatches]
+    seconds = round((span[1] - span[0]) / fmt.NS, 3) if span else 0.0
+    return JUnitCase(scenario or run.scenario, configuration or run.configuration or run.run_id, expected, observed,
+                     passed, seconds, "\n".join(details), run.run_dir, span[0] if span else None)
 
 
 def _clean(text: str) -> str:
@@ -93,7 +135,7 @@ def _seconds(value: float) -> str:
 def _testcase(suite: ET.Element, case: JUnitCase) -> None:
     element = ET.SubElement(suite, "testcase", {
         "name": _clean(case.configuration), "classname": _clean(f"{PACKAGE}.{case.scenario}"),
-        "time": _seconds(case.time_s),
+        "time": _seconds(case.seconds),
     })
     if case.passed is True:
         return
@@ -115,7 +157,7 @@ def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[JUnitCa
         "name": _clean(scenario), "package": _clean(f"{PACKAGE}.{scenario}"), "id": str(number),
         "timestamp": _timestamp(cases), "hostname": _clean(hostname), "tests": str(len(cases)),
         "failures": str(sum(c.passed is False for c in cases)), "errors": str(sum(c.passed is None for c in cases)),
-        "time": _seconds(sum(c.time_s for c in cases)),
+        "time": _seconds(sum(c.seconds for c in cases)),
     })
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", {"name": "scenario", "value": _clean(scenario)})
@@ -127,12 +169,12 @@ def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[JUnitCa
     ET.SubElement(suite, "system-err").text = ""
 
 
-def junit_xml(cases: Sequence[JUnitCase], hostname: str = "localhost") -> str:
-    """The document for ``cases``: a suite per scenario, in order of first appearance."""
-    if not cases:
+def junit_xml(results: Sequence[CaseResult], hostname: str = "localhost") -> str:
+    """The document for ``results``: a suite per scenario, in order of first appearance."""
+    if not results:
         raise ReportError("junit.xml needs at least one test case")
     scenarios: dict[str, list[JUnitCase]] = {}
-    for case in cases:
+    for case in map(as_case, results):
         scenarios.setdefault(case.scenario, []).append(case)
     root = ET.Element("testsuites")
     for number, (scenario, mine) in enumerate(scenarios.items()):
@@ -141,11 +183,12 @@ def junit_xml(cases: Sequence[JUnitCase], hostname: str = "localhost") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render_junit(target: str | Path, cases: Sequence[JUnitCase] | None = None, hostname: str = "localhost") -> Path:
+def render_junit(target: str | Path, cases: Sequence[CaseResult] | None = None, hostname: str = "localhost") -> Path:
     """Write junit.xml and return its path.
 
-    ``target`` is a folder (the file goes in it as junit.xml) or a path ending in .xml. Without ``cases``,
-    ``target`` must be a run folder: its one case is the run judged by its verdict (`case_from_run`).
+    ``target`` is a folder (the file goes in it as junit.xml) or a path ending in .xml. ``cases`` are
+    `JUnitCase`s or any objects with the same attributes (`CaseResult`). Without ``cases``, ``target``
+    must be a run folder: its one case comes from its verdict (`case_from_run`).
     """
     path = Path(target)
     out = path if path.suffix == ".xml" else path / JUNIT_FILE
@@ -156,3 +199,8 @@ def render_junit(target: str | Path, cases: Sequence[JUnitCase] | None = None, h
     if not out.parent.is_dir():
         raise ReportError(f"{out.parent}: no such folder")
     return write_atomically(out, junit_xml(cases, hostname))
+
+
+def render_junit_cases(target: str | Path, cases: Sequence[CaseResult], hostname: str = "localhost") -> Path:
+    """`render_junit` with the cases required: what the scenario runner calls after its configurations."""
+    return render_junit(target, cases, hostname)

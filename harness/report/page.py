@@ -29,7 +29,7 @@ from harness.report.leadership import (
     partition_views,
 )
 from harness.report.run import Run, parse_json
-from harness.report.verdict import Outcome, read_outcome
+from harness.report.verdict import Outcome, read_expectation, read_outcome
 
 # Example keys shown as the "when" column, so not repeated among the details.
 WHEN_KEYS = {"invoke_ns", "complete_ns", "poll_ns", "time_ns"}
@@ -39,7 +39,11 @@ NESTED_ORDER = ("source", "value", "topic", "partition", "offset", "process", "p
 KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.connection", "retries",
                   "isolation.level", "enable.auto.commit", "group.id")
 ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
-RUN_FILES = ("spec.yaml", "verdict.json", "junit.xml", "harness.log", "history", "nodes")
+# Spec keys shown in their own places (the header, the notes), not in the key/value grid.
+SHOWN_APART = {"description", "notes"}
+RUN_INPUTS = ("spec.yaml", "verdict.json", "harness.log", "history", "nodes")
+# Written beside the report, perhaps after it: always linked, so regenerating gives the same page.
+RUN_OUTPUTS = ("junit.xml",)
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,18 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(value, dict) and value:
         return [row for k, v in value.items() for row in flatten(v, f"{prefix}.{k}" if prefix else str(k))]
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return [(f"{prefix}[{i}]", " · ".join(f"{k}: {_scalar(v)}" for k, v in item.items()))
-                for i, item in enumerate(value)]
+        rows: list[tuple[str, str]] = []
+        for i, item in enumerate(value):
+            if any(isinstance(v, dict | list) and not _flat_list(v) for v in item.values()):
+                rows += flatten(item, f"{prefix}[{i}]")  # nested: one row per leaf
+            else:
+                rows.append((f"{prefix}[{i}]", " · ".join(f"{k}: {_scalar(v)}" for k, v in item.items())))
+        return rows
     return [(prefix or "spec", _scalar(value))]
+
+
+def _flat_list(value: Any) -> bool:
+    return isinstance(value, list) and not any(isinstance(v, dict | list) for v in value)
 
 
 def _scalar(value: Any) -> str:
@@ -102,12 +115,16 @@ def build_context(run: Run) -> dict[str, Any]:
         "stats": _stats(outcome),
         "started": fmt.utc(frame.t0) if frame else "—",
         "duration": fmt.duration(frame.end - frame.t0) if frame else "—",
-        "spec_items": flatten(run.spec) if run.spec else [],
+        "configuration": run.configuration,
+        "description": _text(run.spec.get("description")),
+        "notes": _text(run.spec.get("notes")),
+        "expectation": read_expectation(run.verdict),
+        "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
         "clients": _clients(run),
         "faults": _fault_rows(windows, events, t0, frame),
         "anomalies": _anomaly_sections(outcome, examples, t0),
         "problems": list(run.problems),
-        "files": [name for name in RUN_FILES if (run.run_dir / name).exists()],
+        "files": [name for name in RUN_INPUTS if (run.run_dir / name).exists()] + list(RUN_OUTPUTS),
         "plots": {},
         "splits": [],
         "period": "",
@@ -125,6 +142,10 @@ def build_context(run: Run) -> dict[str, Any]:
     context["az_count"] = len({a for a in run.table("processes")["az"].dropna()} |
                               {a for a in run.table("writes")["az"].dropna()})
     return context
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
 
 
 def _count_tiles(outcome: Outcome) -> list[dict[str, Any]]:
@@ -291,16 +312,24 @@ def _detail_value(key: str, value: Any, t0: int) -> str:
     return fmt.compact(value) if not isinstance(value, str) else value
 
 
-def _detail_lines(details: dict[str, Any], t0: int) -> Iterable[str]:
+def _detail_lines(details: dict[str, Any], t0: int) -> Iterable[tuple[str, bool]]:
+    """(text, is a sub-item) lines: "key: value", or a heading line and one sub-item per row of a list."""
     for key, value in details.items():
         if value is None:
             continue
         if isinstance(value, list) and any(isinstance(v, dict) for v in value):
-            yield f"{_label(key)}:"
+            yield f"{_label(key)}:", False
             for item in value:
-                yield "  " + (_detail_value(key, item, t0) if isinstance(item, dict) else fmt.compact(item))
+                yield (_item(item, t0) if isinstance(item, dict) else fmt.compact(item)), True
         else:
-            yield f"{_label(key)}: {_detail_value(key, value, t0)}"
+            yield f"{_label(key)}: {_detail_value(key, value, t0)}", False
+
+
+def _item(row: dict[str, Any], t0: int) -> str:
+    """A nested row (evidence, a position), its source first: "write: value v · process p · time +5.000 s"."""
+    rest = {k: v for k, v in row.items() if k != "source"}
+    text = _detail_value("", rest, t0)
+    return f"{row['source']}: {text}" if row.get("source") is not None else text
 
 
 def plot_config() -> str:

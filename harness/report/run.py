@@ -62,16 +62,28 @@ class Run:
         return self.tables[name]
 
     @property
+    def configuration(self) -> str | None:
+        """The scenario configuration this run is (spec.yaml's ``configuration``), if any."""
+        value = self.spec.get("configuration")
+        return str(value) if isinstance(value, str | int) and str(value) else None
+
+    @property
     def scenario(self) -> str:
-        """The scenario id: the spec's, else the folder above the run's timestamp folder."""
-        for key in ("scenario", "name", "id"):
+        """The scenario id: the spec's ``name``, else the folder above the run's timestamp folder."""
+        for key in ("name", "scenario"):
             if isinstance(self.spec.get(key), str) and self.spec[key]:
                 return str(self.spec[key])
-        return self.run_dir.resolve().parent.name or "run"
+        return self._timestamp_dir.parent.name or "run"
 
     @property
     def run_id(self) -> str:
-        return self.run_dir.resolve().name
+        """The run's timestamp folder (results/<scenario>/<timestamp>[/<configuration>])."""
+        return self._timestamp_dir.name
+
+    @property
+    def _timestamp_dir(self) -> Path:
+        here = self.run_dir.resolve()
+        return here.parent if self.configuration and here.name == self.configuration else here
 
     def span_ns(self) -> tuple[int, int] | None:
         """(first, last) time in the history (sends, polls, faults, observations), or None if it is empty."""
@@ -137,21 +149,34 @@ def _load_table(history: Path, name: str, problems: list[str]) -> pd.DataFrame:
     parquet, jsonl = history / f"{name}.parquet", history / f"{name}.jsonl"
     try:
         if parquet.exists():
-            rows = _parquet_rows(parquet, COLUMNS[name])
-        elif jsonl.is_file():
-            rows = _jsonl_rows(jsonl, problems)
-        else:
-            return _frame([], COLUMNS[name])
-        return _frame(rows, COLUMNS[name])
+            return _parquet_frame(parquet, COLUMNS[name])
+        if jsonl.is_file():
+            return _frame(_jsonl_rows(jsonl, problems), COLUMNS[name])
+        return _frame([], COLUMNS[name])
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         problems.append(f"history/{name}: unreadable ({exc})")
         return _frame([], COLUMNS[name])
 
 
-def _parquet_rows(path: Path, columns: dict[str, Kind]) -> list[dict[str, Any]]:
+def _parquet_frame(path: Path, columns: dict[str, Kind]) -> pd.DataFrame:
+    """A Parquet file or dataset directory, column by column (no per-row Python for the big tables)."""
     schema_names = set(pq.ParquetDataset(path).schema.names)
     table = pq.read_table(path, columns=[c for c in columns if c in schema_names])
-    return table.to_pylist()
+    data: dict[str, Any] = {}
+    for col, kind in columns.items():
+        if col not in schema_names:
+            data[col] = _frame([{}] * table.num_rows, {col: kind})[col]
+            continue
+        values = table.column(col)
+        if kind == "int":
+            ints = values.cast(pa.int64())
+            mask = ints.is_null().to_numpy(zero_copy_only=False)
+            data[col] = pd.Series(pd.arrays.IntegerArray(ints.fill_null(0).to_numpy(), mask))
+        elif kind == "str" or pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            data[col] = pd.Series(values.cast(pa.string()).to_pylist(), dtype=object)
+        else:
+            data[col] = pd.Series([_cell(v, kind) for v in values.to_pylist()], dtype=object)
+    return pd.DataFrame(data)
 
 
 def _jsonl_rows(path: Path, problems: list[str]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from harness.report import fmt
 from harness.report.faults import fault_windows
 from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
 from harness.report.run import Run, load_run
-from harness.report.verdict import read_outcome
+from harness.report.verdict import read_expectation, read_outcome
 
 MAX_FAULTS = 6
 
@@ -17,7 +17,16 @@ def summary(run_dir: str | Path) -> str:
     """A short text verdict summary of the run in ``run_dir`` (ReportError if it is not a folder)."""
     run = load_run(run_dir, tables=("writes", "reads", "nemesis", "observations"))
     outcome = read_outcome(run.verdict)
-    lines = [f"{run.scenario} / {run.run_id}: {outcome.state.upper()}"]
+    expectation = read_expectation(run.verdict)
+    name = f"{run.scenario} [{run.configuration}]" if run.configuration else run.scenario
+    head = f"{name} / {run.run_id}: {outcome.state.upper()}"
+    if expectation is not None:
+        head += " (as the scenario expected)" if expectation.passed else " (NOT as the scenario expected)"
+    lines = [head]
+    if expectation is not None:
+        lines.append(f"  expected:   {expectation.expected}")
+        lines.append(f"  observed:   {expectation.observed}")
+        lines += [f"  mismatch:   {m}" for m in expectation.mismatches]
     if outcome.state == "unknown":
         lines.append(f"  reason:     {outcome.reason}")
     if outcome.errors:

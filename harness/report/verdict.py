@@ -75,3 +75,23 @@ def read_outcome(verdict: dict[str, Any] | None) -> Outcome:
     engine = verdict.get("engine")
     return Outcome(state, reason, errors, information, counts, stats,
                    str(engine) if engine is not None else None)
+
+
+@dataclass(frozen=True)
+class ScenarioExpectation:
+    """What the scenario expected of this configuration and what the run showed (verdict ``expectation``)."""
+
+    expected: str
+    observed: str
+    passed: bool
+    mismatches: tuple[str, ...]
+
+
+def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | None:
+    """The verdict's ``expectation``, written by the scenario runner; None where there is none."""
+    raw = (verdict or {}).get("expectation")
+    if not isinstance(raw, dict) or not isinstance(raw.get("passed"), bool):
+        return None
+    mismatches = raw.get("mismatches")
+    return ScenarioExpectation(str(raw.get("expected", "")), str(raw.get("observed", "")), raw["passed"],
+                               tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else ())

@@ -41,9 +41,14 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
     assert report_html.index('id="verdict"') < report_html.index('id="configuration"') < report_html.index(
         'id="timeline"')
     config = section_html(report_html, "configuration")
-    for text in ("isolate-az-leader", "topic.replication_factor", "schedule[1]", "at_s: 14 · fault: kill",
+    for text in ("isolate-az-leader", "cluster.zookeeper_session_timeout_ms", "nemesis[2]",
+                 "at: 14 · fault: kill · name: kill-controller", "broker-0 loses ZooKeeper",
                  "producer-az1-0", "consumer-az3-0", "drain-az2", "2147483647", "read_uncommitted"):
         assert text in config, text
+    header = report_html[report_html.index("<header"):report_html.index("</header>")]
+    assert "acks1" in header and "Isolate az1 while broker-0 leads" in header
+    assert 'id="expectation-badge">AS EXPECTED<' in header
+    assert "lost &gt; 0, divergence &gt; 0, two-leaders" in report_html
     assert "max.<wbr>in.<wbr>flight" in report_html
 
 

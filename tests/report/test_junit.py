@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import xmlschema
 
-from harness.report import JUnitCase, ReportError, case_from_run, render_junit, summary
+from harness.report import JUnitCase, ReportError, case_from_run, render_junit, render_junit_cases, summary
 from tests.report.runfolder import T0, verdict_of
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("JUnit.xsd"))
 
 
-def test_a_single_run_is_one_case_failing_on_its_errors(run_copy: Path) -> None:
+def test_a_run_without_expectation_is_one_case_failing_on_its_errors(run_copy: Path) -> None:
+    verdict = verdict_of(run_copy)
+    del verdict["expectation"]
+    (run_copy / "verdict.json").write_text(json.dumps(verdict))
     path = render_junit(run_copy)
     assert path == run_copy / "junit.xml"
     SCHEMA.validate(str(path))
@@ -25,13 +29,51 @@ def test_a_single_run_is_one_case_failing_on_its_errors(run_copy: Path) -> None:
         "isolate-az-leader", "1", "1", "0")
     assert suite.get("timestamp") == "2026-05-28T20:26:40"
     case = suite.find("testcase")
-    assert case is not None and case.get("name") == "acks=1" and case.get("classname") == "faultline.isolate-az-leader"
+    assert case is not None and case.get("name") == "acks1" and case.get("classname") == "faultline.isolate-az-leader"
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("message") == ("expected: a valid verdict: no anomaly that this configuration forbids — "
                                       "observed: invalid: lost=3, divergence=3")
     assert "allowed by this configuration: recovered=2" in (failure.text or "")
     assert render_junit(run_copy).read_bytes() == path.read_bytes()
+
+
+def test_a_scenario_run_is_judged_by_its_expectation(run_copy: Path) -> None:
+    path = render_junit(run_copy)
+    SCHEMA.validate(str(path))
+    case = ET.parse(path).getroot().find("testsuite/testcase")
+    assert case is not None and list(case) == []  # invalid, but the scenario expected exactly that
+    verdict = verdict_of(run_copy)
+    verdict["expectation"].update(passed=False, mismatches=["two-leaders not observed"])
+    (run_copy / "verdict.json").write_text(json.dumps(verdict))
+    failure = ET.parse(render_junit(run_copy)).getroot().find("testsuite/testcase/failure")
+    assert failure is not None
+    assert failure.get("message") == ("expected: lost > 0, divergence > 0, two-leaders — "
+                                      "observed: lost = 3, divergence = 3, two-leaders: yes, valid = False")
+    assert "mismatch: two-leaders not observed" in (failure.text or "")
+
+
+@dataclass
+class RunnerResult:
+    """The scenario runner's own result type: only the attributes matter."""
+
+    scenario: str
+    configuration: str
+    expected: str
+    observed: str
+    passed: bool
+    seconds: float
+    run_dir: Path
+
+
+def test_the_runners_results_are_cases(run_copy: Path, tmp_path: Path) -> None:
+    results = [RunnerResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy),
+               RunnerResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone")]
+    path = render_junit_cases(tmp_path / "junit.xml", results)
+    SCHEMA.validate(str(path))
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None and suite.get("timestamp") == "2026-05-28T20:26:40"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
 
 
 @pytest.mark.parametrize(("valid", "element"), [(True, None), ("unknown", "error")])
@@ -85,7 +127,7 @@ def test_junit_input_errors(tmp_path: Path) -> None:
 def test_summary_states_verdict_faults_and_split_brain(built_run: Path) -> None:
     text = summary(built_run)
     lines = text.splitlines()
-    assert lines[0] == "isolate-az-leader / 20260528T202640Z: INVALID"
+    assert lines[0] == "isolate-az-leader [acks1] / 20260528T202640Z: INVALID (as the scenario expected)"
     assert "  errors:     lost=3, divergence=3" in lines
     assert "  allowed:    recovered=2" in lines
     assert any(line.startswith("  writes:     1,200 (acked 1,028") for line in lines)
