@@ -1,7 +1,8 @@
 """What a run is doing, for the person watching: one live line on a terminal, plain log lines otherwise.
 
-Counts come from the producers' journals as they grow (outcome lines with
-their status), so the status line costs the workloads nothing.
+Counts come from the producers' journals as they grow (`ack` lines list the
+acknowledged sends, `outcome` lines are failed or unknown ones; see
+workloads.lines), so the status line costs the workloads nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-OK_MARK = b'"status":"ok"'
-ERROR_MARKS = (b'"status":"fail"', b'"status":"info"')
+ACK_MARK = b'{"kind":"ack"'
+OUTCOME_MARK = b'{"kind":"outcome"'
 
 
 class JournalTail:
@@ -34,8 +35,13 @@ class JournalTail:
                 continue
             whole = chunk[: chunk.rfind(b"\n") + 1]
             self.offsets[path] = start + len(whole)
-            ok += whole.count(OK_MARK)
-            errors += sum(whole.count(mark) for mark in ERROR_MARKS)
+            for line in whole.splitlines():
+                if line.startswith(ACK_MARK):
+                    # "op":"3,6,9": one acknowledged send per comma-separated op id
+                    ops = line.split(b'"op":"', 1)[1].split(b'"', 1)[0]
+                    ok += ops.count(b",") + 1
+                elif line.startswith(OUTCOME_MARK):
+                    errors += 1
         return ok, errors
 
 

@@ -1,0 +1,109 @@
+"""Whole runs on the real cluster: spec in, verdict out; a killed harness recovered; broken specs refused."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO, faultline
+from tests.harness.leftovers import remaining
+
+pytestmark = pytest.mark.cluster
+
+
+def only_run_dir(results: Path, name: str) -> Path:
+    (run_dir,) = [p for p in (results / name).iterdir() if p.name != "latest"]
+    return run_dir
+
+
+def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
+    proc = faultline("run", "scenarios/smoke.yaml", "--results", str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    run_dir = only_run_dir(tmp_path, "smoke")
+    assert (tmp_path / "smoke" / "latest").resolve() == run_dir.resolve()
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["valid"] is True and verdict["errors"] == {}
+    assert verdict["stats"]["ok"] >= 5000
+    history = run_dir / "history"
+    writes = pd.read_parquet(history / "writes.parquet")
+    reads = pd.read_parquet(history / "reads.parquet")
+    final = set(reads.loc[reads["phase"] == "final", "value"])
+    acked = set(writes.loc[writes["status"] == "ok", "value"])
+    assert acked <= final, f"{len(acked - final)} acknowledged values missing from the final log"
+    live = reads[reads["phase"] == "live"]
+    assert set(live["az"]) == {"az1", "az2", "az3"}, "consumers in every AZ saw records"
+    assert set(writes["az"]) == {"az1", "az2", "az3"}
+    obs = pd.read_parquet(history / "observations.parquet")
+    assert set(obs["observer"]) == {"broker-0", "broker-1", "broker-2"}
+    obs["bucket"] = obs["time_ns"] // 1_000_000_000
+    answered = obs.dropna(subset=["leader"])
+    leaders = answered.groupby(["bucket", "partition"])["leader"].nunique()
+    assert (leaders == 1).all(), "observers disagreed on a leader in a run without faults"
+    for name in ("spec.yaml", "report.html", "nodes/az1-node/logs/broker/server.log"):
+        assert (run_dir / name).exists(), name
+    prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
+    assert remaining(prefix) == []
+
+
+def test_a_killed_harness_is_recovered_with_nothing_acknowledged_lost(tmp_path: Path) -> None:
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    spec.update(name="killed", duration_s=60)
+    spec_path = tmp_path / "killed.yaml"
+    spec_path.write_text(yaml.safe_dump(spec))
+    harness = subprocess.Popen([sys.executable, "-m", "harness", "run", str(spec_path), "--results", str(tmp_path)],
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    journal = None
+    while time.monotonic() < deadline:
+        found = list((tmp_path / "killed").glob("*/journal/producer-az1-0.jsonl"))
+        if found and found[0].stat().st_size > 20_000:
+            journal = found[0]
+            break
+        time.sleep(0.5)
+    assert journal is not None, "the run never got its producers going"
+    harness.send_signal(signal.SIGKILL)
+    harness.wait(10)
+    run_dir = journal.parent.parent
+    prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
+    assert remaining(prefix), "the killed harness should have left its cluster running"
+    proc = faultline("recover", str(run_dir), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["valid"] is True and verdict["counts"]["lost"] == 0
+    assert verdict["stats"]["ok"] > 1000 and verdict["stats"]["final_reads"] >= verdict["stats"]["ok"]
+    assert remaining(prefix) == []
+
+
+BROKEN = [
+    ({"cluster": {"nodes": 2}}, "cluster.nodes: must be >= 3"),
+    ({"workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}},
+     "workloads.producers[0].settings.acks: enable.idempotence requires acks=all"),
+    ({"workloads": {"producers": [{"azs": ["az9"]}]}}, "workloads.producers[0].azs[0]: unknown AZ 'az9'"),
+    ({"cluster": {"min_insync_replicas": 4}}, "cluster.min_insync_replicas: must be <= 3"),
+    ({"nemesis": [{"at": 5, "fault": "meteor-strike"}]}, "nemesis[0].fault"),
+    ({"duration": 5}, "spec.duration: unknown key"),
+]
+
+
+@pytest.mark.parametrize("change, says", BROKEN)
+def test_broken_specs_are_refused_before_anything_starts(tmp_path: Path, change: dict, says: str) -> None:
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    for key, value in change.items():
+        spec[key] = {**spec[key], **value} if isinstance(value, dict) and key in spec else value
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    proc = faultline("run", str(path), "--results", str(tmp_path / "results"))
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "broken.yaml" in lines[0], proc.stderr
+    assert not (tmp_path / "results").exists()
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
