@@ -18,7 +18,7 @@ import plotly.io as pio
 
 from harness.report import fmt
 from harness.report.anomalies import DESCRIPTIONS, Example, collect_examples
-from harness.report.faults import FaultEvent, FaultWindow, fault_events, fault_windows
+from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
 from harness.report.leadership import (
     Disagreement,
@@ -128,6 +128,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "plots": {},
         "splits": [],
         "period": "",
+        "around": fmt.duration(AROUND_NS),
     }
     if frame:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -129,13 +132,18 @@ def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> 
 def test_examples_without_times_are_placed_from_the_history(report_html: str) -> None:
     row = row_html(report_html, "recovered-1")
     assert "+5.050 s" in row  # the write's invoke time: it never completed
-    assert "isolate-az" in row and "during" in row
+    assert "isolate-az" in row and "during" in row and "from the nemesis table, within 5.0 s of it" in row
 
 
 def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, run_copy: Path) -> None:
     first = (built_run / "report.html").read_bytes()
     assert render_report(built_run).read_bytes() == first
     assert render_report(run_copy).read_bytes() == first  # the same run copied elsewhere
+    (run_copy / "report.html").unlink()
+    # Another process with another hash seed: no set or dict order may leak into the page.
+    subprocess.run([sys.executable, "-c", f"from harness.report import render_report; render_report({str(run_copy)!r})"],
+                   check=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=120)
+    assert (run_copy / "report.html").read_bytes() == first
     assert not re.search(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", report_html)
 
 
@@ -184,3 +192,20 @@ def test_report_of_a_valid_run(run_copy: Path) -> None:
     html = render_report(run_copy).read_text(encoding="utf-8")
     assert 'id="verdict-badge">VALID<' in html and "No anomalies were found" in html
     assert 'href="nodes"' not in html
+
+
+def test_observers_named_by_broker_id_in_parquet(run_copy: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    history = run_copy / "history"
+    rows = [json.loads(line) for line in (history / "observations.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["observer"] = int(row["observer"].removeprefix("broker-"))
+        row["isr"] = json.loads(row["isr"])  # a list column, not JSON text
+    pq.write_table(pa.Table.from_pylist(rows), history / "observations.parquet")
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    fig = plot_json(html, "plot-leadership")
+    assert {y for t in fig["data"] for y in t["y"]} == {"0", "1", "2"}
+    assert "ISR [1, 2]" in json.dumps(fig["data"])
+    assert "broker 0: 0" in section_html(html, "leadership")
