@@ -262,6 +262,7 @@ def leadership_figure(lanes: list[Lane], frame: Frame, windows: Sequence[FaultWi
                 orientation="h", y=[s.observer for s in mine], base=[frame.x(s.start_ns) for s in mine],
                 x=[round(frame.x(s.end_ns) - frame.x(s.start_ns), 3) for s in mine], width=0.7,
                 name=label, legendgroup=label, showlegend=broker not in legend_done,
+                legendrank=broker if broker is not None else 1000,
                 marker={"color": colors.get(broker, NONE_COLOR) if broker is not None else NONE_COLOR,
                         "line": {"width": 0}},
                 text=[str(broker) if broker is not None else "" for _ in mine], textposition="inside",
