@@ -1,0 +1,249 @@
+"""The fault kinds: how each spec acts on the cluster, and how it is undone.
+
+Partition kinds compute a grudge (`nemesis.shapes`) from their resolved
+targets and hand it to the shared `Firewall`; process kinds signal the
+cluster's processes through `KafkaCluster`. Each kind implements `Fault`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.addressing import AddressPlan, Host
+from harness.errors import ClusterError, FaultError
+from harness.kafka.cluster import ROLES, KafkaCluster, Role
+from harness.kafka.zk import zk_snapshot
+from harness.runtime.procs import is_alive, is_stopped, wait_dead
+from nemesis import shapes
+from nemesis.firewall import Firewall
+from nemesis.spec import FaultSpec
+from nemesis.targets import Resolver
+
+KILL_WAIT_S = 10.0
+GRACEFUL_STOP_S = 60.0
+STALE_GRACE_S = 30.0  # beyond the session timeout: a quorum coming back renews every session once
+log = logging.getLogger("faultline.nemesis")
+
+
+@dataclass(frozen=True)
+class FaultEnv:
+    """What a fault may act on: the cluster's processes and the hosts' firewalls."""
+
+    cluster: KafkaCluster
+    firewall: Firewall
+
+    @property
+    def plan(self) -> AddressPlan:
+        return self.cluster.plan
+
+
+@dataclass(frozen=True)
+class Injected:
+    """What one start of a fault did: `targets` for the journal, `processes` or the cut `key` to undo."""
+
+    key: str
+    fault: str
+    targets: dict[str, Any]
+    processes: tuple[tuple[str, Role], ...] = field(default=())
+
+
+class Fault(Protocol):
+    """One kind of fault.
+
+    `inject` resolves the spec's selectors through `resolver` (at most one look
+    at the cluster), changes the cluster and returns what it hit. It raises
+    FaultError before changing anything when a target cannot be resolved or a
+    process it should hit is not running. `undo` reverses exactly what
+    `inject` did and nothing else; it is idempotent (undoing twice, or undoing
+    what is already undone, changes nothing) and raises FaultError when it
+    cannot. Neither ever touches the control plane or a process outside the
+    cluster.
+    """
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected: ...
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None: ...
+
+
+def _describe_nodes(nodes: list[Host]) -> dict[str, Any]:
+    return {"nodes": [n.name for n in nodes], "azs": [n.az for n in nodes], "brokers": [n.broker_id for n in nodes]}
+
+
+# -- partitions ----------------------------------------------------------------
+def partition_shape(spec: FaultSpec, resolver: Resolver, plan: AddressPlan
+                    ) -> tuple[shapes.Grudge, list[str]]:
+    """The grudge a partition spec means now, and the AZs (or node hosts) it names."""
+    kind = spec.fault
+    try:
+        if kind == "isolate-az":
+            az = resolver.az(spec.targets[0])
+            return shapes.isolate_az(plan, az), [az]
+        if kind == "cut-link":
+            if spec.ends == "node":
+                a, b = (resolver.node(s).name for s in spec.targets)
+                _distinct(spec, a, b)
+                return shapes.cut_hosts([a], [b], spec.one_way), [a, b]
+            az_a, az_b = (resolver.az(s) for s in spec.targets)
+            _distinct(spec, az_a, az_b)
+            return shapes.cut_link(plan, az_a, az_b, spec.one_way), [az_a, az_b]
+        if kind == "split":
+            minority = sorted({resolver.az(s) for s in spec.targets})
+            return shapes.split_minority(plan, minority), minority
+        if kind == "bridge":
+            middle = resolver.az(spec.targets[0]) if spec.targets else None
+            grudge = shapes.bridge(plan, middle)
+            return grudge, [middle or shapes.azs(plan)[len(shapes.azs(plan)) // 2]]
+        if kind == "majorities-ring":
+            return shapes.majorities_ring(plan), list(shapes.azs(plan))
+    except ValueError as exc:
+        raise FaultError(f"{kind}: {exc}") from exc
+    raise FaultError(f"{kind} is not a partition fault")
+
+
+def _distinct(spec: FaultSpec, a: str, b: str) -> None:
+    if a == b:
+        raise FaultError(f"cut-link between {spec.targets[0]} and {spec.targets[1]}: both are {a}")
+
+
+class PartitionFault:
+    """Any partition shape: its cut joins the firewall's active cuts until undone."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        grudge, named = partition_shape(spec, resolver, env.plan)
+        env.firewall.add(key, grudge, spec.scope)
+        return Injected(key, spec.fault, {"named": named, "scope": spec.scope, "one_way": spec.one_way,
+                              "cut": [list(p) for p in shapes.cut_pairs(grudge)],
+                              **_describe_nodes(_nodes_cut(env.plan, grudge))})
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        env.firewall.remove(injected.key)
+
+
+def _nodes_cut(plan: AddressPlan, grudge: shapes.Grudge) -> list[Host]:
+    """The node hosts that lose any link: the brokers/ZooKeeper servers the partition touches."""
+    touched = {h for pair in shapes.cut_pairs(grudge) for h in pair}
+    return [n for n in plan.nodes if n.name in touched]
+
+
+# -- processes -------------------------------------------------------------------
+def _roles(spec: FaultSpec) -> tuple[Role, ...]:
+    if spec.fault == "power-off" or spec.role == "both":
+        return ROLES
+    return ("zookeeper",) if spec.role == "zookeeper" else ("broker",)
+
+
+class ProcessFault:
+    """kill, power-off, pause and graceful-stop of one or several nodes' processes, all at once."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        cluster = env.cluster
+        nodes = resolver.nodes(spec.targets)
+        hits: list[tuple[Host, Role, int]] = []
+        for node in nodes:
+            pids = cluster.pids(node)
+            for role in _roles(spec):
+                pid = pids[role]
+                if pid is None:
+                    raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")
+                hits.append((node, role, pid))
+        if spec.fault in ("kill", "power-off"):
+            _kill_at_once(cluster, hits)
+        elif spec.fault == "pause":
+            for node, role, _ in hits:
+                cluster.pause(node, role)
+            _wait_state([pid for _, _, pid in hits], stopped=True)
+        elif spec.fault == "graceful-stop":
+            _in_parallel([lambda n=node, r=role: cluster.stop(n, r, GRACEFUL_STOP_S) for node, role, _ in hits])
+        targets = {**_describe_nodes(nodes),
+                   "processes": [{"node": n.name, "role": r, "pid": p} for n, r, p in hits]}
+        return Injected(key, spec.fault, targets, tuple((n.name, r) for n, r, _ in hits))
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        cluster = env.cluster
+        procs = [(cluster.plan.host(name), role) for name, role in injected.processes]
+        if injected.fault == "pause":
+            pids = [cluster.pids(node)[role] for node, role in procs]
+            for node, role in procs:
+                cluster.resume(node, role)
+            _wait_state([p for p in pids if p is not None], stopped=False)
+            return
+        start_again(cluster, procs)
+
+
+def start_again(cluster: KafkaCluster, procs: list[tuple[Host, Role]]) -> list[tuple[Host, Role]]:
+    """Start those of `procs` that are not running, ZooKeeper servers first; return the ones started.
+
+    A broker killed moments ago is still registered in ZooKeeper until its
+    session expires, and a broker started before then exits at once ("node
+    already exists"). So each broker starts only once its old registration is
+    gone, as a supervisor that retries would manage; if ZooKeeper cannot say
+    within the session timeout plus STALE_GRACE_S, it starts anyway.
+    """
+    started = []
+    for want in ROLES:
+        for node, role in procs:
+            if role != want or cluster.pids(node)[role] is not None:
+                continue
+            if role == "broker":
+                _wait_unregistered(cluster, node)
+            cluster.start(node, role)
+            started.append((node, role))
+    return started
+
+
+def _wait_unregistered(cluster: KafkaCluster, node: Host) -> None:
+    deadline = time.monotonic() + cluster.settings.zookeeper_session_timeout_ms / 1000 + STALE_GRACE_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ClusterError):
+            if node.broker_id not in zk_snapshot(cluster.zk_connect, None, timeout=2.0)["brokers"]:
+                return
+        time.sleep(0.25)
+    log.warning("broker %d is still registered in ZooKeeper (or ZooKeeper is unreachable); starting it anyway",
+                node.broker_id)
+
+
+def _wait_state(pids: list[int], stopped: bool) -> None:
+    """Wait until every pid is (or is no longer) stopped: a signal reaches a JVM's threads a moment later."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    pending = list(pids)
+    while pending and time.monotonic() < deadline:
+        pending = [p for p in pending if is_alive(p) and is_stopped(p) != stopped]
+        if pending:
+            time.sleep(0.005)
+    if pending:
+        raise FaultError(f"processes {pending} did not {'stop' if stopped else 'continue'} "
+                         f"within {KILL_WAIT_S:.0f} s")
+
+
+def _kill_at_once(cluster: KafkaCluster, hits: list[tuple[Host, Role, int]]) -> None:
+    """SIGKILL every hit process before waiting for any: they die at the same instant."""
+    for node, role, _ in hits:
+        cluster.signal(node, role, signal.SIGKILL)
+    stuck = wait_dead([pid for _, _, pid in hits], KILL_WAIT_S)
+    if stuck:
+        raise FaultError(f"processes {stuck} survived SIGKILL for {KILL_WAIT_S:.0f} s")
+
+
+def _in_parallel(calls: list[Any]) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        futures = [pool.submit(c) for c in calls]
+    for f in futures:
+        exc = f.exception()
+        if isinstance(exc, ClusterError):
+            raise FaultError(str(exc)) from exc
+        if exc is not None:
+            raise exc
+
+
+PARTITION = PartitionFault()
+PROCESS = ProcessFault()
+
+
+def fault_for(spec: FaultSpec) -> Fault:
+    return PARTITION if spec.is_partition else PROCESS

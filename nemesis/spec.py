@@ -1,0 +1,163 @@
+"""Fault specs: a fault as plain data, validated with the key path of every mistake.
+
+A spec names a fault kind and its targets as *selectors*, which are resolved
+only when the fault fires (`nemesis.targets`), from the cluster as it is then.
+Validation here needs no cluster: it checks keys, types and selector syntax,
+and raises `SpecError("<path>.<key>: ...")`. Must never: touch the cluster.
+
+Keys (every kind also takes `partition`, the partition that `leader`,
+`follower` and `leader-controller` refer to; default 0):
+
+| fault | keys |
+| --- | --- |
+| `isolate-az` | `target` (AZ), `scope` |
+| `cut-link` | `between` (two selectors), `one_way` (drop only packets from the first to the second), `ends` (`az`: every host of each AZ, default; `node`: only the node hosts), `scope` |
+| `split` | `minority` (a list of AZ selectors, fewer than half the AZs), `scope` |
+| `bridge` | `middle` (the AZ that hears both halves; default the plan's middle AZ), `scope` |
+| `majorities-ring` | `scope` |
+| `kill` | `target` (one or a list of nodes, hit at once), `role` (`broker` default, `zookeeper`) |
+| `power-off` | `target` (one or a list of nodes: both processes SIGKILLed at once) |
+| `pause` | `target`, `role` (`broker` default, `zookeeper`, `both`) |
+| `graceful-stop` | `target`, `role` (`broker` default, `zookeeper`) |
+
+`scope` is `all` (default), `kafka` or `zookeeper` (see `nemesis.shapes`).
+
+Selectors: `leader`, `controller`, `leader-controller` (the node that is
+both), `follower` (an in-sync follower of the partition that is not the
+controller), `random` (from the nemesis seed), an AZ (`az2`), a node host
+(`az2-node`) or a broker (`broker-1`). A node selector used where an AZ is
+wanted means that node's AZ, and an AZ where a node is wanted means its node.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from harness.errors import SpecError
+from nemesis.shapes import SCOPES, Scope
+
+PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
+PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
+FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS
+STATE_SELECTORS = ("leader", "controller", "leader-controller", "follower")
+SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8])$")
+ROLES_BY_FAULT: dict[str, tuple[str, ...]] = {
+    "kill": ("broker", "zookeeper"),
+    "pause": ("broker", "zookeeper", "both"),
+    "graceful-stop": ("broker", "zookeeper"),
+}
+KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
+    "isolate-az": ("target", "scope"),
+    "cut-link": ("between", "one_way", "ends", "scope"),
+    "split": ("minority", "scope"),
+    "bridge": ("middle", "scope"),
+    "majorities-ring": ("scope",),
+    "kill": ("target", "role"),
+    "power-off": ("target",),
+    "pause": ("target", "role"),
+    "graceful-stop": ("target", "role"),
+}
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
+    "kill": ("target",), "power-off": ("target",), "pause": ("target",), "graceful-stop": ("target",),
+}
+
+Ends = Literal["az", "node"]
+Role = Literal["broker", "zookeeper", "both"]
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One validated fault. `targets` holds the selectors of `target`, `between`, `minority` or `middle`."""
+
+    fault: str
+    targets: tuple[str, ...] = ()
+    partition: int = 0
+    scope: Scope = "all"
+    one_way: bool = False
+    ends: Ends = "az"
+    role: Role = "broker"
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def is_partition(self) -> bool:
+        return self.fault in PARTITION_FAULTS
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as written (validated), for journals."""
+        return dict(self.raw) if self.raw else {"fault": self.fault}
+
+    def __str__(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+def _selector(path: str, value: Any) -> str:
+    if not isinstance(value, str) or not SELECTOR_RE.match(value):
+        raise SpecError(f"{path}: {value!r} is not a target; expected leader, controller, leader-controller, "
+                        f"follower, random, an AZ (az1), a node (az1-node) or a broker (broker-0)")
+    return value
+
+
+def _selectors(path: str, value: Any, *, exactly: int | None = None, allow_one: bool = True) -> tuple[str, ...]:
+    if isinstance(value, str) and allow_one:
+        return (_selector(path, value),)
+    if not isinstance(value, list) or not value:
+        want = f"a list of {exactly} targets" if exactly else "a target or a non-empty list of targets"
+        raise SpecError(f"{path}: expected {want}, got {value!r}")
+    if exactly is not None and len(value) != exactly:
+        raise SpecError(f"{path}: expected exactly {exactly} targets, got {len(value)}")
+    return tuple(_selector(f"{path}[{i}]", v) for i, v in enumerate(value))
+
+
+def _choice(path: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise SpecError(f"{path}: {value!r} is not one of {', '.join(allowed)}")
+    return cast(str, value)
+
+
+def parse_fault(path: str, raw: Any) -> FaultSpec:
+    """Validate one fault spec; every error names its key path (`nemesis[0].target: ...`)."""
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{path}: expected a mapping with a 'fault' key, got {type(raw).__name__}")
+    kind = raw.get("fault")
+    if kind is None:
+        raise SpecError(f"{path}.fault: missing; expected one of {', '.join(FAULT_KINDS)}")
+    if kind not in FAULT_KINDS:
+        raise SpecError(f"{path}.fault: unknown fault {kind!r}; expected one of {', '.join(FAULT_KINDS)}")
+    allowed = ("fault", "partition", *KEYS_BY_FAULT[kind])
+    for key in raw:
+        if key not in allowed:
+            raise SpecError(f"{path}.{key}: unknown key for fault {kind}; expected one of {', '.join(allowed)}")
+    for key in REQUIRED.get(kind, ()):
+        if key not in raw:
+            raise SpecError(f"{path}.{key}: required for fault {kind}")
+    fields: dict[str, Any] = {"fault": kind, "raw": dict(raw)}
+    partition = raw.get("partition", 0)
+    if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+        raise SpecError(f"{path}.partition: expected a partition number >= 0, got {partition!r}")
+    fields["partition"] = partition
+    if "scope" in raw:
+        fields["scope"] = _choice(f"{path}.scope", raw["scope"], SCOPES)
+    if "target" in raw:
+        single_az = kind == "isolate-az"
+        fields["targets"] = _selectors(f"{path}.target", raw["target"]) if not single_az \
+            else (_selector(f"{path}.target", raw["target"]),)
+    if "between" in raw:
+        fields["targets"] = _selectors(f"{path}.between", raw["between"], exactly=2, allow_one=False)
+    if "minority" in raw:
+        fields["targets"] = _selectors(f"{path}.minority", raw["minority"])
+    if "middle" in raw:
+        fields["targets"] = (_selector(f"{path}.middle", raw["middle"]),)
+    if "one_way" in raw:
+        if not isinstance(raw["one_way"], bool):
+            raise SpecError(f"{path}.one_way: expected true or false, got {raw['one_way']!r}")
+        fields["one_way"] = raw["one_way"]
+    if "ends" in raw:
+        fields["ends"] = _choice(f"{path}.ends", raw["ends"], ("az", "node"))
+    if "role" in raw:
+        fields["role"] = _choice(f"{path}.role", raw["role"], ROLES_BY_FAULT[kind])
+    return FaultSpec(**fields)
