@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 KAFKA_VERSION ?= 2.7.2
-DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium
+DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 
 .PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster clean-runs
@@ -33,7 +33,7 @@ test: lint
 
 # The fast set: everything that needs neither root nor a cluster nor Spark.
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(PY) bench/bench_cluster.py --runs 5

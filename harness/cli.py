@@ -123,9 +123,11 @@ def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import render_report
+    from harness.report import render_junit, render_report
 
-    print(render_report(_run_dir(args.run_dir)))
+    run_dir = _run_dir(args.run_dir)
+    print(render_junit(run_dir))
+    print(render_report(run_dir))
     return 0
 
 

@@ -118,8 +118,9 @@ def observed_facts(history_dir: Path) -> dict[str, bool]:
 def write_reports(run_dir: Path) -> None:
     """report.html and junit.xml beside the verdict; a report failure never hides the verdict."""
     try:
-        from harness.report import render_report
+        from harness.report import render_junit, render_report
 
+        render_junit(run_dir)
         render_report(run_dir)
     except Exception as exc:  # noqa: BLE001 - the verdict is already persisted; say what went wrong
         log.error("could not render report.html for %s: %s", run_dir, exc)
