@@ -1,0 +1,141 @@
+"""Benchmark (not a test): what journaling costs the producer workload, and how it compares with Kafka's own tool.
+
+On one cluster (3 nodes, topic of 3 partitions, replication 3), from the az1
+client host, acks=all and 100-byte values, it measures records per second of:
+
+  (a) the producer workload with its journal (as in a real run),
+  (b) the same producer with journaling off (config ``journal_enabled: false``),
+  (c) org.apache.kafka.tools.ProducerPerformance (kafka-tools jar), sized to
+      run about as long as (b) did.
+
+(a) and (b) run `--duration` seconds each, alternately for `--rounds` rounds,
+then get SIGTERM and flush; their rate is acknowledged records over the time
+from the first send to the last acknowledgement. Targets (issue 4): (a) at
+least 90% of (b) and at least 0.8x (c).
+
+    .venv/bin/python bench/bench_workload.py [--duration 15] [--rounds 2]
+        [--network 198.18.0.0/24] [--attach RUN_DIR] [--json OUT.json]
+
+`--attach` reuses a running cluster (made with `python -m harness cluster up`
+or `provision(..., keep=True)`) instead of provisioning and removing one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.kafka.cluster import KafkaCluster
+from harness.kafka.config import ClusterSettings
+from harness.kafka.dist import classpath
+from harness.lifecycle import cluster_from_state, provision
+from harness.runtime.netns import NetnsRuntime
+
+PERF_CLASS = "org.apache.kafka.tools.ProducerPerformance"
+PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec .*?([\d.]+) ms avg latency")
+VALUE_SIZE = 100
+
+
+@contextlib.contextmanager
+def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaCluster, NetnsRuntime]]:
+    if args.attach:
+        yield cluster_from_state(Path(args.attach))
+        return
+    settings = ClusterSettings(network=args.network, partitions=3)
+    with provision(settings, run_dir=work / "cluster") as (cluster, runtime):
+        yield cluster, runtime
+
+
+def run_producer(cluster: KafkaCluster, runtime: NetnsRuntime, work: Path, name: str, journal: bool,
+                 duration: float) -> dict[str, Any]:
+    """Run one producer workload for `duration` s, stop it, and return its summary plus records/s."""
+    config = {"process": name, "role": "producer", "az": "az1", "journal": str(work / "journal" / f"{name}.jsonl"),
+              "bootstrap": cluster.bootstrap, "topic": cluster.topic, "partitions": cluster.settings.partitions,
+              "rate": 0, "value_size": VALUE_SIZE, "value_prefix": f"{name}-", "journal_enabled": journal,
+              "kafka": {"acks": "all"}}
+    path = work / f"{name}.json"
+    path.write_text(json.dumps(config))
+    log = work / f"{name}.log"
+    child = runtime.spawn(runtime.plan.client_of_az("az1"), name,
+                          [sys.executable, "-m", "workloads", str(path)], log)
+    time.sleep(duration)
+    runtime.signal(child.pid, signal.SIGTERM)
+    status = child.wait(timeout=600)
+    summary = next((json.loads(line) for line in reversed(log.read_text().splitlines())
+                    if line.startswith("{") and '"role": "producer"' in line), None)
+    if status != 0 or summary is None:
+        raise SystemExit(f"{name} exited {status}: {log.read_text()[-500:]}")
+    summary["records_per_s"] = summary["ok"] / summary["total_s"]
+    summary["cpu_us_per_record"] = summary["cpu_s"] / max(summary["ok"], 1) * 1e6
+    return summary
+
+
+def run_perf(cluster: KafkaCluster, runtime: NetnsRuntime, records: int, duration: float) -> dict[str, Any]:
+    """Run ProducerPerformance for `records` records in the az1 client host; parse its final line."""
+    argv = ["java", "-Xmx512m", "-cp", classpath(cluster.settings.kafka_version), PERF_CLASS,
+            "--topic", cluster.topic, "--num-records", str(records), "--record-size", str(VALUE_SIZE),
+            "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "acks=all"]
+    proc = runtime.execute(runtime.plan.client_of_az("az1"), argv, timeout=duration * 20 + 120)
+    final = [m for m in PERF_LINE.finditer(proc.stdout)]
+    if not final:
+        raise SystemExit(f"ProducerPerformance printed no summary: {proc.stdout[-500:]} {proc.stderr[-500:]}")
+    sent, rate, latency = final[-1].groups()
+    return {"records": int(sent), "records_per_s": float(rate), "avg_latency_ms": float(latency),
+            "command": " ".join(argv[:3] + ["<classpath>"] + argv[4:])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds per producer run")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating (b), (a) rounds")
+    parser.add_argument("--network", default="198.18.0.0/24")
+    parser.add_argument("--attach", help="run dir of a running cluster to use instead of provisioning one")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="faultline-bench-workload-") as tmp, \
+            cluster_for(args, Path(tmp)) as (cluster, runtime):
+        work = Path(tmp)
+        journaled: list[float] = []
+        unjournaled: list[float] = []
+        cpu: dict[str, list[float]] = {"a": [], "b": []}
+        for i in range(args.rounds):
+            b = run_producer(cluster, runtime, work, f"bench-nojournal-{i}", False, args.duration)
+            a = run_producer(cluster, runtime, work, f"bench-journal-{i}", True, args.duration)
+            unjournaled.append(b["records_per_s"])
+            journaled.append(a["records_per_s"])
+            cpu["a"].append(a["cpu_us_per_record"])
+            cpu["b"].append(b["cpu_us_per_record"])
+            print(f"round {i + 1}: (a) journaled {a['records_per_s']:,.0f}/s "
+                  f"({a['cpu_us_per_record']:.2f} us CPU/record), (b) journal off {b['records_per_s']:,.0f}/s "
+                  f"({b['cpu_us_per_record']:.2f} us CPU/record)", flush=True)
+        perf = run_perf(cluster, runtime, int(statistics.median(unjournaled) * args.duration), args.duration)
+    a_rate, b_rate, c_rate = statistics.median(journaled), statistics.median(unjournaled), perf["records_per_s"]
+    results = {"duration_s": args.duration, "rounds": args.rounds, "value_size": VALUE_SIZE, "acks": "all",
+               "a_journaled": a_rate, "b_journal_off": b_rate, "c_producer_performance": c_rate,
+               "a_over_b": a_rate / b_rate, "a_over_c": a_rate / c_rate,
+               "a_runs": journaled, "b_runs": unjournaled, "perf": perf,
+               "a_cpu_us_per_record": statistics.median(cpu["a"]),
+               "b_cpu_us_per_record": statistics.median(cpu["b"])}
+    print(f"(a) journaled producer     {a_rate:12,.0f} records/s (median of {args.rounds})")
+    print(f"(b) journaling off         {b_rate:12,.0f} records/s")
+    print(f"(c) ProducerPerformance    {c_rate:12,.0f} records/s")
+    print(f"a/b = {a_rate / b_rate:.2f} (target >= 0.90)   a/c = {a_rate / c_rate:.2f} (target >= 0.80)")
+    print(f"producer CPU per record (all its threads): (a) {results['a_cpu_us_per_record']:.2f} us, "
+          f"(b) {results['b_cpu_us_per_record']:.2f} us")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

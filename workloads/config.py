@@ -1,0 +1,271 @@
+"""The configuration a workload process starts with: one JSON object, validated before anything connects.
+
+Unknown keys are refused (a typo must not silently become a default), and
+every error names the key. Keys per role:
+
+- every role: ``process``, ``role``, ``az`` (string or null), ``journal``
+  (absolute path), ``topic``, ``bootstrap`` (not needed by an observer);
+  optional ``journal_enabled`` (default true; false only for benchmarks) and
+  ``fsync_interval_s`` (default 0.5, at most 1.0).
+- producer: ``partitions``, optional ``rate`` (sends per second, 0 = as fast
+  as possible; default 0), ``value_prefix`` (default ``<process>-``),
+  ``value_size`` (pad the op id with zeros so values have this many bytes),
+  ``key`` (``none``, ``value`` or ``cycle:N``), ``batch_size`` (most sends per
+  journal batch, default 500), ``kafka`` (librdkafka producer settings).
+- consumer: ``mode`` (``assign`` or ``group``), ``group`` (group mode),
+  ``commit`` (``auto`` or ``sync``, group mode), optional ``partitions``
+  (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
+- drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``.
+- observer: ``broker_id``, ``broker_address`` (``host:port``), optional
+  ``interval_s`` (default 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Role = Literal["producer", "consumer", "drain", "observer"]
+ROLES: tuple[Role, ...] = ("producer", "consumer", "drain", "observer")
+KafkaValue = str | int | float | bool
+
+# Settings a workload derives itself; passing them through `kafka` would contradict its other keys.
+_ALWAYS_RESERVED = ("bootstrap.servers", "metadata.broker.list")
+_RESERVED: dict[str, tuple[str, ...]] = {
+    "producer": _ALWAYS_RESERVED,
+    "consumer": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store"),
+    "drain": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store",
+              "enable.partition.eof"),
+}
+
+
+class ConfigError(ValueError):
+    """A workload config that cannot run; the message names the key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadConfig:
+    """What every role has."""
+
+    process: str
+    role: Role
+    az: str | None
+    journal: Path
+    topic: str
+    bootstrap: str
+    journal_enabled: bool = True
+    fsync_interval_s: float = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerConfig(WorkloadConfig):
+    partitions: int
+    rate: float = 0.0
+    value_prefix: str
+    value_size: int | None = None
+    key: str = "none"
+    batch_size: int = 500
+    kafka: dict[str, KafkaValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerConfig(WorkloadConfig):
+    mode: Literal["assign", "group"]
+    group: str | None = None
+    commit: Literal["auto", "sync"] | None = None
+    partitions: int | None = None
+    poll_batch: int = 500
+    kafka: dict[str, KafkaValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrainConfig(WorkloadConfig):
+    partitions: int | None = None
+    timeout_s: float = 60.0
+    kafka: dict[str, KafkaValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObserverConfig(WorkloadConfig):
+    broker_id: int
+    broker_host: str
+    broker_port: int
+    interval_s: float = 1.0
+
+
+AnyConfig = ProducerConfig | ConsumerConfig | DrainConfig | ObserverConfig
+_MISSING = object()
+
+
+class _Keys:
+    """Typed access to the raw JSON object, remembering which keys were read."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.read: set[str] = set()
+
+    def take(self, key: str, default: Any = _MISSING) -> Any:
+        self.read.add(key)
+        if key not in self.raw:
+            if default is _MISSING:
+                raise ConfigError(f"{key}: required")
+            return default
+        return self.raw[key]
+
+    def string(self, key: str, default: Any = _MISSING, nullable: bool = False) -> Any:
+        value = self.take(key, default)
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{key}: must be a non-empty string, got {value!r}")
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int = 0) -> Any:
+        value = self.take(key, default)
+        if value is None and default is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{key}: must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def number(self, key: str, default: Any = _MISSING, minimum: float = 0.0,
+               maximum: float | None = None) -> float:
+        value = self.take(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum \
+                or (maximum is not None and value > maximum):
+            bound = f" and <= {maximum}" if maximum is not None else ""
+            raise ConfigError(f"{key}: must be a number >= {minimum}{bound}, got {value!r}")
+        return float(value)
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.take(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> Any:
+        value = self.take(key, default)
+        if value not in choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def unknown(self) -> list[str]:
+        return sorted(set(self.raw) - self.read)
+
+
+def _kafka_settings(keys: _Keys, role: str) -> dict[str, KafkaValue]:
+    value = keys.take("kafka", {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"kafka: must be an object of librdkafka settings, got {value!r}")
+    for name, setting in value.items():
+        if isinstance(setting, dict | list) or setting is None:
+            raise ConfigError(f"kafka.{name}: must be a string, number or boolean, got {setting!r}")
+        if name in _RESERVED[role]:
+            raise ConfigError(f"kafka.{name}: set by the workload itself; use the workload's own keys")
+    return dict(value)
+
+
+def _key_strategy(keys: _Keys) -> str:
+    value = keys.string("key", "none")
+    if value in ("none", "value"):
+        return str(value)
+    prefix, _, count = value.partition(":")
+    if prefix == "cycle" and count.isdigit() and int(count) > 0:
+        return str(value)
+    raise ConfigError(f"key: must be none, value or cycle:N (N > 0), got {value!r}")
+
+
+def _common(keys: _Keys, role: Role) -> dict[str, Any]:
+    journal = Path(keys.string("journal"))
+    if not journal.is_absolute():
+        raise ConfigError(f"journal: must be an absolute path, got {str(journal)!r}")
+    return {
+        "process": keys.string("process"),
+        "role": role,
+        "az": keys.string("az", None, nullable=True),
+        "journal": journal,
+        "topic": keys.string("topic"),
+        # An observer asks its own broker directly; it may be given the bootstrap list but ignores it.
+        "bootstrap": str(keys.take("bootstrap", "") or "") if role == "observer" else keys.string("bootstrap"),
+        "journal_enabled": keys.boolean("journal_enabled", True),
+        "fsync_interval_s": keys.number("fsync_interval_s", 0.5, minimum=0.01, maximum=1.0),
+    }
+
+
+def _producer(keys: _Keys, common: dict[str, Any]) -> ProducerConfig:
+    prefix = keys.string("value_prefix", f"{common['process']}-")
+    if json.dumps(prefix)[1:-1] != prefix:
+        raise ConfigError(f"value_prefix: must be plain printable ASCII without quotes or backslashes, got {prefix!r}")
+    size = keys.integer("value_size", None, minimum=1)
+    if size is not None and size < len(prefix) + 9:
+        raise ConfigError(f"value_size: {size} leaves fewer than 9 digits for the op id after {prefix!r}")
+    return ProducerConfig(**common, partitions=keys.integer("partitions", minimum=1),
+                          rate=keys.number("rate", 0.0), value_prefix=prefix, value_size=size,
+                          key=_key_strategy(keys), batch_size=keys.integer("batch_size", 500, minimum=1),
+                          kafka=_kafka_settings(keys, "producer"))
+
+
+def _consumer(keys: _Keys, common: dict[str, Any]) -> ConsumerConfig:
+    mode = keys.choice("mode", ("assign", "group"))
+    group = keys.string("group", None, nullable=True)
+    commit = keys.take("commit", None)
+    if commit not in ("auto", "sync", None):
+        raise ConfigError(f"commit: must be one of auto, sync, got {commit!r}")
+    if mode == "group" and group is None:
+        raise ConfigError("group: required when mode is group")
+    if mode == "assign" and (group is not None or commit is not None):
+        raise ConfigError("group/commit: only for mode group (an assign consumer never commits)")
+    if mode == "group" and commit is None:
+        commit = "auto"
+    return ConsumerConfig(**common, mode=mode, group=group, commit=commit,
+                          partitions=keys.integer("partitions", None, minimum=1),
+                          poll_batch=keys.integer("poll_batch", 500, minimum=1),
+                          kafka=_kafka_settings(keys, "consumer"))
+
+
+def _drain(keys: _Keys, common: dict[str, Any]) -> DrainConfig:
+    return DrainConfig(**common, partitions=keys.integer("partitions", None, minimum=1),
+                       timeout_s=keys.number("timeout_s", 60.0, minimum=1.0),
+                       kafka=_kafka_settings(keys, "drain"))
+
+
+def _observer(keys: _Keys, common: dict[str, Any]) -> ObserverConfig:
+    address = keys.string("broker_address")
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"broker_address: must be host:port, got {address!r}")
+    return ObserverConfig(**common, broker_id=keys.integer("broker_id"), broker_host=host,
+                          broker_port=int(port), interval_s=keys.number("interval_s", 1.0, minimum=0.05))
+
+
+def parse_config(raw: Any) -> AnyConfig:
+    """Validate a decoded config object; raise ConfigError naming the first bad key."""
+    if not isinstance(raw, dict):
+        raise ConfigError("the config must be a JSON object")
+    keys = _Keys(raw)
+    role = keys.choice("role", ROLES)
+    common = _common(keys, role)
+    config: AnyConfig
+    if role == "producer":
+        config = _producer(keys, common)
+    elif role == "consumer":
+        config = _consumer(keys, common)
+    elif role == "drain":
+        config = _drain(keys, common)
+    else:
+        config = _observer(keys, common)
+    unknown = keys.unknown()
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown key for role {role}")
+    return config
+
+
+def load_config(path: Path) -> AnyConfig:
+    """Read and validate a config file; ConfigError for an unreadable or invalid one."""
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    return parse_config(raw)

@@ -1,0 +1,67 @@
+"""The observer: every `interval_s`, its broker's own view of the topic, asked of that broker alone.
+
+It runs inside the broker's node namespace and sends one Metadata request to
+its broker (harness.kafka.wire.broker_view), so a network partition does not
+blind it and no other broker's answer is mistaken for this one's. Each answer
+becomes one ``observation`` line (leader, ISR, leader epoch per partition,
+and the controller). When the broker does not answer, it journals an
+``unreachable`` line and no observation: an absent row means "no answer",
+never "no leader". Runs until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+
+from harness.kafka.wire import broker_view
+from workloads import exits
+from workloads.config import ObserverConfig
+from workloads.journal import JournalSink
+from workloads.lines import process_line
+from workloads.stopping import StopFlag
+
+
+class ObserverWorkload:
+    def __init__(self, config: ObserverConfig, journal: JournalSink, stop: StopFlag) -> None:
+        self.config = config
+        self.journal = journal
+        self.stop = stop
+        self.name = f"broker-{config.broker_id}"
+        self.observed = 0
+
+    def observe_once(self) -> None:
+        c = self.config
+        try:
+            view = broker_view(c.broker_host, c.broker_port, [c.topic], timeout=min(2.0, max(0.2, c.interval_s)))
+        except (OSError, struct.error, ValueError) as exc:
+            self.journal.append({"kind": "unreachable", "t": time.time_ns(), "observer": self.name,
+                                 "error": f"{type(exc).__name__}: {exc}"})
+            return
+        t = time.time_ns()
+        partitions = [[c.topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error]
+                      for p in view.partitions.get(c.topic, [])]
+        self.journal.append({"kind": "observation", "t": t, "observer": self.name, "broker": c.broker_id,
+                             "controller": view.controller, "partitions": partitions})
+        self.observed += 1
+
+    def run(self) -> int:
+        c = self.config
+        self.journal.append(process_line(c, {"broker_id": c.broker_id,
+                                             "broker_address": f"{c.broker_host}:{c.broker_port}",
+                                             "interval_s": c.interval_s}))
+        self.journal.flush()
+        next_due = time.monotonic()
+        while not self.stop.requested:
+            self.observe_once()
+            self.journal.flush()
+            next_due += c.interval_s
+            delay = next_due - time.monotonic()
+            if delay < 0:  # an answer took longer than the interval: do not try to catch up
+                next_due, delay = time.monotonic(), 0.0
+            self.stop.wait(delay)
+        self.journal.append({"kind": "end", "t": time.time_ns(), "observations": self.observed})
+        self.journal.flush()
+        print(json.dumps({"process": c.process, "role": "observer", "observations": self.observed}), flush=True)
+        return exits.DONE
