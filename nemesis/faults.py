@@ -2,7 +2,9 @@
 
 Partition kinds compute a grudge (`nemesis.shapes`) from their resolved
 targets and hand it to the shared `Firewall`; process kinds signal the
-cluster's processes through `KafkaCluster`. Each kind implements `Fault`.
+cluster's processes through `KafkaCluster` and wait until the signal has
+taken effect (dead, stopped, continued), so a journaled start or stop is a
+fact, not an intention. Each kind implements `Fault`.
 """
 
 from __future__ import annotations
@@ -45,11 +47,17 @@ class FaultEnv:
 
 @dataclass(frozen=True)
 class Injected:
-    """What one start of a fault did: `targets` for the journal, `processes` or the cut `key` to undo."""
+    """What one start of a fault did.
+
+    `targets` is what the journal's `targets` column says (compact: what a
+    report labels the fault with); `detail` adds the particulars (every cut
+    pair, pids). `key` (the firewall cut) or `processes` is what undo needs.
+    """
 
     key: str
     fault: str
     targets: dict[str, Any]
+    detail: dict[str, Any] = field(default_factory=dict)
     processes: tuple[tuple[str, Role], ...] = field(default=())
 
 
@@ -71,36 +79,43 @@ class Fault(Protocol):
     def undo(self, injected: Injected, env: FaultEnv) -> None: ...
 
 
-def _describe_nodes(nodes: list[Host]) -> dict[str, Any]:
-    return {"nodes": [n.name for n in nodes], "azs": [n.az for n in nodes], "brokers": [n.broker_id for n in nodes]}
+def _brokers(plan: AddressPlan, azs_or_hosts: list[str]) -> list[int]:
+    """The broker ids on the given AZs or node hosts."""
+    return sorted(n.broker_id for n in plan.nodes if n.az in azs_or_hosts or n.name in azs_or_hosts)
 
 
 # -- partitions ----------------------------------------------------------------
 def partition_shape(spec: FaultSpec, resolver: Resolver, plan: AddressPlan
-                    ) -> tuple[shapes.Grudge, list[str]]:
-    """The grudge a partition spec means now, and the AZs (or node hosts) it names."""
+                    ) -> tuple[shapes.Grudge, dict[str, Any]]:
+    """The grudge a partition spec means now, and its targets as the journal names them."""
     kind = spec.fault
     try:
         if kind == "isolate-az":
             az = resolver.az(spec.targets[0])
-            return shapes.isolate_az(plan, az), [az]
+            return shapes.isolate_az(plan, az), {"az": az, "brokers": _brokers(plan, [az])}
         if kind == "cut-link":
             if spec.ends == "node":
                 a, b = (resolver.node(s).name for s in spec.targets)
                 _distinct(spec, a, b)
-                return shapes.cut_hosts([a], [b], spec.one_way), [a, b]
-            az_a, az_b = (resolver.az(s) for s in spec.targets)
-            _distinct(spec, az_a, az_b)
-            return shapes.cut_link(plan, az_a, az_b, spec.one_way), [az_a, az_b]
+                grudge = shapes.cut_hosts([a], [b], spec.one_way)
+            else:
+                a, b = (resolver.az(s) for s in spec.targets)
+                _distinct(spec, a, b)
+                grudge = shapes.cut_link(plan, a, b, spec.one_way)
+            return grudge, {"link": [a, b], "one_way": spec.one_way, "brokers": _brokers(plan, [a, b])}
         if kind == "split":
             minority = sorted({resolver.az(s) for s in spec.targets})
-            return shapes.split_minority(plan, minority), minority
+            majority = [az for az in shapes.azs(plan) if az not in minority]
+            return shapes.split_minority(plan, minority), {"minority": minority, "majority": majority,
+                                                           "brokers": _brokers(plan, minority)}
         if kind == "bridge":
-            middle = resolver.az(spec.targets[0]) if spec.targets else None
+            middle = resolver.az(spec.targets[0]) if spec.targets else shapes.azs(plan)[len(plan.nodes) // 2]
             grudge = shapes.bridge(plan, middle)
-            return grudge, [middle or shapes.azs(plan)[len(shapes.azs(plan)) // 2]]
+            others = [az for az in shapes.azs(plan) if az != middle]
+            half = len(others) // 2
+            return grudge, {"bridge": middle, "sides": [others[:half], others[half:]]}
         if kind == "majorities-ring":
-            return shapes.majorities_ring(plan), list(shapes.azs(plan))
+            return shapes.majorities_ring(plan), {"ring": list(shapes.azs(plan))}
     except ValueError as exc:
         raise FaultError(f"{kind}: {exc}") from exc
     raise FaultError(f"{kind} is not a partition fault")
@@ -115,20 +130,13 @@ class PartitionFault:
     """Any partition shape: its cut joins the firewall's active cuts until undone."""
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
-        grudge, named = partition_shape(spec, resolver, env.plan)
-        env.firewall.add(key, grudge, spec.scope)
-        return Injected(key, spec.fault, {"named": named, "scope": spec.scope, "one_way": spec.one_way,
-                              "cut": [list(p) for p in shapes.cut_pairs(grudge)],
-                              **_describe_nodes(_nodes_cut(env.plan, grudge))})
+        grudge, targets = partition_shape(spec, resolver, env.plan)
+        changed = env.firewall.add(key, grudge, spec.scope)
+        return Injected(key, spec.fault, {**targets, "scope": spec.scope},
+                        {"cut": [list(p) for p in shapes.cut_pairs(grudge)], "hosts_changed": changed})
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         env.firewall.remove(injected.key)
-
-
-def _nodes_cut(plan: AddressPlan, grudge: shapes.Grudge) -> list[Host]:
-    """The node hosts that lose any link: the brokers/ZooKeeper servers the partition touches."""
-    touched = {h for pair in shapes.cut_pairs(grudge) for h in pair}
-    return [n for n in plan.nodes if n.name in touched]
 
 
 # -- processes -------------------------------------------------------------------
@@ -160,9 +168,10 @@ class ProcessFault:
             _wait_state([pid for _, _, pid in hits], stopped=True)
         elif spec.fault == "graceful-stop":
             _in_parallel([lambda n=node, r=role: cluster.stop(n, r, GRACEFUL_STOP_S) for node, role, _ in hits])
-        targets = {**_describe_nodes(nodes),
-                   "processes": [{"node": n.name, "role": r, "pid": p} for n, r, p in hits]}
-        return Injected(key, spec.fault, targets, tuple((n.name, r) for n, r, _ in hits))
+        targets = {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
+                   "processes": [cluster.process_name(n, r) for n, r, _ in hits]}
+        detail = {"pids": {cluster.process_name(n, r): p for n, r, p in hits}}
+        return Injected(key, spec.fault, targets, detail, tuple((n.name, r) for n, r, _ in hits))
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         cluster = env.cluster

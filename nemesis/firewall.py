@@ -1,16 +1,18 @@
 """Applying partitions: every host's fault rules installed at once, one thread per host.
 
 The rules come from `nemesis.shapes.firewall_rules`; a runtime that is
-`Firewalled` installs one host's rules atomically (iptables-restore inside the
-host). Here the hosts are done in parallel, so a partition takes effect on
-every host within one host's install time, and a heal likewise.
+`Firewalled` installs one host's rules atomically (on the netns runtime: one
+nftables transaction through the host's long-lived iptables-restore, a few
+milliseconds). Here the hosts are done in parallel, so a partition takes
+effect on every host within about one host's install time. `heal` empties
+every host's fault rules the same way; `reset` also removes the fault chains
+and their hooks (the end-of-run sweep).
 
 `Firewall` keeps the cuts that are active (several partition faults may
 overlap) and, on every change, recomputes each host's rules from all of them
 and rewrites only the hosts whose rules changed. Must never: write a rule
 outside a host of the plan (the control plane has none to write).
 """
-
 from __future__ import annotations
 
 import contextlib

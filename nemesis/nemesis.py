@@ -11,6 +11,7 @@ control plane, or signal or start anything that is not this cluster's.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import random
 import threading
@@ -75,22 +76,25 @@ class Nemesis:
         self.env = FaultEnv(cluster, self.firewall)
         self.journal = NemesisJournal(journal_path)
         self._active: dict[str, ActiveFault] = {}
-        self._lock = threading.RLock()
+        # One fault operation at a time (_ops, held through slow undos); reading what is active never
+        # waits for one (_state), so a progress line does not stall behind a graceful stop.
+        self._ops = threading.RLock()
+        self._state = threading.Lock()
         self._numbers = itertools.count(1)
         self._runs: list[ScheduleRun] = []
 
     @property
     def active(self) -> list[ActiveFault]:
-        with self._lock:
+        with self._state:
             return list(self._active.values())
 
     def active_names(self) -> list[str]:
         """The names of the faults in effect, oldest first (for progress lines)."""
-        with self._lock:
+        with self._state:
             return list(self._active)
 
     def find(self, name: str) -> ActiveFault | None:
-        with self._lock:
+        with self._state:
             return self._active.get(name)
 
     # -- one fault ---------------------------------------------------------------
@@ -98,9 +102,9 @@ class Nemesis:
               **detail: Any) -> ActiveFault:
         """Resolve the fault's targets now, apply it, journal it; FaultError (journaled as info) if it cannot."""
         spec = fault if isinstance(fault, FaultSpec) else parse_fault("fault", fault)
-        with self._lock:
+        with self._ops:
             name = name or f"{spec.fault}-{next(self._numbers)}"
-            if name in self._active:
+            if self.find(name) is not None:
                 raise FaultError(f"a fault named {name} is already active")
             resolver = Resolver(self.cluster.plan, self.rng, spec.partition, lambda: observe(self.cluster))
             invoked = time.time_ns()
@@ -110,12 +114,13 @@ class Nemesis:
             except HarnessError as exc:
                 self._journal_failure(spec, name, info, resolver, exc)
                 raise FaultError(f"starting {name} ({spec}): {exc}") from exc
-            info.update(took_ms=_ms(invoked), facts=resolver.facts.to_json() if resolver.facts else None)
+            info.update(took_ms=_ms(invoked), resolve_ms=resolver.observe_ms,
+                        facts=resolver.facts.to_json() if resolver.facts else None, **injected.detail)
             row = self.journal.write("start", spec.fault, injected.targets, info)
             active = ActiveFault(name, spec, injected, row["time_ns"])
-            self._active[name] = active
-            log.info("nemesis: started %s %s on %s", name, spec.fault, injected.targets.get("named")
-                     or injected.targets.get("nodes"))
+            with self._state:
+                self._active[name] = active
+            log.info("nemesis: started %s: %s %s", name, spec.fault, json.dumps(injected.targets, sort_keys=True))
             return active
 
     def _journal_failure(self, spec: FaultSpec, name: str, info: dict[str, Any], resolver: Resolver,
@@ -125,9 +130,9 @@ class Nemesis:
 
     def stop(self, active: ActiveFault | str, by: str = "call") -> None:
         """Undo one active fault and journal it; FaultError (the fault stays active) if the undo fails."""
-        with self._lock:
+        with self._ops:
             name = active if isinstance(active, str) else active.name
-            current = self._active.get(name)
+            current = self.find(name)
             if current is None:
                 raise FaultError(f"no active fault named {name}")
             invoked = time.time_ns()
@@ -138,13 +143,14 @@ class Nemesis:
                 self.journal.write("info", current.spec.fault, current.targets, {**detail, "error": str(exc)})
                 raise FaultError(f"stopping {name}: {exc}") from exc
             self.journal.write("stop", current.spec.fault, current.targets, {**detail, "took_ms": _ms(invoked)})
-            del self._active[name]
+            with self._state:
+                del self._active[name]
             log.info("nemesis: stopped %s", name)
 
     def stop_all(self, by: str = "call") -> list[str]:
         """Undo every active fault, newest first; FaultError after trying them all if any failed."""
         stopped, errors = [], []
-        with self._lock:
+        with self._ops:
             for active in reversed(self.active):
                 try:
                     self.stop(active, by=by)
@@ -174,8 +180,8 @@ class Nemesis:
             if run.thread is not current:
                 run.thread.join()
         report = HealReport()
-        with self._lock:
-            stopped_procs = {p for a in self._active.values() for p in a.injected.processes}
+        with self._ops:
+            stopped_procs = {p for a in self.active for p in a.injected.processes}
             try:
                 report.stopped = self.stop_all(by="heal-all")
             except FaultError as exc:
@@ -185,10 +191,11 @@ class Nemesis:
             except HarnessError as exc:
                 report.errors.append(f"clearing firewalls: {exc}")
             self._restore_processes(report, stopped_procs)
-            for left in self._active.values():  # their own undo failed; the sweep above undid them
+            for left in self.active:  # their own undo failed; the sweep above undid them
                 self.journal.write("stop", left.spec.fault, left.targets, {"name": left.name, "by": "heal-all sweep"})
                 report.stopped.append(left.name)
-            self._active.clear()
+            with self._state:
+                self._active.clear()
             if report.changed:
                 self.journal.write("info", "heal-all", {"resumed": report.resumed, "restarted": report.restarted},
                                    {"stopped": report.stopped, "errors": report.errors})

@@ -16,6 +16,7 @@ answer among the brokers is used. `ClusterFacts.source` records which.
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,12 +109,15 @@ class Resolver:
         self.partition = partition
         self._observe = observe_facts
         self.facts: ClusterFacts | None = None
+        self.observe_ms: float | None = None  # how long reading the state took, if it was read
 
     def _facts(self) -> ClusterFacts:
         if self.facts is None:
             if self._observe is None:
                 raise FaultError("this target needs the cluster's state, and no observer was given")
+            started = time.perf_counter()
             self.facts = self._observe()
+            self.observe_ms = round((time.perf_counter() - started) * 1000, 2)
         return self.facts
 
     def _partition(self) -> PartitionFacts:

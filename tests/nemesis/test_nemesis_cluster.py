@@ -74,8 +74,7 @@ def test_state_targets_resolve_to_the_live_leader_and_controller(nemesis: Nemesi
 
     active = nemesis.start({"fault": "isolate-az", "target": "leader", "partition": 0}, name="iso-leader")
     leader_az = cluster.node(leader).az
-    assert active.targets["named"] == [leader_az] and active.targets["brokers"] == sorted(
-        {leader, *[n.broker_id for n in cluster.nodes]})
+    assert active.targets == {"az": leader_az, "brokers": [leader], "scope": "all"}
     rules = rules_on(cluster.runtime)
     inside = shapes.hosts_of_az(cluster.plan, leader_az)
     for host, saved in rules.items():
@@ -89,6 +88,7 @@ def test_state_targets_resolve_to_the_live_leader_and_controller(nemesis: Nemesi
     assert rows[0]["targets"] == rows[1]["targets"]  # a report pairs them by (fault, targets)
     assert rows[0]["detail"]["facts"]["partitions"]["0"]["leader"] == leader
     assert rows[0]["detail"]["name"] == "iso-leader" and rows[0]["time_ns"] < rows[1]["time_ns"]
+    assert len(rows[0]["detail"]["cut"]) == 2 * 2 * 4  # 2 inside x 4 outside, both ways
 
 
 def test_unresolvable_target_is_journaled_and_changes_nothing(nemesis: Nemesis) -> None:
@@ -117,7 +117,7 @@ def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> 
 
     off = nemesis.start({"fault": "power-off", "target": ["az2-node"]})
     assert cluster.pids(az2) == {"zookeeper": None, "broker": None}
-    assert [p["role"] for p in off.targets["processes"]] == ["zookeeper", "broker"]
+    assert off.targets["processes"] == ["az2-node/zookeeper", "az2-node/broker"]
     nemesis.stop(off)
     assert None not in cluster.pids(az2).values()
 
