@@ -1,0 +1,57 @@
+"""`check`: judge one history directory and return the verdict.
+
+Bad input raises HistoryError (nothing is judged). Any other failure inside
+the engine returns an "unknown" verdict naming the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from checkers import verdict as v
+from checkers.context import load_context
+from checkers.engine import Engine
+from checkers.errors import HistoryError
+from checkers.examples import build_examples
+from checkers.sources import locate_history
+from checkers.tables import validate_source
+
+ENGINES = ("spark", "pandas")
+
+
+def make_engine(name: str, spark_master: str | None = None) -> Engine:
+    """An engine by name; Spark is imported only when asked for."""
+    if name == "pandas":
+        from checkers.pandas_engine import PandasEngine
+
+        return PandasEngine()
+    if name == "spark":
+        from checkers.spark_engine import SparkEngine
+
+        return SparkEngine(spark_master)
+    raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
+
+
+def check(history_dir: str | Path, engine: str = "spark", spark_master: str | None = None) -> dict[str, Any]:
+    """The verdict (spec/history.md) of the history in ``history_dir``.
+
+    Raises HistoryError when the input is unreadable or breaks the contract.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    sources = locate_history(history_dir)
+    context = load_context(sources)
+    if engine == "spark":
+        # Fail on bad JSONL or Parquet schemas before a JVM starts.
+        for name in ("writes", "reads"):
+            validate_source(sources[name])
+    try:
+        runner = make_engine(engine, spark_master)
+        analysis = runner.analyse(sources, context.configs)
+        examples = build_examples(analysis, runner, context)
+    except HistoryError:
+        raise
+    except Exception as exc:  # an engine failure is "unknown", never a crash or a pass
+        return v.failed(engine, exc)
+    return v.assemble(engine, analysis, examples)

@@ -1,0 +1,46 @@
+"""`python -m checkers HISTORY_DIR --out OUT_DIR [--engine spark|pandas] [--spark-master URL]`.
+
+Exit status: 0 valid, 1 invalid, 2 unknown (verdict written with a reason),
+3 the checker failed (bad input: one line on stderr naming the file, the line
+or column and the problem; no verdict written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from checkers.api import ENGINES, check
+from checkers.errors import HistoryError
+from checkers.verdict import EXIT_FAILED, exit_status, write_verdict
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m checkers", description="Judge a faultline history.")
+    parser.add_argument("history_dir", type=Path, help="directory holding writes, reads, ... tables")
+    parser.add_argument("--out", type=Path, required=True, help="directory to write verdict.json into")
+    parser.add_argument("--engine", choices=ENGINES, default="spark", help="analysis engine (default spark)")
+    parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the checker; return the exit status."""
+    args = parse_args(argv)
+    warnings.simplefilter("ignore")
+    try:
+        verdict = check(args.history_dir, engine=args.engine, spark_master=args.spark_master)
+        path = write_verdict(verdict, args.out)
+    except HistoryError as exc:
+        print(f"checkers: bad history: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        print(f"checkers: cannot write verdict: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    counts = " ".join(f"{k}={n}" for k, n in verdict["counts"].items() if n)
+    print(f"valid={verdict['valid']} engine={verdict['engine']} {counts or 'no anomalies'} -> {path}")
+    if "reason" in verdict:
+        print(f"checkers: unknown: {verdict['reason']}", file=sys.stderr)
+    return exit_status(verdict)

@@ -1,0 +1,199 @@
+"""Read and validate Parquet history tables with pyarrow.
+
+`check_schema` reads only file footers (cheap at any size): missing required
+columns and wrong column types, naming the file and column. `read_table`
+also reads the rows into one canonical Arrow table (strings as ``string``,
+integers as ``int64``) and checks nulls, domains and uniqueness, naming the
+file, the row (1-based within that file) and the column.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from checkers.errors import HistoryError
+from checkers.schema import Column, TableSpec
+from checkers.sources import TableSource
+
+CANONICAL: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int": pa.int64(),
+    "id": pa.string(),
+    "json": pa.string(),
+    "any": pa.string(),
+}
+
+
+def _value_type(dtype: pa.DataType) -> pa.DataType:
+    return dtype.value_type if pa.types.is_dictionary(dtype) else dtype
+
+
+def _is_stringish(dtype: pa.DataType) -> bool:
+    return pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype)
+
+
+def _type_problem(col: Column, dtype: pa.DataType) -> str | None:
+    value = _value_type(dtype)
+    if pa.types.is_null(value):
+        return None if col.nullable else "holds only nulls (type null)"
+    if col.kind == "any":
+        return None
+    ok = {
+        "string": _is_stringish(value),
+        "int": pa.types.is_integer(value),
+        "id": _is_stringish(value) or pa.types.is_integer(value),
+        "json": _is_stringish(value),
+    }[col.kind]
+    if ok:
+        return None
+    expected = {
+        "string": "a string",
+        "int": "an integer",
+        "id": "a string or an integer",
+        "json": "a string holding a JSON object",
+    }[col.kind]
+    return f"has type {dtype}, expected {expected}"
+
+
+def file_schema(path: Path) -> pa.Schema:
+    """The Arrow schema of one Parquet file; HistoryError if it is not one."""
+    try:
+        return pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise HistoryError(str(path), f"not a readable Parquet file ({str(exc).splitlines()[0]})") from exc
+
+
+def check_schema(source: TableSource, spec: TableSpec) -> dict[Path, pa.Schema]:
+    """Check every file's columns and types against ``spec``; return the schemas."""
+    schemas: dict[Path, pa.Schema] = {}
+    for path in source.files:
+        schema = file_schema(path)
+        for col in spec.columns:
+            index = schema.get_field_index(col.name)
+            if index < 0:
+                if col.required:
+                    raise HistoryError(f"{path}: column '{col.name}'", "missing required column")
+                continue
+            problem = _type_problem(col, schema.field(index).type)
+            if problem:
+                raise HistoryError(f"{path}: column '{col.name}'", problem)
+        schemas[path] = schema
+    return schemas
+
+
+def _canonical_column(col: Column, array: pa.ChunkedArray | None, rows: int) -> pa.Array | pa.ChunkedArray:
+    target = CANONICAL[col.kind]
+    if array is None or pa.types.is_null(_value_type(array.type)):
+        return pa.nulls(rows, type=target)
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    if col.kind == "any" and not _is_stringish(array.type):
+        return pa.array([None if v is None else json.dumps(v) for v in array.to_pylist()], type=target)
+    return array.cast(target)
+
+
+def _read_file(path: Path, spec: TableSpec, schema: pa.Schema) -> pa.Table:
+    present = [c.name for c in spec.columns if schema.get_field_index(c.name) >= 0]
+    try:
+        raw = pq.read_table(path, columns=present)
+    except (OSError, pa.ArrowException) as exc:
+        raise HistoryError(str(path), f"cannot read rows ({str(exc).splitlines()[0]})") from exc
+    arrays = []
+    for col in spec.columns:
+        array = raw.column(col.name) if col.name in present else None
+        try:
+            arrays.append(_canonical_column(col, array, raw.num_rows))
+        except (pa.ArrowException, OverflowError) as exc:
+            raise HistoryError(f"{path}: column '{col.name}'", f"cannot read as {col.kind}: {exc}") from exc
+    return pa.table(arrays, names=[c.name for c in spec.columns])
+
+
+def _first_true(mask: pa.ChunkedArray | pa.Array) -> int:
+    return int(pc.index(mask, True).as_py())
+
+
+def check_rows(table: pa.Table, spec: TableSpec, where: str) -> None:
+    """Nulls in non-nullable columns and values outside domains, by row."""
+    for col in spec.columns:
+        array = table.column(col.name)
+        if not col.nullable and array.null_count:
+            row = _first_true(pc.is_null(array))
+            raise HistoryError(f"{where}: row {row + 1}: column '{col.name}'", "is null")
+        if col.kind == "json":
+            _check_json_objects(array, col.name, where)
+        allowed = spec.domains.get(col.name)
+        if allowed is not None:
+            bad = pc.invert(pc.fill_null(pc.is_in(array, value_set=pa.array(allowed)), True))
+            if pc.any(bad).as_py():
+                row = _first_true(bad)
+                value = array[row].as_py()
+                raise HistoryError(
+                    f"{where}: row {row + 1}: column '{col.name}'",
+                    f"{value!r} is not one of {', '.join(allowed)}",
+                )
+
+
+def _check_json_objects(array: pa.ChunkedArray, name: str, where: str) -> None:
+    for row, text in enumerate(array.to_pylist()):
+        if text is None:
+            continue
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise HistoryError(
+                f"{where}: row {row + 1}: column '{name}'", f"not a JSON object string ({exc})"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise HistoryError(
+                f"{where}: row {row + 1}: column '{name}'",
+                f"expected a JSON object, got {type(parsed).__name__}",
+            )
+
+
+def check_unique(table: pa.Table, column: str, describe: list[tuple[str, int]]) -> None:
+    """Raise on the first repeated value of ``column``.
+
+    ``describe`` lists (file, rows) in table order so the message can name
+    the file and the row within it.
+    """
+    values = table.column(column)
+    if pc.count_distinct(values).as_py() == len(values) - values.null_count:
+        return
+    series = values.to_pandas()
+    dupes = series[series.duplicated(keep=False)]
+    value = dupes.iloc[0]
+    rows = dupes.index[dupes == value].tolist()[:2]
+    first, second = (_locate(describe, r) for r in rows)
+    raise HistoryError(
+        f"{second[0]}: row {second[1]}: column '{column}'",
+        f"duplicate value {value!r} (first at {first[0]} row {first[1]})",
+    )
+
+
+def _locate(describe: list[tuple[str, int]], row: int) -> tuple[str, int]:
+    for name, rows in describe:
+        if row < rows:
+            return name, row + 1
+        row -= rows
+    return describe[-1][0], row + 1
+
+
+def read_table(source: TableSource, spec: TableSpec) -> pa.Table:
+    """All rows of a Parquet table, validated, in canonical types."""
+    schemas = check_schema(source, spec)
+    parts = []
+    describe: list[tuple[str, int]] = []
+    for path, schema in schemas.items():
+        part = _read_file(path, spec, schema)
+        check_rows(part, spec, str(path))
+        parts.append(part)
+        describe.append((str(path), part.num_rows))
+    table = pa.concat_tables(parts)
+    for column in spec.unique:
+        check_unique(table, column, describe)
+    return table

@@ -1,0 +1,89 @@
+"""The verdict document of spec/history.md and how it is written.
+
+``valid`` is true, false or "unknown"; false exactly when ``errors`` is not
+empty. "unknown" carries a ``reason``: no final reads (the drain never
+completed), or an engine that failed; then ``errors`` is empty and nothing
+is judged. The file is written atomically (temp file, then rename), so a
+reader never sees half a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from checkers.anomalies import ANOMALIES
+from checkers.engine import Analysis
+
+VERDICT_FILE = "verdict.json"
+EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_FAILED = 0, 1, 2, 3
+
+NO_FINAL_READS = "no final reads: the final drain never completed, so nothing can be judged"
+
+
+def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The verdict of one analysed history."""
+    errors = {name: analysis.errors[name] for name in ANOMALIES if analysis.errors.get(name, 0) > 0}
+    valid: bool | str = not errors
+    reason = None
+    if analysis.stats.get("final_reads", 0) == 0:
+        valid, errors, reason = "unknown", {}, NO_FINAL_READS
+    verdict: dict[str, Any] = {
+        "valid": valid,
+        "engine": engine,
+        "counts": {name: int(analysis.counts.get(name, 0)) for name in ANOMALIES},
+        "errors": errors,
+        "examples": examples,
+        "stats": analysis.stats,
+    }
+    if reason:
+        verdict["reason"] = reason
+    return verdict
+
+
+def failed(engine: str, exc: BaseException) -> dict[str, Any]:
+    """The "unknown" verdict of an engine that raised ``exc``: nothing counted, nothing judged."""
+    text = str(exc).strip().splitlines()
+    reason = f"{engine} engine failed: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return {
+        "valid": "unknown",
+        "engine": engine,
+        "counts": dict.fromkeys(ANOMALIES),
+        "errors": {},
+        "examples": {},
+        "stats": {},
+        "reason": reason,
+    }
+
+
+def exit_status(verdict: dict[str, Any]) -> int:
+    """0 valid, 1 invalid, 2 unknown."""
+    if verdict["valid"] is True:
+        return EXIT_VALID
+    return EXIT_INVALID if verdict["valid"] is False else EXIT_UNKNOWN
+
+
+def dumps(verdict: dict[str, Any]) -> str:
+    """The verdict's bytes: stable for a given history."""
+    return json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_verdict(verdict: dict[str, Any], out_dir: str | Path) -> Path:
+    """Write ``OUT_DIR/verdict.json`` atomically; return its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / VERDICT_FILE
+    fd, tmp = tempfile.mkstemp(prefix=".verdict-", suffix=".tmp", dir=out)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(dumps(verdict))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
