@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.journal import JournalError, JournalReader
-from workloads.tables import empty_columns, write_table
+from workloads.tables import TableWriter
 from workloads.values import ValuePlan
 
 NEMESIS_JOURNAL = "nemesis.jsonl"
@@ -33,11 +33,15 @@ class HistoryError(ValueError):
 
 
 class _Build:
-    """The tables being filled, column by column, and the summary of what went in."""
+    """The tables being written, and the summary of what went in."""
 
-    def __init__(self) -> None:
-        self.tables = {name: empty_columns(name) for name in ("writes", "reads", "processes", "observations")}
-        self.nemesis: dict[str, list[Any]] | None = None
+    def __init__(self, history_dir: Path) -> None:
+        self.history_dir = history_dir
+        self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
+                                                                       "observations")}
+        self.nemesis: TableWriter | None = None
+        self.statuses: Counter[str] = Counter()
+        self.phases: Counter[str] = Counter()
         self.journals = 0
         self.empty: list[str] = []
         self.torn = 0
@@ -45,10 +49,13 @@ class _Build:
         self.unfinished: list[str] = []
         self.crashed: list[str] = []
 
-    def row(self, table: str, **values: Any) -> None:
-        columns = self.tables[table]
-        for name, column in columns.items():
-            column.append(values.get(name))
+    def nemesis_table(self) -> TableWriter:
+        if self.nemesis is None:
+            self.nemesis = TableWriter(self.history_dir, "nemesis")
+        return self.nemesis
+
+    def writers(self) -> list[TableWriter]:
+        return [*self.tables.values(), *([self.nemesis] if self.nemesis is not None else [])]
 
 
 def _field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:
@@ -59,7 +66,7 @@ def _field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:
 
 
 def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
-    invoked: dict[int, tuple[int, int | None, str | None, str]] = {}
+    invoked: dict[int, int] = {}  # op -> invoke_ns; value, key and partition follow from the plan
     outcomes: dict[int, tuple[str, str | None, int | None, int | None]] = {}
 
     def settle(lineno: int, op: int, outcome: tuple[str, str | None, int | None, int | None]) -> None:
@@ -74,9 +81,7 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
         kind = rec.get("kind")
         if kind == "invoke":
             first, t = _field(path, lineno, rec, "op"), _field(path, lineno, rec, "t")
-            for op in range(first, first + _field(path, lineno, rec, "n")):
-                value = plan.value(op)
-                invoked[op] = (t, plan.partition(op), plan.key_of(op, value), value)
+            invoked.update(dict.fromkeys(range(first, first + _field(path, lineno, rec, "n")), t))
         elif kind == "ack":
             t = _field(path, lineno, rec, "t")
             ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
@@ -85,12 +90,17 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
         elif kind == "outcome":
             op = _field(path, lineno, rec, "op")
             settle(lineno, op, (rec["status"], rec.get("error"), None, rec.get("t")))
-    process, topic, az = header["process"], header["topic"], header.get("az")
-    for op in sorted(invoked):
-        invoke_ns, partition, key, value = invoked[op]
-        status, error, offset, complete_ns = outcomes.get(op, ("info", None, None, None))
-        build.row("writes", process=process, op_id=op, topic=topic, key=key, value=value, partition=partition,
-                  offset=offset, status=status, error=error, invoke_ns=invoke_ns, complete_ns=complete_ns, az=az)
+    ops = sorted(invoked)
+    values = [plan.value(op) for op in ops]
+    unknown = ("info", None, None, None)  # invoked, but the process ended before its outcome
+    settled = [outcomes.get(op, unknown) for op in ops]
+    statuses = [o[0] for o in settled]
+    build.statuses.update(statuses)
+    build.tables["writes"].rows(len(ops), process=header["process"], op_id=ops, topic=header["topic"],
+               key=None if plan.key == "none" else [plan.key_of(op, v) for op, v in zip(ops, values, strict=True)],
+               value=values, partition=[plan.partition(op) for op in ops],
+               offset=[o[2] for o in settled], status=statuses, error=[o[1] for o in settled],
+               invoke_ns=[invoked[op] for op in ops], complete_ns=[o[3] for o in settled], az=header.get("az"))
 
 
 def _reader(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
@@ -98,11 +108,14 @@ def _reader(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> 
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "poll":
-            seq, t, phase = _field(path, lineno, rec, "seq"), rec["t"], rec["phase"]
-            group = rec.get("group")
-            for i, (partition, offset, key, value, epoch) in enumerate(rec["records"]):
-                build.row("reads", process=process, seq=seq + i, phase=phase, topic=topic, partition=partition,
-                          offset=offset, key=key, value=value, leader_epoch=epoch, poll_ns=t, az=az, group=group)
+            seq, records = _field(path, lineno, rec, "seq"), rec["records"]
+            if not records:
+                continue
+            partitions, offsets, keys, values, epochs = (list(column) for column in zip(*records, strict=True))
+            build.phases[rec["phase"]] += len(records)
+            build.tables["reads"].rows(len(records), process=process, seq=list(range(seq, seq + len(records))),
+                       phase=rec["phase"], topic=topic, partition=partitions, offset=offsets, key=keys,
+                       value=values, leader_epoch=epochs, poll_ns=rec["t"], az=az, group=rec.get("group"))
         elif kind == "drain_end":
             build.drains[process] = "complete" if rec.get("complete") else "incomplete"
     if header["role"] == "drain":
@@ -114,7 +127,7 @@ def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
         if rec.get("kind") != "observation":
             continue
         for topic, partition, leader, isr, epoch, _error in rec["partitions"]:
-            build.row("observations", time_ns=rec["t"], observer=rec["observer"], topic=topic,
+            build.tables["observations"].row(time_ns=rec["t"], observer=rec["observer"], topic=topic,
                       partition=partition, leader=leader, isr=json.dumps(isr), leader_epoch=epoch,
                       controller=rec.get("controller"))
 
@@ -150,7 +163,7 @@ def _add_journal(path: Path, build: _Build) -> None:
             crashes: set[str] = set()
             _ROLES[header["role"]](path, header, _watch(lines, ends, crashes), build)
             if header["role"] != "observer":
-                build.row("processes", process=header["process"], role=header["role"], az=header.get("az"),
+                build.tables["processes"].row(process=header["process"], role=header["role"], az=header.get("az"),
                           config=json.dumps(header.get("config") or {}, sort_keys=True))
             if not ends:
                 build.unfinished.append(header["process"])
@@ -170,16 +183,13 @@ def _json_text(value: Any) -> str | None:
 
 
 def _add_nemesis(path: Path, build: _Build) -> None:
-    columns = build.nemesis if build.nemesis is not None else empty_columns("nemesis")
-    build.nemesis = columns
+    table = build.nemesis_table()
     reader = JournalReader(path)
     try:
         for lineno, rec in reader:
-            row = {"time_ns": _field(path, lineno, rec, "time_ns"), "type": _field(path, lineno, rec, "type"),
-                   "fault": rec.get("fault"), "targets": _json_text(rec.get("targets")),
-                   "detail": _json_text(rec.get("detail"))}
-            for name, column in columns.items():
-                column.append(row[name])
+            table.row(time_ns=_field(path, lineno, rec, "time_ns"), type=_field(path, lineno, rec, "type"),
+                      fault=rec.get("fault"), targets=_json_text(rec.get("targets")),
+                      detail=_json_text(rec.get("detail")))
     except JournalError as exc:
         raise HistoryError(str(exc)) from exc
     build.torn += int(reader.torn_tail)
@@ -193,29 +203,30 @@ def build_history(journal_dir: Path, history_dir: Path, nemesis_journal: Path | 
     journal has no end line: killed or still running), `crashed`, `empty`
     journals skipped, `torn` last lines skipped, and the written `tables`.
     """
-    build = _Build()
+    build = _Build(history_dir)
     paths = sorted(journal_dir.glob("*.jsonl"))
     nemesis = [p for p in paths if p.name == NEMESIS_JOURNAL]
     if nemesis_journal is not None and nemesis_journal.exists() \
             and not any(p.resolve() == nemesis_journal.resolve() for p in nemesis):
         nemesis.append(nemesis_journal)
-    for path in paths:
-        if path.name != NEMESIS_JOURNAL:
-            _add_journal(path, build)
-    for path in nemesis:
-        _add_nemesis(path, build)
-    written = {name: write_table(history_dir, name, columns) for name, columns in build.tables.items()}
-    if build.nemesis is not None:
-        written["nemesis"] = write_table(history_dir, "nemesis", build.nemesis)
-    statuses = Counter(build.tables["writes"]["status"])
-    phases = Counter(build.tables["reads"]["phase"])
+    try:
+        for path in paths:
+            if path.name != NEMESIS_JOURNAL:
+                _add_journal(path, build)
+        for path in nemesis:
+            _add_nemesis(path, build)
+        written = {writer.table: writer.commit() for writer in build.writers()}
+    except BaseException:
+        for writer in build.writers():
+            writer.abort()
+        raise
+    counts = {writer.table: writer.count for writer in build.writers()}
     return {
-        "journals": build.journals, "writes": len(build.tables["writes"]["op_id"]),
-        "ok": statuses["ok"], "fail": statuses["fail"], "info": statuses["info"],
-        "reads": len(build.tables["reads"]["seq"]), "live_reads": phases["live"], "final_reads": phases["final"],
-        "processes": len(build.tables["processes"]["process"]),
-        "observations": len(build.tables["observations"]["time_ns"]),
-        "nemesis": len(build.nemesis["time_ns"]) if build.nemesis is not None else 0,
+        "journals": build.journals, "writes": counts["writes"],
+        "ok": build.statuses["ok"], "fail": build.statuses["fail"], "info": build.statuses["info"],
+        "reads": counts["reads"], "live_reads": build.phases["live"], "final_reads": build.phases["final"],
+        "processes": counts["processes"], "observations": counts["observations"],
+        "nemesis": counts.get("nemesis", 0),
         "drains": dict(sorted(build.drains.items())), "unfinished": sorted(build.unfinished),
         "crashed": sorted(build.crashed), "empty": build.empty, "torn": build.torn,
         "tables": {name: str(path) for name, path in sorted(written.items())},
