@@ -11,7 +11,9 @@ part of `apply` spent asking every broker for its view) and journaling.
 Also the cold path (hosts without a firewall channel: one iptables-restore
 process per host, and the full reset that removes chains and hooks), and
 `Nemesis.heal_all`. Prints the median, 90th percentile and maximum in
-milliseconds; exits 1 if a median is over the 50 ms target. Needs root.
+milliseconds; exits 1 if a median of the firewall or nemesis start/stop
+paths is over the 50 ms target (the cold path and heal_all are shown for
+information). Needs root.
 Takes the cluster down on exit.
 
     FAULTLINE_ACTIVE=... .venv/bin/python bench/bench_nemesis.py [--rounds 20] [--json out.json]
@@ -128,8 +130,8 @@ def main() -> int:
             if op not in figures:
                 continue
             f = figures[op]
-            if op != "resolve":
-                worst = max(worst, f["median_ms"])
+            if op != "resolve" and case.startswith(("firewall", "nemesis isolate", "nemesis split")):
+                worst = max(worst, f["median_ms"])  # the paths a run takes; the rest is for information
             print(f"{case:40} {op:7} {f['median_ms']:8.1f} {f['p90_ms']:8.1f} {f['max_ms']:8.1f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
