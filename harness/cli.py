@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import NoReturn
 
@@ -167,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"faultline: {exc}", file=sys.stderr)
         return exc.exit_status
+    except Exception as exc:  # a bug: keep the traceback, still exit with the harness-failure status
+        traceback.print_exc()
+        print(f"faultline: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("faultline: interrupted; everything this run made was removed", file=sys.stderr)
         return 130

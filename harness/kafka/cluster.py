@@ -234,7 +234,8 @@ class KafkaCluster:
         s = self.settings
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
         if s.replica_assignment is not None:
-            new = NewTopic(s.topic, replica_assignment=[list(r) for r in s.replica_assignment])
+            new = NewTopic(s.topic, num_partitions=len(s.replica_assignment),
+                           replica_assignment=[list(r) for r in s.replica_assignment])
         else:
             new = NewTopic(s.topic, num_partitions=s.partitions, replication_factor=s.replication_factor)
         future = admin.create_topics([new], operation_timeout=20, request_timeout=25)[s.topic]
