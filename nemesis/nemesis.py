@@ -128,7 +128,7 @@ class Nemesis:
         facts = resolver.facts.to_json() if resolver.facts else None
         self.journal.write("info", spec.fault, {}, {**info, "facts": facts, "error": str(exc)})
 
-    def stop(self, active: ActiveFault | str, by: str = "call") -> None:
+    def stop(self, active: ActiveFault | str, by: str = "call", **detail: Any) -> None:
         """Undo one active fault and journal it; FaultError (the fault stays active) if the undo fails."""
         with self._ops:
             name = active if isinstance(active, str) else active.name
@@ -136,13 +136,13 @@ class Nemesis:
             if current is None:
                 raise FaultError(f"no active fault named {name}")
             invoked = time.time_ns()
-            detail = {"name": name, "by": by, "invoked_ns": invoked}
+            info = {"name": name, "by": by, "invoked_ns": invoked, **detail}
             try:
                 fault_for(current.spec).undo(current.injected, self.env)
             except HarnessError as exc:
-                self.journal.write("info", current.spec.fault, current.targets, {**detail, "error": str(exc)})
+                self.journal.write("info", current.spec.fault, current.targets, {**info, "error": str(exc)})
                 raise FaultError(f"stopping {name}: {exc}") from exc
-            self.journal.write("stop", current.spec.fault, current.targets, {**detail, "took_ms": _ms(invoked)})
+            self.journal.write("stop", current.spec.fault, current.targets, {**info, "took_ms": _ms(invoked)})
             with self._state:
                 del self._active[name]
             log.info("nemesis: stopped %s", name)
@@ -170,9 +170,11 @@ class Nemesis:
         first; then, whatever this object believes, clear every host's firewall,
         resume (SIGCONT) every stopped process of the cluster, and start every
         ZooKeeper server and then every broker that is not running, including
-        ones that died on their own (journaled as such). Journals one `info`
-        row `heal-all` when it changed anything. Does not wait for the cluster
-        to settle. FaultError after trying everything if any step failed.
+        ones that died on their own (journaled as such). A fault whose own undo
+        failed is undone by that sweep and journaled as stopped by it. Journals
+        one `info` row `heal-all` when it changed anything. Does not wait for
+        the cluster to settle. FaultError after trying everything if the sweep
+        itself failed (then the cluster may still be faulted).
         """
         current = threading.current_thread()
         for run in self._runs:
@@ -182,10 +184,12 @@ class Nemesis:
         report = HealReport()
         with self._ops:
             stopped_procs = {p for a in self.active for p in a.injected.processes}
-            try:
-                report.stopped = self.stop_all(by="heal-all")
-            except FaultError as exc:
-                report.errors.append(str(exc))
+            for active in reversed(self.active):
+                try:
+                    self.stop(active, by="heal-all")
+                    report.stopped.append(active.name)
+                except FaultError as exc:  # journaled by stop; the sweep below undoes it anyway
+                    log.warning("heal-all: %s", exc)
             try:
                 self.firewall.clear()
             except HarnessError as exc:
@@ -317,7 +321,7 @@ class ScheduleRun:
                 if event.optional:
                     return
                 raise FaultError(f"schedule stops {event.name} at {event.at:g} s, but it is not active")
-            nemesis.stop(event.name, by="schedule")
+            nemesis.stop(event.name, by="schedule", at_s=event.at, late_ms=late_ms)
             self.fired.append(f"stop {event.name}")
         else:
             nemesis.stop_all(by="schedule")

@@ -89,7 +89,7 @@ class FakeNemesis:
     def find(self, name: str) -> bool | None:
         return self.active.get(name)
 
-    def stop(self, name: str, by: str = "call") -> None:
+    def stop(self, name: str, by: str = "call", **detail: Any) -> None:
         del self.active[name]
         self.calls.append(("stop", name, time.monotonic() - self.t0))
 
