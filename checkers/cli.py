@@ -8,8 +8,12 @@ or column and the problem; no verdict written).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from checkers.api import ENGINES, check
@@ -23,15 +27,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="directory to write verdict.json into")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="analysis engine (default spark)")
     parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument("--verbose", action="store_true", help="let Spark and libraries write to stderr")
     return parser.parse_args(argv)
+
+
+@contextmanager
+def quiet_stderr(enabled: bool) -> Iterator[None]:
+    """Send file descriptor 2 to a scratch file while the check runs.
+
+    The JVM Spark starts inherits it, so its start-up chatter cannot bury the
+    one-line message a failed check prints.
+    """
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the checker; return the exit status."""
     args = parse_args(argv)
-    warnings.simplefilter("ignore")
+    if not args.verbose:
+        warnings.simplefilter("ignore")
     try:
-        verdict = check(args.history_dir, engine=args.engine, spark_master=args.spark_master)
+        with quiet_stderr(not args.verbose):
+            verdict = check(args.history_dir, engine=args.engine, spark_master=args.spark_master)
         path = write_verdict(verdict, args.out)
     except HistoryError as exc:
         print(f"checkers: bad history: {exc}", file=sys.stderr)
