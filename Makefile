@@ -5,7 +5,7 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster clean-runs
+.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis
 
 setup: setup-debian setup-venv setup-kafka
 
@@ -37,6 +37,11 @@ test-fast:
 
 bench-cluster:
 	$(PY) bench/bench_cluster.py --runs 5
+
+bench-nemesis:
+	$(PY) bench/bench_nemesis.py --rounds 20
+
+bench: bench-cluster bench-nemesis
 
 # --- the scenario catalogue (SCENARIOS.md): each prints expected vs observed per configuration ---
 SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))

@@ -51,6 +51,10 @@ def zoo_cfg(plan: AddressPlan, node: Host, data_dir: Path) -> str:
 tickTime=500
 initLimit=20
 syncLimit=10
+# A short tick makes the quorum react fast; without these bounds it would also cap every
+# session at 20 ticks (10 s) and silently override zookeeper.session.timeout.ms.
+minSessionTimeout=1000
+maxSessionTimeout=120000
 dataDir={data_dir}
 clientPort={ZK_CLIENT_PORT}
 clientPortAddress={node.address}
