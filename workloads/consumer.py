@@ -103,9 +103,9 @@ class ConsumerWorkload:
         callbacks: dict[str, Any] = {"error_cb": self._client_error}
         if self.config.commit == "auto":
             callbacks["on_commit"] = self._auto_committed
-        consumer = Consumer({**conf, **callbacks})
         self.journal.append(process_line(self.config, consumer_effective(self.config, conf)))
         self.journal.flush()
+        consumer = Consumer({**conf, **callbacks})
         if not self._start(consumer) and not self.stop.requested:
             self.fatal = f"could not learn the partitions of {self.config.topic} within {DISCOVERY_TIMEOUT_S:.0f} s"
         while not self.stop.requested and self.fatal is None:

@@ -100,10 +100,10 @@ class DrainWorkload:
 
     def run(self) -> int:
         conf = self.conf()
-        consumer = Consumer({**conf, "error_cb": lambda err: self.journal.append(client_error_line(err))})
         self.journal.append(process_line(self.config, consumer_effective(self.config, conf),
                                          timeout_s=self.config.timeout_s))
         self.journal.flush()
+        consumer = Consumer({**conf, "error_cb": lambda err: self.journal.append(client_error_line(err))})
         try:
             complete, reason, behind = self._drain(consumer)
         finally:

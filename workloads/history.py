@@ -154,6 +154,8 @@ def _add_journal(path: Path, build: _Build) -> None:
         first = next(lines, None)
         if first is None:
             build.empty.append(path.name)
+        elif first[1].get("kind") == "crash":  # died before it could say who it was
+            build.crashed.append(path.stem)
         else:
             lineno, header = first
             if header.get("kind") != "process" or header.get("role") not in _ROLES:

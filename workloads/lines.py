@@ -20,7 +20,7 @@ Producer (`writes` rows):
 - ``ack``: t (when the poll that served them returned), op (the op ids as
   comma-separated decimal digits, possibly zero-padded: cheaper to write than
   a JSON list), offset (a list parallel to op): successful delivery reports;
-  offset -1001 when acks=0 gives none.
+  offset null (or negative) when acks=0 gives none.
 - ``outcome``: op, t, status (`fail` or `info`), error, partition, detail:
   one failed send (delivery report error, or produce() refused it).
 

@@ -159,11 +159,11 @@ class ProducerWorkload:
 
     # -- the process ---------------------------------------------------------
     def run(self) -> int:
-        producer = Producer({**producer_conf(self.config), "on_delivery": self.delivery_callback(),
-                             "error_cb": self._client_error})
         self.journal.append(process_line(self.config, self.effective, values=self.plan.to_json(),
                                          rate=self.config.rate))
         self.journal.flush()
+        producer = Producer({**producer_conf(self.config), "on_delivery": self.delivery_callback(),
+                             "error_cb": self._client_error})
         limiter = RateLimiter(self.config.rate, self.config.batch_size, time.monotonic())
         started = time.monotonic()
         while not self.stop.requested and self.fatal is None:

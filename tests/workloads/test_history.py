@@ -86,6 +86,7 @@ def journals(tmp_path: Path) -> Path:
             {"kind": "unreachable", "t": 6, "observer": "broker-0", "error": "ConnectionRefusedError: x"},
             torn='{"kind":"observation","t":7')
     (d / "killed-at-birth.jsonl").write_text("")
+    journal(d / "crashed-at-birth.jsonl", {"kind": "crash", "t": 1, "error": "MemoryError: "})
     (d / "torn-at-birth.jsonl").write_text('{"kind":"process","pro')
     journal(d / "nemesis.jsonl",
             {"time_ns": 7, "type": "start", "fault": "isolate-az", "targets": ["az1"], "detail": {"leader": 0}},
@@ -164,7 +165,7 @@ def test_the_summary_says_what_went_in(journals: Path, tmp_path: Path) -> None:
         "journals": 8, "writes": 7, "ok": 5, "fail": 1, "info": 1, "reads": 7, "live_reads": 4,
         "final_reads": 3, "processes": 7, "observations": 2, "nemesis": 2,
         "drains": {"d-az1": "unfinished", "d-az2": "incomplete", "d-az3": "complete"},
-        "unfinished": ["d-az1", "g-az3-0", "o-b0", "p-az1-0"], "crashed": [],
+        "unfinished": ["d-az1", "g-az3-0", "o-b0", "p-az1-0"], "crashed": ["crashed-at-birth"],
         "empty": ["killed-at-birth.jsonl", "torn-at-birth.jsonl"], "torn": 3,
     }
     assert sorted(summary["tables"]) == ["nemesis", "observations", "processes", "reads", "writes"]

@@ -112,3 +112,15 @@ def test_a_consumer_and_an_observer_stop_on_sigterm(tmp_path: Path) -> None:
     assert observed[0] == "process" and observed[-1] == "end" and observed.count("unreachable") >= 5
     summary = build_history(tmp_path / "journal", tmp_path / "history")
     assert summary["observations"] == 0 and summary["processes"] == 1  # observers are not client processes
+
+
+def test_a_config_librdkafka_refuses_exits_1_and_says_why(tmp_path: Path) -> None:
+    child, journal = start(tmp_path, {"process": "p", "role": "producer", "partitions": 1,
+                                      "kafka": {"acks": 1, "enable.idempotence": True}})
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 1
+    assert err.strip().splitlines() == [line for line in err.strip().splitlines() if line.startswith("p: ")]
+    assert "`acks` must be set to `all` when `enable.idempotence` is true" in err
+    assert kinds(journal) == ["process", "crash"]
+    summary = build_history(journal.parent, tmp_path / "history")
+    assert summary["crashed"] == ["p"] and summary["writes"] == 0
