@@ -7,9 +7,12 @@ already and is converted as is) and writes ``writes``, ``reads``,
 (when a nemesis journal exists) into `history_dir`, each atomically. It works
 on the journals of a killed run: a torn last line is skipped, a send with an
 invoke but no outcome becomes `info` with a null complete_ns, a journal with
-no lines at all (its process died before writing its first) is skipped. Any
-other unreadable line raises `HistoryError` naming the file and line.
-Observers are not client processes: they get no `processes` row.
+no lines at all (its process died before writing its first) or that starts
+with a ``crash`` line is skipped and counted. Any other unreadable line
+raises `HistoryError` naming the file and line (and no table changes).
+Tables are streamed in row groups, so memory stays bounded by the largest
+producer journal. Observers are not client processes: they get no
+`processes` row.
 """
 
 from __future__ import annotations
