@@ -37,6 +37,7 @@ INSTANCE_TYPES = {
 }
 POS = ["topic", "partition", "offset"]
 SMALL_INSTANCES = 5000
+Totals = dict[str, tuple[int, int]]
 
 
 def _instance(row: dict[str, Any]) -> dict[str, Any]:
@@ -45,9 +46,18 @@ def _instance(row: dict[str, Any]) -> dict[str, Any]:
 
 def top_instances(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     """Errors first, then by the anomaly's sort key (the order Spark's orderBy gives)."""
-    keys = a.SORT_KEYS[name]
+    keys = a.SORT_KEYS.get(name, ("value",))
     rows = sorted(rows, key=lambda r: (not r["is_error"], *(r[k] for k in keys)))
     return [_instance(r) for r in rows[: a.MAX_EXAMPLES]]
+
+
+def _from_rows(rows: list[dict[str, Any]]) -> tuple[Totals, dict[str, list[dict[str, Any]]]]:
+    """Counts and first instances of a small instance set, fetched whole."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_name.setdefault(row["anomaly"], []).append(row)
+    totals = {name: (len(found), sum(1 for r in found if r["is_error"])) for name, found in by_name.items()}
+    return totals, {name: top_instances(found, name) for name, found in by_name.items()}
 
 
 def _error_expr(rule: Rule, process: str = "process") -> SparkColumn:
@@ -83,28 +93,41 @@ class SparkEngine:
         r = read_table(self.spark, sources["reads"])
         self.writes, self.reads = w, r
         stats, groups = self._check_rows(w, r, sources)
-        table = rules(configs, groups)
-        flagged, cached = self._flagged(w, r, table)
-        flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
+        flagged, cached = self._flagged(w, r, rules(configs, groups))
         try:
-            totals = {
-                row["anomaly"]: (int(row["n"]), int(row["errors"]))
-                for row in flagged.groupBy("anomaly")
-                .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("is_error").cast("long")).alias("errors"))
-                .collect()
-            }
-            if DUPLICATE_WRITE in totals:
-                value = (
-                    flagged.filter(F.col("anomaly") == DUPLICATE_WRITE).agg(F.min("value")).collect()[0][0]
-                )
-                raise HistoryError(f"{sources['writes'].path}: column 'value'", f"duplicate value {value!r}")
-            instances = self._examples(flagged, {name: n for name, (n, _) in totals.items()})
+            # Usually the instances are few: one job fetches them all and the rest is done here.
+            rows = [row.asDict() for row in flagged.limit(SMALL_INSTANCES + 1).collect()]
+            if len(rows) <= SMALL_INSTANCES:
+                totals, instances = _from_rows(rows)
+            else:
+                totals, instances = self._from_spark(flagged.persist(StorageLevel.MEMORY_AND_DISK))
+                cached.append(flagged)
         finally:
-            for frame in (flagged, *cached):
+            for frame in cached:
                 frame.unpersist()
+        if totals.get(DUPLICATE_WRITE, (0, 0))[0]:
+            value = instances[DUPLICATE_WRITE][0]["value"]
+            raise HistoryError(f"{sources['writes'].path}: column 'value'", f"duplicate value {value!r}")
         counts = {name: totals.get(name, (0, 0))[0] for name in a.ANOMALIES}
         errors = {name: totals.get(name, (0, 0))[1] for name in a.ANOMALIES}
         return Analysis(stats=stats, counts=counts, errors=errors, instances=instances)
+
+    def _from_spark(self, flagged: DataFrame) -> tuple[Totals, dict[str, list[dict[str, Any]]]]:
+        """Counts and first instances of a large instance set, computed in Spark."""
+        totals = {
+            row["anomaly"]: (int(row["n"]), int(row["errors"]))
+            for row in flagged.groupBy("anomaly")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("is_error").cast("long")).alias("errors"))
+            .collect()
+        }
+        instances = {}
+        for name in (*a.ANOMALIES, DUPLICATE_WRITE):
+            if totals.get(name, (0, 0))[0]:
+                keys = a.SORT_KEYS.get(name, ("value",))
+                order = [F.col("is_error").desc(), *[F.col(k).asc() for k in keys]]
+                top = flagged.filter(F.col("anomaly") == name).orderBy(*order).limit(a.MAX_EXAMPLES)
+                instances[name] = [_instance(row.asDict()) for row in top.collect()]
+        return totals, instances
 
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
@@ -117,27 +140,6 @@ class SparkEngine:
             raise_bad_row(r, READS, sources["reads"])
         stats = {**ws, "reads": rs["reads"], "live_reads": rs["live_reads"], "final_reads": rs["final_reads"]}
         return stats, groups
-
-    def _examples(self, flagged: DataFrame, totals: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
-        """The first MAX_EXAMPLES instances of each anomaly, in example order.
-
-        Few instances in all (the usual case) are fetched in one job and ordered
-        here; otherwise each anomaly's top rows are taken in Spark.
-        """
-        present = [name for name in a.ANOMALIES if totals.get(name, 0) > 0]
-        if sum(totals[name] for name in present) <= SMALL_INSTANCES:
-            rows = (
-                [row.asDict() for row in flagged.filter(F.col("anomaly").isin(*present)).collect()]
-                if present
-                else []
-            )
-            return {name: top_instances([r for r in rows if r["anomaly"] == name], name) for name in present}
-        out = {}
-        for name in present:
-            order = [F.col("is_error").desc(), *[F.col(k).asc() for k in a.SORT_KEYS[name]]]
-            top = flagged.filter(F.col("anomaly") == name).orderBy(*order).limit(a.MAX_EXAMPLES)
-            out[name] = [_instance(row.asDict()) for row in top.collect()]
-        return out
 
     def _flagged(
         self, w: DataFrame, r: DataFrame, table: dict[str, Rule]

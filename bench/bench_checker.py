@@ -1,0 +1,152 @@
+"""Benchmark of the checker engines (not a test).
+
+Generates synthetic Parquet histories of 100k, 1M and 10M operations (cached
+under ~/.cache/faultline/bench, never in the repo), then times, median of
+``--repeats``: the Spark engine (a warm session, whole ``check``), the pandas
+engine (in a child process with a memory cap, so running out of memory is
+reported with where it stopped) and a bare Spark scan of the same files
+(read + count, and a full read of every column to a no-op sink).
+
+    .venv/bin/python bench/bench_checker.py [--sizes 100000,1000000,10000000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from checkers.api import check  # noqa: E402
+from checkers.synth import SynthSpec, generate, write_history  # noqa: E402
+
+CACHE = Path(os.environ.get("FAULTLINE_BENCH_CACHE", Path.home() / ".cache" / "faultline" / "bench"))
+
+PANDAS_CHILD = """
+import resource, sys, time
+limit = int(sys.argv[2]) * 2**30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+start = time.perf_counter()
+from checkers.api import check
+try:
+    verdict = check(sys.argv[1], engine="pandas")
+except MemoryError:
+    print(f"MemoryError after {time.perf_counter() - start:.1f}s", flush=True)
+    sys.exit(4)
+print(f"OK {time.perf_counter() - start:.3f} {sum(v for v in verdict['counts'].values() if v)}", flush=True)
+"""
+
+
+def history(size: int) -> Path:
+    """The cached synthetic history of ``size`` operations (generated once)."""
+    directory = CACHE / f"ops-{size}"
+    if not (directory / "reads.parquet").exists():
+        started = time.perf_counter()
+        write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
+        print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
+    return directory
+
+
+def rows(directory: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(directory / f"{t}.parquet").metadata.num_rows for t in ("writes", "reads"))
+
+
+def timed(fn: Any, repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def spark_scans(directory: Path, repeats: int) -> tuple[float, float]:
+    from checkers.spark_session import spark_session
+
+    spark = spark_session()
+    paths = [str(directory / f"{t}.parquet") for t in ("writes", "reads")]
+
+    def count() -> int:
+        return sum(spark.read.parquet(p).count() for p in paths)
+
+    def full() -> None:
+        for p in paths:
+            spark.read.parquet(p).write.format("noop").mode("overwrite").save()
+
+    return timed(count, repeats)[0], timed(full, repeats)[0]
+
+
+def pandas_run(directory: Path, repeats: int, mem_gib: int) -> str:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", PANDAS_CHILD, str(directory), str(mem_gib)],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            tail = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or ["?"])[-1]
+            return f"failed after {wall:.1f}s (rc={proc.returncode}: {tail[:80]})"
+        times.append(float(proc.stdout.split()[1]))
+    return f"{statistics.median(times):.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pandas-repeats", type=int, default=None, help="default: --repeats")
+    parser.add_argument(
+        "--pandas-mem-gib", type=int, default=16, help="address-space cap of the pandas child"
+    )
+    parser.add_argument("--skip-pandas", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    dirs = {size: history(size) for size in sizes}
+    check(dirs[sizes[0]], engine="spark")  # warm the session and the JIT; not timed
+    results = []
+    for size in sizes:
+        directory = dirs[size]
+        spark_s, verdict = timed(lambda d=directory: check(d, engine="spark"), args.repeats)
+        count_s, full_s = spark_scans(directory, args.repeats)
+        pandas = (
+            "skipped"
+            if args.skip_pandas
+            else pandas_run(directory, args.pandas_repeats or args.repeats, args.pandas_mem_gib)
+        )
+        row = {
+            "operations": size,
+            "rows": rows(directory),
+            "spark_s": round(spark_s, 1),
+            "pandas_s": pandas,
+            "scan_count_s": round(count_s, 2),
+            "scan_full_s": round(full_s, 2),
+            "spark_vs_full_scan": round(spark_s / full_s, 1) if full_s else None,
+            "valid": verdict["valid"],
+        }
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\ncores: {os.cpu_count()}  repeats: {args.repeats} (median)")
+    header = f"{'operations':>11} {'rows':>11} {'spark s':>8} {'pandas s':>10} {'scan count s':>13} {'scan full s':>12} {'spark/full':>10}"
+    print(header)
+    for r in results:
+        print(
+            f"{r['operations']:>11} {r['rows']:>11} {r['spark_s']:>8} {r['pandas_s']:>10} "
+            f"{r['scan_count_s']:>13} {r['scan_full_s']:>12} {r['spark_vs_full_scan']:>10}"
+        )
+
+
+if __name__ == "__main__":
+    main()

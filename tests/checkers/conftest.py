@@ -1,0 +1,23 @@
+"""Fixtures of the checker tests: one Spark session for the whole run, small shuffles."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+# Test histories are tiny: two shuffle partitions are plenty and much faster to schedule.
+os.environ.setdefault("FAULTLINE_SPARK_SHUFFLE_PARTITIONS", "2")
+os.environ.setdefault("FAULTLINE_SPARK_DRIVER_MEMORY", "2g")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The checker's shared Spark session, started once for every Spark test."""
+    from checkers.spark_session import spark_session, stop_session
+
+    session = spark_session()
+    yield session
+    stop_session()

@@ -1,0 +1,88 @@
+"""Each anomaly on a hand-worked history, counted by the pandas engine (the reference).
+
+The Spark engine runs the same cases in test_spark_engine.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checkers import check
+from tests.checkers.cases import CASES
+from tests.checkers.histories import write
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hand_worked_counts(tmp_path: Path, name: str, fmt: str) -> None:
+    case = CASES[name]
+    verdict = check(write(tmp_path, case.tables(), fmt), engine="pandas")
+    assert verdict["counts"] == case.expected_counts()
+    assert verdict["errors"] == case.errors
+    assert verdict["valid"] is (not case.errors)
+
+
+def test_every_anomaly_has_a_hand_worked_case() -> None:
+    covered = {name for case in CASES.values() for name, n in case.counts.items() if n}
+    from checkers.anomalies import ANOMALIES
+
+    assert covered == set(ANOMALIES)
+
+
+def test_examples_locate_each_anomaly(tmp_path: Path) -> None:
+    verdict = check(write(tmp_path, CASES["lost"].tables()), engine="pandas")
+    assert verdict["examples"]["lost"] == [
+        {
+            "value": "b",
+            "topic": "t",
+            "partition": 0,
+            "offset": 1,
+            "process": "p",
+            "status": "ok",
+            "error": None,
+            "op_id": 2,
+            "invoke_ns": 1_700_000_000_002_000_000,
+            "complete_ns": 1_700_000_000_007_000_000,
+            "classified": "error",
+        },
+        {
+            "value": "x",
+            "topic": "t",
+            "partition": 0,
+            "offset": None,
+            "process": "q",
+            "status": "ok",
+            "error": None,
+            "op_id": 1,
+            "invoke_ns": 1_700_000_000_001_000_000,
+            "complete_ns": 1_700_000_000_006_000_000,
+            "classified": "info",
+        },
+    ]
+
+
+def test_reorder_example_names_both_writes(tmp_path: Path) -> None:
+    verdict = check(write(tmp_path, CASES["reordered"].tables()), engine="pandas")
+    first = verdict["examples"]["reordered"][0]
+    assert (first["value"], first["offset"], first["previous"]["value"], first["previous"]["offset"]) == (
+        "b",
+        0,
+        "a",
+        1,
+    )
+
+
+def test_divergence_example_lists_the_values(tmp_path: Path) -> None:
+    verdict = check(write(tmp_path, CASES["divergence"].tables()), engine="pandas")
+    (example,) = verdict["examples"]["divergence"]
+    assert (example["topic"], example["partition"], example["offset"]) == ("t", 0, 0)
+    assert example["values"] == ["a", "b"]
+
+
+def test_duplicate_example_lists_positions(tmp_path: Path) -> None:
+    verdict = check(write(tmp_path, CASES["duplicate"].tables()), engine="pandas")
+    first = verdict["examples"]["duplicate"][0]
+    assert first["value"] == "b" and first["classified"] == "error"
+    assert [p["offset"] for p in first["positions"]] == [1, 3, 4]
