@@ -5,7 +5,7 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis
+.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload
 
 setup: setup-debian setup-venv setup-kafka
 
@@ -41,7 +41,10 @@ bench-cluster:
 bench-nemesis:
 	$(PY) bench/bench_nemesis.py --rounds 20
 
-bench: bench-cluster bench-nemesis
+bench-workload:
+	$(PY) bench/bench_workload.py --duration 15 --rounds 3
+
+bench: bench-cluster bench-nemesis bench-workload
 
 # --- the scenario catalogue (SCENARIOS.md): each prints expected vs observed per configuration ---
 SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
