@@ -9,7 +9,10 @@ on the journals of a killed run: a torn last line is skipped, a send with an
 invoke but no outcome becomes `info` with a null complete_ns, a journal with
 no lines at all (its process died before writing its first) or that starts
 with a ``crash`` line is skipped and counted. Any other unreadable line
-raises `HistoryError` naming the file and line (and no table changes).
+raises `HistoryError` naming the file and line (and no table changes), and
+so does an op with a second outcome: the producer gives each send exactly
+one, even across the librdkafka instances a fatal error makes it replace,
+so two would mean a producer bug, not a history to pick from.
 Tables are streamed in row groups, so memory stays bounded by the largest
 producer journal. Observers are not client processes: they get no
 `processes` row.

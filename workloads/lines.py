@@ -7,7 +7,11 @@ Every journal:
   config (the settings that matter to the verdict; becomes `processes.config`).
 - ``client_error``: t, error, detail, fatal: an error librdkafka reported
   outside any one message (a broker went down, a fatal idempotence error).
-- ``end``: t plus the process's counts, written when it stops normally.
+  A producer journals each fatal error once, as the error behind it (e.g.
+  OUT_OF_ORDER_SEQUENCE_NUMBER, not the bare `_FATAL` produce() raises once
+  the instance is fatal), then abandons that instance for a fresh one.
+- ``end``: t plus the process's counts, written when it stops normally (or,
+  for a producer, gives up: see `restarts` and `fatal` below).
 - ``crash``: t, error: written (best effort) when the process dies of an error.
 
 Producer (`writes` rows):
@@ -22,7 +26,21 @@ Producer (`writes` rows):
   a JSON list), offset (a list parallel to op): successful delivery reports;
   offset null (or negative) when acks=0 gives none.
 - ``outcome``: op, t, status (`fail` or `info`), error, partition, detail:
-  one failed send (delivery report error, or produce() refused it).
+  one failed send (delivery report error, or produce() refused it). After a
+  fatal error, sends in flight may still be acknowledged for a moment; every
+  other send the instance still held gets its outcome here from the delivery
+  reports of librdkafka's purge, always `info` whatever the error
+  (`_PURGE_QUEUE`, `_PURGE_INFLIGHT`, or the fatal error's own code): a
+  fatal instance may have written it. A send a fatal instance refused in
+  produce() gets no outcome from it: the next instance sends it (or, if the
+  producer gives up instead, it is `fail` with `_FATAL`: never taken).
+- Each op gets exactly one ``ack`` entry or ``outcome`` line, ever: both come
+  only from librdkafka's one delivery report a message (or from produce()
+  refusing it), and an abandoned instance is never polled again.
+- ``end`` also holds ``restarts`` (how many times a fatal error made the
+  producer replace its librdkafka instance) and ``fatal``: null, or why it
+  gave up (more than `MAX_RESTARTS` fatal errors, or sends of an abandoned
+  instance left without outcome) and exited 1.
 
 Consumer and drain (`reads` rows):
 - ``poll``: t (when the poll returned), seq (of its first record), phase
@@ -58,7 +76,7 @@ def process_line(config: WorkloadConfig, verdict_config: dict[str, Any], **extra
             "config": verdict_config, **extra}
 
 
-def client_error_line(error: Any) -> dict[str, Any]:
-    """A librdkafka KafkaError reported through error_cb."""
+def client_error_line(error: Any, fatal: bool | None = None) -> dict[str, Any]:
+    """A librdkafka KafkaError reported outside any one message; `fatal` overrides the error's own flag."""
     return {"kind": "client_error", "t": time.time_ns(), "error": error.name(), "detail": error.str(),
-            "fatal": bool(error.fatal())}
+            "fatal": bool(error.fatal()) if fatal is None else fatal}

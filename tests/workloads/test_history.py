@@ -213,6 +213,11 @@ def test_a_nemesis_journal_elsewhere_is_included(journals: Path, tmp_path: Path)
     ([{"kind": "invoke", "t": 1, "op": 0, "n": 1}, {"kind": "ack", "t": 2, "op": "0", "offset": [0]},
       {"kind": "outcome", "op": 0, "t": 3, "status": "info", "error": "_MSG_TIMED_OUT"}],
      "a second outcome for op 0"),
+    # A report from an abandoned (fatal) instance after its purge made the send `info`: never let a late one in.
+    ([{"kind": "invoke", "t": 1, "op": 0, "n": 1},
+      {"kind": "outcome", "op": 0, "t": 2, "status": "info", "error": "_PURGE_INFLIGHT"},
+      {"kind": "ack", "t": 3, "op": "0", "offset": [7]}],
+     "a second outcome for op 0"),
     ([{"kind": "invoke", "t": 1, "n": 1}, {"kind": "end"}], "invoke line without 'op'"),
 ])
 def test_impossible_producer_journals_are_refused(tmp_path: Path, lines: list[dict[str, Any]], says: str) -> None:
