@@ -86,6 +86,25 @@ def check_schema(source: TableSource, spec: TableSpec) -> dict[Path, pa.Schema]:
     return schemas
 
 
+def null_free_columns(source: TableSource, spec: TableSpec) -> set[str]:
+    """Non-nullable columns whose file footers prove they hold no null (statistics only)."""
+    proven = {c.name for c in spec.columns if not c.nullable}
+    for path in source.files:
+        meta = pq.ParquetFile(path).metadata
+        seen: set[str] = set()
+        for group in range(meta.num_row_groups):
+            row_group = meta.row_group(group)
+            for index in range(row_group.num_columns):
+                chunk = row_group.column(index)
+                stats = chunk.statistics
+                seen.add(chunk.path_in_schema)
+                if stats is None or not stats.has_null_count or stats.null_count > 0:
+                    proven.discard(chunk.path_in_schema)
+        if meta.num_row_groups:
+            proven &= seen
+    return proven
+
+
 def _canonical_column(col: Column, array: pa.ChunkedArray | None, rows: int) -> pa.Array | pa.ChunkedArray:
     target = CANONICAL[col.kind]
     if array is None or pa.types.is_null(_value_type(array.type)):

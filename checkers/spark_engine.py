@@ -1,14 +1,15 @@
 """The Spark engine: every anomaly of spec/history.md as DataFrame operations.
 
-Built to scale (10M operations on 2 cores): no Python UDFs and no collect()
-of anything larger than the examples. The plan shuffles the raw rows once,
-by value, into the *edges* (distinct value-position pairs with the kinds of
-evidence behind them); value facts, the join with `writes` and the
-duplicate-write check then need no further shuffle. Positions (divergence,
-poll-skip), write order (reordered) and poll order (nonmonotonic-poll,
-poll-skip) are window functions over small projections. All anomaly
-instances land in one cached DataFrame that is counted once and from which
-the examples are taken.
+Built to scale: no Python UDFs and no collect() of anything larger than
+the examples (or SMALL_INSTANCES instance rows). Every read and acknowledged
+offset is shuffled once, by value, into the *edges*: distinct
+(value, position) pairs flagged "in F" and "read live". `writes`, shuffled by
+value alike, joins the per-value facts without another shuffle; positions
+(divergence, poll-skip) are one aggregation of the edges; write order
+(reordered) and poll order (nonmonotonic-poll, poll-skip) are window
+functions. The intermediate tables are cached for the one query that yields
+every anomaly instance; when instances are few (the usual case) that query
+is the only pass, and counts and examples are taken from its rows.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ INSTANCE_TYPES = {
 }
 POS = ["topic", "partition", "offset"]
 SMALL_INSTANCES = 5000
+CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 Totals = dict[str, tuple[int, int]]
 
 
@@ -132,10 +134,10 @@ class SparkEngine:
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
     ) -> tuple[dict[str, int], list[str]]:
-        ws = writes_summary(w)
+        ws = writes_summary(w, sources["writes"])
         if ws.pop("bad"):
             raise_bad_row(w, WRITES, sources["writes"])
-        rs, groups = reads_summary(r)
+        rs, groups = reads_summary(r, sources["reads"])
         if rs.pop("bad"):
             raise_bad_row(r, READS, sources["reads"])
         stats = {**ws, "reads": rs["reads"], "live_reads": rs["live_reads"], "final_reads": rs["final_reads"]}
@@ -147,14 +149,14 @@ class SparkEngine:
         """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it."""
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
         edges, writes = _edges_and_writes(w, r, parts)
-        edges = edges.persist(StorageLevel.MEMORY_AND_DISK)
-        values = _value_facts(edges, writes).persist(StorageLevel.MEMORY_AND_DISK)
+        edges = edges.persist(CACHE_LEVEL)
+        values = _value_facts(edges, writes).persist(CACHE_LEVEL)
         positions = (
             edges.groupBy(*POS)
             .agg(F.count(F.lit(1)).alias("n_values"), F.max("f").alias("has_final"))
-            .persist(StorageLevel.MEMORY_AND_DISK)
+            .persist(CACHE_LEVEL)
         )
-        odd_polls = _odd_polls(r).persist(StorageLevel.MEMORY_AND_DISK)
+        odd_polls = _odd_polls(r).persist(CACHE_LEVEL)
         found = {
             a.DIVERGENCE: positions.filter(F.col("n_values") >= 2),
             a.REORDERED: _reordered(values),
@@ -162,7 +164,8 @@ class SparkEngine:
         }
         frames = [_value_instances(values, table)]
         frames += [_instances(frame, name, table[name]) for name, frame in found.items()]
-        dup = writes.groupBy("value").count().filter(F.col("count") > 1)
+        # Cached values stay partitioned by value: counting writes per value needs no shuffle.
+        dup = values.groupBy("value").agg(F.count("is_w").alias("n")).filter(F.col("n") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error")))
         return reduce(DataFrame.unionByName, frames), [edges, values, positions, odd_polls]
 
@@ -179,32 +182,23 @@ class SparkEngine:
 
 
 def _edges_and_writes(w: DataFrame, r: DataFrame, parts: int) -> tuple[DataFrame, DataFrame]:
-    """One shuffle by value; edges are distinct (value, position) with flags f (final), l (live)."""
-    none_s, none_l = F.lit(None).cast("string"), F.lit(None).cast("long")
-    u_w = w.select("value", *POS, F.lit(0).alias("kind"), "status", "process", "op_id", "invoke_ns")
-    u_r = r.select(
-        "value",
-        *POS,
-        F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"),
-        none_s.alias("status"),
-        none_s.alias("process"),
-        none_l.alias("op_id"),
-        none_l.alias("invoke_ns"),
+    """Edges: distinct (value, position) pairs with flags f (in F) and l (read live), from every
+    read and acknowledged offset; and the writes. Both are hash-partitioned by value alike,
+    so the join of the two needs no further shuffle."""
+    acked = w.filter((F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull())
+    evidence = acked.select("value", *POS, F.lit(0).alias("kind")).unionByName(
+        r.select("value", *POS, F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"))
     )
-    u = u_w.unionByName(u_r).repartition(parts, "value")
-    acked_or_read = (F.col("kind") != 0) | (F.col("status") == "ok")
     edges = (
-        u.filter(F.col("partition").isNotNull() & F.col("offset").isNotNull() & acked_or_read)
+        evidence.repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
             F.max((F.col("kind") == 2).cast("int")).alias("f"),
             F.max((F.col("kind") == 1).cast("int")).alias("l"),
         )
     )
-    writes = u.filter(F.col("kind") == 0).select(
-        "value", "process", "op_id", "topic", "partition", "offset", "status", "invoke_ns"
-    )
-    return edges, writes
+    writes = w.select("value", "process", "op_id", "topic", "partition", "offset", "status", "invoke_ns")
+    return edges, writes.repartition(parts, "value")
 
 
 def _value_facts(edges: DataFrame, writes: DataFrame) -> DataFrame:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import reduce
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers.errors import HistoryError
+from checkers.parquet import null_free_columns
 from checkers.schema import READS, WRITES, TableSpec
 from checkers.sources import TableSource
 
@@ -48,17 +50,25 @@ def read_table(spark: SparkSession, source: TableSource) -> DataFrame:
     )
 
 
-def bad_row(spec: TableSpec) -> SparkColumn:
-    """True for a row breaking a non-null or domain rule of ``spec``."""
-    checks = [F.col(c.name).isNull() for c in spec.columns if not c.nullable]
-    checks += [~F.col(name).isin(*allowed) for name, allowed in spec.domains.items()]
+def bad_row(spec: TableSpec, source: TableSource | None = None) -> SparkColumn:
+    """True for a row breaking a non-null or domain rule of ``spec``.
+
+    With ``source``, rules already proven are left out: a JSONL table was
+    validated line by line; a Parquet column whose footers count no null
+    cannot hold one (so the check need not read it).
+    """
+    if source is not None and source.format == "jsonl":
+        return F.lit(False)
+    proven = null_free_columns(source, spec) if source is not None else set()
+    checks = [F.col(c.name).isNull() for c in spec.columns if not c.nullable and c.name not in proven]
+    checks += [~F.col(name).isin(*allowed) | F.col(name).isNull() for name, allowed in spec.domains.items()]
     return reduce(lambda x, y: x | y, checks)
 
 
 def raise_bad_row(frame: DataFrame, spec: TableSpec, source: TableSource) -> None:
     """Name the first bad row's file, column and problem (called only when one exists)."""
     row = frame.filter(bad_row(spec)).withColumn("_file", F.input_file_name()).limit(1).collect()[0]
-    where = row["_file"] or str(source.path)
+    where = _local_path(row["_file"]) or str(source.path)
     for col in spec.columns:
         if not col.nullable and row[col.name] is None:
             raise HistoryError(f"{where}: column '{col.name}'", f"is null ({_identify(row)})")
@@ -71,22 +81,30 @@ def raise_bad_row(frame: DataFrame, spec: TableSpec, source: TableSource) -> Non
     raise HistoryError(where, "a row breaks the contract")
 
 
+def _local_path(uri: str | None) -> str | None:
+    if not uri:
+        return None
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
 def _identify(row: Any) -> str:
-    keys = [k for k in ("process", "op_id", "seq", "value") if row[k] is not None]
-    return "the row with " + ", ".join(f"{k}={row[k]!r}" for k in keys) if keys else "a row"
+    fields = row.asDict()
+    keys = [k for k in ("process", "op_id", "seq", "value") if fields.get(k) is not None]
+    return "the row with " + ", ".join(f"{k}={fields[k]!r}" for k in keys) if keys else "a row"
 
 
-def writes_summary(writes: DataFrame) -> dict[str, int]:
+def writes_summary(writes: DataFrame, source: TableSource | None = None) -> dict[str, int]:
     """Counts by status and of bad rows, in one pass."""
     row = writes.agg(
         F.count(F.lit(1)).alias("writes"),
         *[F.sum((F.col("status") == s).cast("long")).alias(s) for s in ("ok", "fail", "info")],
-        F.sum(bad_row(WRITES).cast("long")).alias("bad"),
+        F.sum(bad_row(WRITES, source).cast("long")).alias("bad"),
     ).collect()[0]
     return {k: int(row[k] or 0) for k in ("writes", "ok", "fail", "info", "bad")}
 
 
-def reads_summary(reads: DataFrame) -> tuple[dict[str, int], list[str]]:
+def reads_summary(reads: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[str]]:
     """Counts by phase and of bad rows, and the group consumers, in one pass."""
     rows = (
         reads.groupBy("process")
@@ -95,7 +113,7 @@ def reads_summary(reads: DataFrame) -> tuple[dict[str, int], list[str]]:
             F.sum((F.col("phase") == "live").cast("long")).alias("live_reads"),
             F.sum((F.col("phase") == "final").cast("long")).alias("final_reads"),
             F.max(F.col("group").isNotNull()).alias("in_group"),
-            F.sum(bad_row(READS).cast("long")).alias("bad"),
+            F.sum(bad_row(READS, source).cast("long")).alias("bad"),
         )
         .collect()
     )

@@ -29,9 +29,7 @@ LOST = Case(
 # A second drain re-reading offset 0 is the same position, not another one. 2 values, 1 error (b).
 DUPLICATE = Case(
     writes=[w("a", 1, offset=0), w("b", 1, offset=1, process="q")],
-    reads=reads(
-        r("a", 0), r("b", 1), r("a", 2), r("b", 3), r("b", 4), r("a", 0, process="drain2")
-    ),
+    reads=reads(r("a", 0), r("b", 1), r("a", 2), r("b", 3), r("b", 4), r("a", 0, process="drain2")),
     processes=[proc("p", acks=1), proc("q", acks="all", enable_idempotence=True)],
     counts={"duplicate": 2},
     errors={"duplicate": 1},

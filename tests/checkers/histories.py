@@ -46,7 +46,9 @@ def w(
         "partition": partition,
         "offset": offset,
         "status": status,
-        "error": error if error or status == "ok" else ("TIMEOUT" if status == "info" else "NOT_ENOUGH_REPLICAS"),
+        "error": error
+        if error or status == "ok"
+        else ("TIMEOUT" if status == "info" else "NOT_ENOUGH_REPLICAS"),
         "invoke_ns": invoke,
         "complete_ns": invoke + 5_000_000 if complete else None,
         "az": "az1",

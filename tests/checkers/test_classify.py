@@ -19,7 +19,9 @@ DUPLICATE = ([w("a", 1, offset=0)], reads(r("a", 0), r("a", 1)))
 REORDERED = ([w("a", 1, offset=1), w("b", 2, offset=0)], reads(r("b", 0), r("a", 1)))
 
 
-def _errors(tmp_path: Path, history: tuple[list[Any], list[Any]], processes: list[Any] | None) -> dict[str, int]:
+def _errors(
+    tmp_path: Path, history: tuple[list[Any], list[Any]], processes: list[Any] | None
+) -> dict[str, int]:
     tables = {"writes": history[0], "reads": history[1]}
     if processes is not None:
         tables["processes"] = processes
@@ -38,7 +40,9 @@ def test_lost_is_information_with_acks_0(tmp_path: Path, acks: Any) -> None:
 
 @pytest.mark.parametrize("idempotence", [True, "true", "TRUE"])
 def test_duplicate_is_an_error_with_idempotence(tmp_path: Path, idempotence: Any) -> None:
-    assert _errors(tmp_path, DUPLICATE, [proc("p", acks="all", enable_idempotence=idempotence)]) == {"duplicate": 1}
+    assert _errors(tmp_path, DUPLICATE, [proc("p", acks="all", enable_idempotence=idempotence)]) == {
+        "duplicate": 1
+    }
 
 
 @pytest.mark.parametrize("config", [{"enable_idempotence": False}, {"enable_idempotence": "false"}, {}])
@@ -54,7 +58,9 @@ def test_duplicate_is_information_without_idempotence(tmp_path: Path, config: di
         {"max_in_flight_requests_per_connection": "1"},
     ],
 )
-def test_reordered_is_an_error_with_idempotence_or_one_in_flight(tmp_path: Path, config: dict[str, Any]) -> None:
+def test_reordered_is_an_error_with_idempotence_or_one_in_flight(
+    tmp_path: Path, config: dict[str, Any]
+) -> None:
     assert _errors(tmp_path, REORDERED, [proc("p", acks="all", **config)]) == {"reordered": 1}
 
 

@@ -111,7 +111,9 @@ def test_missing_required_parquet_column(tmp_path: Path) -> None:
 def test_wrong_parquet_column_type(tmp_path: Path) -> None:
     history = clean(tmp_path, "parquet")
     table = pq.read_table(history / "reads.parquet")
-    table = table.set_column(table.schema.get_field_index("offset"), "offset", table.column("offset").cast(pa.string()))
+    table = table.set_column(
+        table.schema.get_field_index("offset"), "offset", table.column("offset").cast(pa.string())
+    )
     pq.write_table(table, history / "reads.parquet")
     assert_rejected(history, tmp_path, "reads.parquet: column 'offset'", "expected an integer")
 

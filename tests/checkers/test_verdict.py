@@ -33,7 +33,13 @@ def test_valid_and_invalid_exit_statuses(tmp_path: Path) -> None:
     verdict = json.loads((tmp_path / "o2" / "verdict.json").read_text())
     assert list(verdict) == ["valid", "engine", "counts", "errors", "examples", "stats"]
     assert verdict["stats"] == {
-        "writes": 4, "ok": 4, "fail": 0, "info": 0, "reads": 2, "live_reads": 0, "final_reads": 2
+        "writes": 4,
+        "ok": 4,
+        "fail": 0,
+        "info": 0,
+        "reads": 2,
+        "live_reads": 0,
+        "final_reads": 2,
     }
 
 
@@ -59,8 +65,20 @@ def _with_context(tmp_path: Path) -> Path:
     tables = CASES["lost"].tables()
     tables["nemesis"] = [
         {"time_ns": T0, "type": "start", "fault": "isolate-az", "targets": '["az1"]', "detail": None},
-        {"time_ns": T0 + 3_000_000, "type": "stop", "fault": "isolate-az", "targets": '["az1"]', "detail": None},
-        {"time_ns": T0 + 6_500_000, "type": "start", "fault": "kill", "targets": '["broker-2"]', "detail": None},
+        {
+            "time_ns": T0 + 3_000_000,
+            "type": "stop",
+            "fault": "isolate-az",
+            "targets": '["az1"]',
+            "detail": None,
+        },
+        {
+            "time_ns": T0 + 6_500_000,
+            "type": "start",
+            "fault": "kill",
+            "targets": '["broker-2"]',
+            "detail": None,
+        },
     ]
     tables["observations"] = [
         # broker-1 thinks 1 leads before b's write and 2 during it; broker-3's last view (before) says 3.
