@@ -20,7 +20,7 @@ from harness.errors import WorkloadError
 from harness.kafka import config as kcfg
 from harness.kafka.cluster import KafkaCluster
 from harness.runtime.netns import NetnsRuntime
-from harness.runtime.procs import is_alive, wait_dead
+from harness.runtime.procs import is_alive, run_of, wait_dead
 from harness.spec import Spec
 
 DRAIN_INCOMPLETE = 2  # workloads.exits.DRAIN_INCOMPLETE
@@ -108,7 +108,7 @@ class WorkloadSet:
     def check_alive(self) -> None:
         """Raise WorkloadError if any process that should be running has exited."""
         for w in self.running.values():
-            if w.pid is not None and not is_alive(w.pid):
+            if w.pid is not None and not (is_alive(w.pid) and run_of(w.pid) == self.runtime.prefix):
                 raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
 
     def tail(self, name: str, lines: int = 2) -> str:

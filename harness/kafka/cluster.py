@@ -27,7 +27,7 @@ from harness.kafka.dist import classpath
 from harness.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from harness.kafka.zk import zk_snapshot
 from harness.runtime.base import Runtime
-from harness.runtime.procs import is_alive, wait_dead
+from harness.runtime.procs import is_alive, run_of, wait_dead
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
@@ -115,7 +115,9 @@ class KafkaCluster:
         for role in ROLES:
             info = procs.get(self.process_name(node, role))
             pid = int(info["pid"]) if info else None
-            out[role] = pid if pid is not None and is_alive(pid) else None
+            # Threads share the pid space, so a dead process's pid is soon reused: check it is still ours.
+            ours = pid is not None and is_alive(pid) and run_of(pid) == self.runtime.prefix
+            out[role] = pid if ours else None
         return out
 
     def runtime_state_processes(self) -> dict[str, Any]:

@@ -60,11 +60,28 @@ def pids_of_runs(prefix: str | None = None) -> list[int]:
     return sorted(found)
 
 
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot: with the pid, its identity (pids are reused)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
 def wait_dead(pids: list[int], timeout: float) -> list[int]:
-    """Wait until every pid is gone; return those still alive at the deadline."""
+    """Wait until every pid is gone; return those still alive at the deadline.
+
+    A pid that is reused by a new process while we wait counts as gone.
+    """
+    identity = {p: start_time(p) for p in pids}
+
+    def same_and_alive(pid: int) -> bool:
+        return is_alive(pid) and start_time(pid) == identity[pid]
+
     deadline = time.monotonic() + timeout
-    remaining = [p for p in pids if is_alive(p)]
+    remaining = [p for p in pids if identity[p] is not None and same_and_alive(p)]
     while remaining and time.monotonic() < deadline:
         time.sleep(0.02)
-        remaining = [p for p in remaining if is_alive(p)]
+        remaining = [p for p in remaining if same_and_alive(p)]
     return remaining
