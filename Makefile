@@ -5,7 +5,7 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload
+.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
 setup: setup-debian setup-venv setup-kafka
 
@@ -44,7 +44,10 @@ bench-nemesis:
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
 
-bench: bench-cluster bench-nemesis bench-workload
+bench-checker:
+	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3
+
+bench: bench-cluster bench-nemesis bench-workload bench-checker
 
 # --- the scenario catalogue (SCENARIOS.md): each prints expected vs observed per configuration ---
 SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
