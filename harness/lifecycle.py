@@ -44,13 +44,17 @@ def require_root() -> None:
         raise UsageError("faultline must run as root (it creates network namespaces and iptables rules)")
 
 
+def hosts_exist(prefix: str) -> bool:
+    """Whether any host (namespace) of the run with this prefix is still on the machine."""
+    return any(ns.startswith(prefix + "-") for ns in list_namespaces())
+
+
 def live_active_cluster() -> dict[str, Any] | None:
     """The recorded cluster if its hosts still exist; a stale record counts as none."""
     current = read_active()
     if current is None:
         return None
-    alive = any(ns.startswith(str(current["prefix"]) + "-") for ns in list_namespaces())
-    return current if alive else None
+    return current if hosts_exist(str(current["prefix"])) else None
 
 
 class TerminationRequested(BaseException):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,9 @@ import yaml
 
 from harness.addressing import Host
 from harness.errors import HarnessError, SpecError
-from harness.lifecycle import cluster_from_state, tear_down
+from harness.lifecycle import cluster_from_state, hosts_exist, tear_down
 from harness.progress import Progress
 from harness.run import finish
-from harness.runtime.netns import list_namespaces
 from harness.spec import parse_spec
 from harness.state import RunState, claim_active, read_active
 from harness.verdicts import RunOutcome, judge
@@ -61,8 +61,7 @@ def recover(run_dir: Path, engine: str | None = None) -> RunOutcome:
     journal_dir = run_dir / "journal"
     progress = Progress(f"recover {spec.run_name}", journal_dir)
     notes: list[str] = []
-    alive = any(ns.startswith(state.prefix + "-") for ns in list_namespaces())
-    if alive:
+    if hosts_exist(state.prefix):
         cluster, runtime = cluster_from_state(run_dir)
         if read_active() is None:
             claim_active(run_dir, state.prefix)
@@ -88,8 +87,6 @@ def heal_everything(cluster: Any, runtime: Any, journal_dir: Path) -> None:
             if pid is not None:
                 runtime.resume(pid)
     if (journal_dir / "nemesis.jsonl").exists():
-        import time
-
         with open(journal_dir / "nemesis.jsonl", "a") as fh:
             fh.write(json.dumps({"time_ns": time.time_ns(), "type": "info", "fault": "heal-all", "targets": "[]",
                                  "detail": "recover: healed every fault the dead harness left"}) + "\n")

@@ -18,7 +18,7 @@ from typing import Any
 from harness.addressing import Host
 from harness.errors import WorkloadError
 from harness.kafka import config as kcfg
-from harness.kafka.cluster import KafkaCluster
+from harness.kafka.cluster import KafkaCluster, log_tail
 from harness.runtime.netns import NetnsRuntime
 from harness.runtime.procs import is_alive, run_of, wait_dead
 from harness.spec import Spec
@@ -111,12 +111,8 @@ class WorkloadSet:
             if w.pid is not None and not (is_alive(w.pid) and run_of(w.pid) == self.runtime.prefix):
                 raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
 
-    def tail(self, name: str, lines: int = 2) -> str:
-        try:
-            text = self.log_path(name).read_text(errors="replace").strip().splitlines()
-        except FileNotFoundError:
-            return "(no log)"
-        return " | ".join(text[-lines:]) or "(empty log)"
+    def tail(self, name: str) -> str:
+        return log_tail(self.log_path(name), lines=2)
 
     def stop(self, role: str, timeout: float) -> None:
         """SIGTERM every process of `role`, wait for a clean exit; one that does not exit in time is a failure."""

@@ -204,7 +204,7 @@ class KafkaCluster:
         for node in self.nodes:
             for role, pid in self.pids(node).items():
                 if pid is None and self.process_name(node, role) in self.runtime_state_processes():
-                    tail = _tail(self.node_dir(node) / "logs" / role / "stdout.log")
+                    tail = log_tail(self.node_dir(node) / "logs" / role / "stdout.log")
                     raise ClusterError(f"{self.process_name(node, role)} exited during start-up: {tail}")
 
     def wait_quorum(self, timeout: float) -> dict[str, str]:
@@ -290,7 +290,8 @@ def _leadership(view: BrokerView) -> list[tuple[int, int | None, tuple[int, ...]
     return [(p.partition, p.leader, tuple(sorted(p.isr))) for parts in view.partitions.values() for p in parts]
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def log_tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a process's log, joined on one line, for an error message."""
     try:
         text = path.read_text(errors="replace").strip().splitlines()
     except FileNotFoundError:

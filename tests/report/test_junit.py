@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import xmlschema
 
 from harness.report import JUnitCase, ReportError, case_from_run, render_junit, render_junit_cases, summary
+from harness.scenario import CaseResult
 from tests.report.runfolder import T0, verdict_of
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("JUnit.xsd"))
@@ -53,22 +53,9 @@ def test_a_scenario_run_is_judged_by_its_expectation(run_copy: Path) -> None:
     assert "mismatch: two-leaders not observed" in (failure.text or "")
 
 
-@dataclass
-class RunnerResult:
-    """The scenario runner's own result type: only the attributes matter."""
-
-    scenario: str
-    configuration: str
-    expected: str
-    observed: str
-    passed: bool
-    seconds: float
-    run_dir: Path
-
-
 def test_the_runners_results_are_cases(run_copy: Path, tmp_path: Path) -> None:
-    results = [RunnerResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy),
-               RunnerResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone")]
+    results = [CaseResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy, 1),
+               CaseResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone", 1)]
     path = render_junit_cases(tmp_path / "junit.xml", results)
     SCHEMA.validate(str(path))
     suite = ET.parse(path).getroot().find("testsuite")
