@@ -2,9 +2,9 @@
 
 An engine reads `writes` and `reads` itself (validating what the shared
 loaders did not), counts every anomaly of spec/history.md, classifies each
-instance with the rules of classify.py, and returns the first
-MAX_EXAMPLES instances of each anomaly in the order of anomalies.SORT_KEYS
-(errors first). It then answers small look-ups so examples can be written.
+instance with the rules of classify.py, and returns MAX_EXAMPLES instances
+of each anomaly, picked by anomalies.example_positions from the order of
+anomalies.SORT_KEYS (errors first). It then answers small look-ups so examples can be written.
 It raises HistoryError for bad input; any other exception is a failure of
 the engine, which the caller turns into an "unknown" verdict.
 """

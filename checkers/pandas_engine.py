@@ -83,7 +83,7 @@ class PandasEngine:
             keys = ["is_error", *a.SORT_KEYS[name]]
             top = frame.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable")
             cols = [c for c in (*a.INSTANCE_COLUMNS, "is_error") if c in top.columns]
-            instances[name] = records(top.head(a.MAX_EXAMPLES)[cols])
+            instances[name] = records(top.iloc[a.example_positions(errors[name], counts[name])][cols])
         return Analysis(stats=_stats(w, r), counts=counts, errors=errors, instances=instances)
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:

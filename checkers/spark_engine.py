@@ -47,10 +47,11 @@ def _instance(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def top_instances(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """Errors first, then by the anomaly's sort key (the order Spark's orderBy gives)."""
+    """The example instances: errors first, then by the anomaly's sort key (as Spark orders them)."""
     keys = a.SORT_KEYS.get(name, ("value",))
     rows = sorted(rows, key=lambda r: (not r["is_error"], *(r[k] for k in keys)))
-    return [_instance(r) for r in rows[: a.MAX_EXAMPLES]]
+    n_errors = sum(1 for r in rows if r["is_error"])
+    return [_instance(rows[i]) for i in a.example_positions(n_errors, len(rows))]
 
 
 def _from_rows(rows: list[dict[str, Any]]) -> tuple[Totals, dict[str, list[dict[str, Any]]]]:
@@ -124,10 +125,17 @@ class SparkEngine:
         }
         instances = {}
         for name in (*a.ANOMALIES, DUPLICATE_WRITE):
-            if totals.get(name, (0, 0))[0]:
+            n, n_errors = totals.get(name, (0, 0))
+            if n:
                 keys = a.SORT_KEYS.get(name, ("value",))
-                order = [F.col("is_error").desc(), *[F.col(k).asc() for k in keys]]
-                top = flagged.filter(F.col("anomaly") == name).orderBy(*order).limit(a.MAX_EXAMPLES)
+                order = Window.orderBy(F.col("is_error").desc(), *[F.col(k).asc() for k in keys])
+                wanted = a.example_positions(n_errors, n)
+                top = (
+                    flagged.filter(F.col("anomaly") == name)
+                    .withColumn("_rank", F.row_number().over(order) - 1)
+                    .filter(F.col("_rank").isin(*wanted))
+                    .orderBy("_rank")
+                )
                 instances[name] = [_instance(row.asDict()) for row in top.collect()]
         return totals, instances
 

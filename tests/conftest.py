@@ -19,11 +19,18 @@ def _cluster_tests_need_root(request: pytest.FixtureRequest) -> None:
         pytest.fail("cluster tests need root (network namespaces, iptables)")
 
 
-def faultline(*args: str, env: dict[str, str] | None = None, timeout: float = 180,
-              check: bool = False) -> subprocess.CompletedProcess[str]:
+def faultline(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 180, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m harness ARGS` as a user would."""
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"faultline {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc

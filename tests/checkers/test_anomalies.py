@@ -86,3 +86,29 @@ def test_duplicate_example_lists_positions(tmp_path: Path) -> None:
     first = verdict["examples"]["duplicate"][0]
     assert first["value"] == "b" and first["classified"] == "error"
     assert [p["offset"] for p in first["positions"]] == [1, 3, 4]
+
+
+def test_example_positions_spread_over_errors_then_the_rest() -> None:
+    from checkers.anomalies import example_positions
+
+    assert example_positions(3, 5) == [0, 1, 2, 3, 4]
+    assert example_positions(0, 39, k=3) == [0, 19, 38]
+    spread = example_positions(0, 1000)
+    assert len(spread) == 20 and spread[0] == 0 and spread[-1] == 999 and spread == sorted(set(spread))
+    # errors come first and all of them fit: the room left goes to the info instances, spread
+    assert example_positions(2, 102, k=4) == [0, 1, 2, 101]
+    # more errors than room: only errors, spread over them
+    assert example_positions(50, 60, k=3) == [0, 24, 49]
+
+
+def test_examples_cover_the_whole_extent_of_an_anomaly(tmp_path: Path) -> None:
+    # 45 acknowledged writes lost (ordered by invoke time), one kept: the examples run from the
+    # first loss to the last, not the first 20 only
+    from tests.checkers.histories import r, reads, w
+
+    writes = [w(f"v{i:02d}", i, offset=i) for i in range(46)]
+    history = write(tmp_path, {"writes": writes, "reads": reads(r("v45", 45))})
+    verdict = check(history, engine="pandas")
+    values = [e["value"] for e in verdict["examples"]["lost"]]
+    assert verdict["counts"]["lost"] == 45 and len(values) == 20
+    assert values[0] == "v00" and values[-1] == "v44" and values == sorted(values)

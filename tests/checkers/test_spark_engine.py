@@ -106,3 +106,19 @@ def test_engines_agree_on_one_random_history(tmp_path: Path, spark: object, seed
     reference = check(history, engine="pandas")
     verdict = check(history, engine="spark")
     assert _without_engine(verdict) == _without_engine(reference)
+
+
+@pytest.mark.parametrize("small", [10, 5000])
+def test_spread_examples_match_pandas(
+    tmp_path: Path, spark: object, monkeypatch: pytest.MonkeyPatch, small: int
+) -> None:
+    """Examples spread over 45 lost writes; past SMALL_INSTANCES Spark picks them itself."""
+    from checkers import spark_engine
+
+    monkeypatch.setattr(spark_engine, "SMALL_INSTANCES", small)
+    writes = [w(f"v{i:02d}", i, offset=i, process=f"p{i % 2}") for i in range(46)]
+    history = write(tmp_path, {"writes": writes, "reads": reads(r("v45", 45))}, "parquet")
+    reference = check(history, engine="pandas")
+    verdict = check(history, engine="spark")
+    assert verdict["counts"]["lost"] == 45 and verdict["examples"]["lost"][-1]["value"] == "v44"
+    assert _without_engine(verdict) == _without_engine(reference)

@@ -30,7 +30,9 @@ def produce(bootstrap: str, topic: str, n: int, prefix: str) -> list[str]:
 
 def consume(bootstrap: str, topic: str, partitions: int) -> list[str]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+    }
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[str] = []
     position = {p: 0 for p in range(partitions)}

@@ -22,26 +22,33 @@ def machine_snapshot() -> tuple[str, str]:
 
 
 def a_network_in_use() -> str:
-    routes = json.loads(subprocess.run(["ip", "-j", "-4", "route", "show"], capture_output=True,
-                                       text=True).stdout)
+    routes = json.loads(
+        subprocess.run(["ip", "-j", "-4", "route", "show"], capture_output=True, text=True).stdout
+    )
     dst = next(r["dst"] for r in routes if r.get("dst") not in (None, "default"))
     net = ipaddress.IPv4Network(dst, strict=False)
     return str(net if net.prefixlen <= 24 else net.supernet(new_prefix=24))
 
 
-@pytest.mark.parametrize("args, says", [
-    (["cluster", "up", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["cluster", "up", "--nodes", "2"], "at least 3 nodes"),
-    (["cluster", "up", "--network", "NETWORK-IN-USE"], "overlaps"),
-    (["cluster", "up", "--kafka-version", "0.0.1"], "neither cached"),
-    (["cluster", "up", "--nodes", "three"], "invalid int value"),
-    (["cluster", "frob"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["cluster", "up", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["cluster", "up", "--nodes", "2"], "at least 3 nodes"),
+        (["cluster", "up", "--network", "NETWORK-IN-USE"], "overlaps"),
+        (["cluster", "up", "--kafka-version", "0.0.1"], "neither cached"),
+        (["cluster", "up", "--nodes", "three"], "invalid int value"),
+        (["cluster", "frob"], "invalid choice"),
+    ],
+)
 def test_bad_input_is_refused_without_changes(tmp_path: Path, args: list[str], says: str) -> None:
     args = [a.replace("NETWORK-IN-USE", a_network_in_use()) for a in args]
     before = machine_snapshot()
-    proc = faultline(*args, "--run-dir", str(tmp_path / "run")) if args[:2] == ["cluster", "up"] \
+    proc = (
+        faultline(*args, "--run-dir", str(tmp_path / "run"))
+        if args[:2] == ["cluster", "up"]
         else faultline(*args)
+    )
     assert proc.returncode == 3, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], proc.stderr
@@ -51,11 +58,28 @@ def test_bad_input_is_refused_without_changes(tmp_path: Path, args: list[str], s
 
 def test_not_root_is_refused(tmp_path: Path) -> None:
     before = machine_snapshot()
-    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           sys.executable, "-m", "harness", "cluster", "up", "--run-dir", str(tmp_path / "run")],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "harness",
+            "cluster",
+            "up",
+            "--run-dir",
+            str(tmp_path / "run"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "faultline: faultline must run as root (it creates network namespaces and iptables rules)"]
+        "faultline: faultline must run as root (it creates network namespaces and iptables rules)"
+    ]
     assert machine_snapshot() == before
     assert not (tmp_path / "run").exists()

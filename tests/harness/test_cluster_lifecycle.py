@@ -18,8 +18,13 @@ CLIENT = str(REPO / "tests" / "harness" / "kafka_client.py")
 
 
 def in_host(namespace: str, *argv: str) -> str:
-    proc = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, *argv], capture_output=True,
-                          text=True, timeout=120, cwd=REPO)
+    proc = subprocess.run(
+        ["ip", "netns", "exec", namespace, sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -31,15 +36,23 @@ def test_up_produce_read_everywhere_status_down(tmp_path: Path) -> None:
     try:
         assert "ready in" in up.stdout
         second = faultline("cluster", "up", "--run-dir", str(tmp_path / "second"))
-        assert second.returncode == 3 and prefix in second.stderr and len(second.stderr.strip().splitlines()) == 1
+        assert (
+            second.returncode == 3
+            and prefix in second.stderr
+            and len(second.stderr.strip().splitlines()) == 1
+        )
         assert not (tmp_path / "second").exists()
 
         status = json.loads(faultline("cluster", "status", "--json", check=True).stdout)
         bootstrap = status["bootstrap_servers"]
-        acked = json.loads(in_host(f"{prefix}-az1-client", CLIENT, "produce", bootstrap, "faultline", "1000", "v-"))
+        acked = json.loads(
+            in_host(f"{prefix}-az1-client", CLIENT, "produce", bootstrap, "faultline", "1000", "v-")
+        )
         assert len(acked) == 1000
         for az in ("az1", "az2", "az3"):
-            seen = json.loads(in_host(f"{prefix}-{az}-client", CLIENT, "consume", bootstrap, "faultline", "3"))
+            seen = json.loads(
+                in_host(f"{prefix}-{az}-client", CLIENT, "consume", bootstrap, "faultline", "3")
+            )
             assert sorted(seen) == sorted(acked), f"{az} read {len(seen)} of {len(acked)}"
 
         zk = zk_snapshot(status["zookeeper_connect"], "faultline")

@@ -17,13 +17,22 @@ def test_plan_puts_a_node_and_a_client_host_in_every_az() -> None:
     plan = make_plan("198.18.0.0/24", 3)
     assert plan.control == "198.18.0.1"
     assert [(h.name, h.address) for h in plan.nodes] == [
-        ("az1-node", "198.18.0.11"), ("az2-node", "198.18.0.12"), ("az3-node", "198.18.0.13")]
+        ("az1-node", "198.18.0.11"),
+        ("az2-node", "198.18.0.12"),
+        ("az3-node", "198.18.0.13"),
+    ]
     assert [h.address for h in plan.clients] == ["198.18.0.21", "198.18.0.22", "198.18.0.23"]
     assert [n.broker_id for n in plan.nodes] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("network, nodes, says", [
-    ("198.18.0.0/24", 2, "at least 3 nodes"), ("198.18.0.0/29", 3, "too small"), ("banana", 3, "not an IPv4")])
+@pytest.mark.parametrize(
+    "network, nodes, says",
+    [
+        ("198.18.0.0/24", 2, "at least 3 nodes"),
+        ("198.18.0.0/29", 3, "too small"),
+        ("banana", 3, "not an IPv4"),
+    ],
+)
 def test_bad_plans_are_refused(network: str, nodes: int, says: str) -> None:
     with pytest.raises(UsageError, match=says):
         make_plan(network, nodes)
@@ -31,10 +40,18 @@ def test_bad_plans_are_refused(network: str, nodes: int, says: str) -> None:
 
 def test_server_properties_carry_the_rack_and_the_spec_settings() -> None:
     plan = make_plan("198.18.0.0/24", 3)
-    settings = ClusterSettings(min_insync_replicas=1, unclean_leader_election=True, replica_lag_time_max_ms=5000,
-                               zookeeper_session_timeout_ms=6000, broker_overrides={"log.flush.interval.messages": "1"})
-    props = dict(line.split("=", 1) for line in
-                 server_properties(plan, plan.nodes[1], settings, Path("/d")).splitlines() if "=" in line)
+    settings = ClusterSettings(
+        min_insync_replicas=1,
+        unclean_leader_election=True,
+        replica_lag_time_max_ms=5000,
+        zookeeper_session_timeout_ms=6000,
+        broker_overrides={"log.flush.interval.messages": "1"},
+    )
+    props = dict(
+        line.split("=", 1)
+        for line in server_properties(plan, plan.nodes[1], settings, Path("/d")).splitlines()
+        if "=" in line
+    )
     assert props["broker.id"] == "1" and props["broker.rack"] == "az2"
     assert props["listeners"] == "PLAINTEXT://198.18.0.12:9092"
     assert props["zookeeper.connect"] == "198.18.0.11:2181,198.18.0.12:2181,198.18.0.13:2181"
@@ -51,7 +68,9 @@ def _s(text: str) -> bytes:
 
 def test_metadata_v7_response_is_parsed_into_one_brokers_view() -> None:
     body = struct.pack(">ii", 1, 0)  # correlation id, throttle
-    body += struct.pack(">i", 2) + struct.pack(">i", 0) + _s("198.18.0.11") + struct.pack(">i", 9092) + _s("az1")
+    body += (
+        struct.pack(">i", 2) + struct.pack(">i", 0) + _s("198.18.0.11") + struct.pack(">i", 9092) + _s("az1")
+    )
     body += struct.pack(">i", 1) + _s("198.18.0.12") + struct.pack(">i", 9092) + struct.pack(">h", -1)
     body += _s("cluster") + struct.pack(">i", 1)  # cluster id, controller
     body += struct.pack(">i", 1) + struct.pack(">h", 0) + _s("faultline") + b"\x00"

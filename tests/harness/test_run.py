@@ -58,8 +58,12 @@ def test_a_killed_harness_is_recovered_with_nothing_acknowledged_lost(tmp_path: 
     spec.update(name="killed", duration_s=60)
     spec_path = tmp_path / "killed.yaml"
     spec_path.write_text(yaml.safe_dump(spec))
-    harness = subprocess.Popen([sys.executable, "-m", "harness", "run", str(spec_path), "--results", str(tmp_path)],
-                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(spec_path), "--results", str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     journal = None
     while time.monotonic() < deadline:
@@ -84,8 +88,10 @@ def test_a_killed_harness_is_recovered_with_nothing_acknowledged_lost(tmp_path: 
 
 BROKEN = [
     ({"cluster": {"nodes": 2}}, "cluster.nodes: must be >= 3"),
-    ({"workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}},
-     "workloads.producers[0].settings.acks: enable.idempotence requires acks=all"),
+    (
+        {"workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}},
+        "workloads.producers[0].settings.acks: enable.idempotence requires acks=all",
+    ),
     ({"workloads": {"producers": [{"azs": ["az9"]}]}}, "workloads.producers[0].azs[0]: unknown AZ 'az9'"),
     ({"cluster": {"min_insync_replicas": 4}}, "cluster.min_insync_replicas: must be <= 3"),
     ({"nemesis": [{"at": 5, "fault": "meteor-strike"}]}, "nemesis[0].fault"),

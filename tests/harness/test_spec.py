@@ -12,9 +12,12 @@ from harness.errors import SpecError
 from harness.spec import load_specs, merge, parse_spec
 
 BASE: dict[str, Any] = {
-    "name": "t", "duration_s": 5,
-    "workloads": {"producers": [{"azs": ["az1"], "settings": {"acks": "all", "enable.idempotence": True}}],
-                  "consumers": [{"azs": ["az2"], "mode": "group", "commit": "sync"}]},
+    "name": "t",
+    "duration_s": 5,
+    "workloads": {
+        "producers": [{"azs": ["az1"], "settings": {"acks": "all", "enable.idempotence": True}}],
+        "consumers": [{"azs": ["az2"], "mode": "group", "commit": "sync"}],
+    },
 }
 
 
@@ -36,25 +39,51 @@ def test_the_base_spec_is_valid() -> None:
     assert spec.cluster.replication_factor == 3
 
 
-@pytest.mark.parametrize("path, value, says", [
-    ("cluster.replicas", 3, "cluster.replicas: unknown key"),
-    ("cluster.nodes", 2, "cluster.nodes: must be >= 3"),
-    ("cluster.min_insync_replicas", "two", "cluster.min_insync_replicas: must be int"),
-    ("cluster.unclean_leader_election", "yes", "cluster.unclean_leader_election: must be bool"),
-    ("workloads.producers[0].settings.acks", 1, "workloads.producers[0].settings.acks: enable.idempotence requires acks=all"),
-    ("workloads.producers[0].settings.acks", "some", "workloads.producers[0].settings.acks: must be 0, 1, all or -1"),
-    ("workloads.producers[0].settings", {"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
-     "workloads.producers[0].settings.max.in.flight.requests.per.connection: enable.idempotence requires at most 5"),
-    ("workloads.producers[0].azs", ["az7"], "workloads.producers[0].azs[0]: unknown AZ 'az7'"),
-    ("workloads.producers[0].rate", -1, "workloads.producers[0].rate: must be >= 0"),
-    ("workloads.producers[0].settings.frobs", 1, "workloads.producers[0].settings.frobs: unknown key"),
-    ("workloads.consumers[0].mode", "stream", "workloads.consumers[0].mode: must be one of assign, group"),
-    ("workloads.consumers[0].commit", "never", "workloads.consumers[0].commit: must be one of auto, sync"),
-    ("duration_s", 0, "duration_s: must be >= 1"),
-    ("cluster.replica_assignment", [[0, 0]], "cluster.replica_assignment[0]: must list distinct broker ids"),
-    ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
-    ("checker", "excel", "checker: must be spark or pandas"),
-])
+@pytest.mark.parametrize(
+    "path, value, says",
+    [
+        ("cluster.replicas", 3, "cluster.replicas: unknown key"),
+        ("cluster.nodes", 2, "cluster.nodes: must be >= 3"),
+        ("cluster.min_insync_replicas", "two", "cluster.min_insync_replicas: must be int"),
+        ("cluster.unclean_leader_election", "yes", "cluster.unclean_leader_election: must be bool"),
+        (
+            "workloads.producers[0].settings.acks",
+            1,
+            "workloads.producers[0].settings.acks: enable.idempotence requires acks=all",
+        ),
+        (
+            "workloads.producers[0].settings.acks",
+            "some",
+            "workloads.producers[0].settings.acks: must be 0, 1, all or -1",
+        ),
+        (
+            "workloads.producers[0].settings",
+            {"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
+            "workloads.producers[0].settings.max.in.flight.requests.per.connection: enable.idempotence requires at most 5",
+        ),
+        ("workloads.producers[0].azs", ["az7"], "workloads.producers[0].azs[0]: unknown AZ 'az7'"),
+        ("workloads.producers[0].rate", -1, "workloads.producers[0].rate: must be >= 0"),
+        ("workloads.producers[0].settings.frobs", 1, "workloads.producers[0].settings.frobs: unknown key"),
+        (
+            "workloads.consumers[0].mode",
+            "stream",
+            "workloads.consumers[0].mode: must be one of assign, group",
+        ),
+        (
+            "workloads.consumers[0].commit",
+            "never",
+            "workloads.consumers[0].commit: must be one of auto, sync",
+        ),
+        ("duration_s", 0, "duration_s: must be >= 1"),
+        (
+            "cluster.replica_assignment",
+            [[0, 0]],
+            "cluster.replica_assignment[0]: must list distinct broker ids",
+        ),
+        ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
+        ("checker", "excel", "checker: must be spark or pandas"),
+    ],
+)
 def test_bad_specs_name_the_key(path: str, value: Any, says: str) -> None:
     with pytest.raises(SpecError) as err:
         parse_spec(with_(path, value))
@@ -64,16 +93,27 @@ def test_bad_specs_name_the_key(path: str, value: Any, says: str) -> None:
 def test_min_insync_above_replication_factor_is_refused() -> None:
     spec = with_("cluster.replication_factor", 2)
     spec["cluster"]["min_insync_replicas"] = 3
-    with pytest.raises(SpecError, match=r"cluster.min_insync_replicas: 3 is more than the replication factor 2"):
+    with pytest.raises(
+        SpecError, match=r"cluster.min_insync_replicas: 3 is more than the replication factor 2"
+    ):
         parse_spec(spec)
 
 
 def test_configurations_merge_and_validate_as_a_whole() -> None:
-    raw = dict(BASE, configurations={
-        "acks1": {"overrides": {"workloads": {"producers": [{"settings": {"acks": 1}}]}},
-                  "expect": {"present": ["lost"]}},
-        "bad": {"overrides": {"workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}}},
-    })
+    raw = dict(
+        BASE,
+        configurations={
+            "acks1": {
+                "overrides": {"workloads": {"producers": [{"settings": {"acks": 1}}]}},
+                "expect": {"present": ["lost"]},
+            },
+            "bad": {
+                "overrides": {
+                    "workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}
+                }
+            },
+        },
+    )
     spec = parse_spec(raw, "acks1")
     assert spec.producers[0].settings["acks"] == "1" and spec.expect.present == ("lost",)
     assert spec.run_name == "t/acks1"

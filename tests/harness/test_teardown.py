@@ -20,8 +20,13 @@ pytestmark = pytest.mark.cluster
 
 
 def start_up(run_dir: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "harness", "cluster", "up", "--run-dir", str(run_dir)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "cluster", "up", "--run-dir", str(run_dir)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_brokers_started(run_dir: Path, timeout: float = 60) -> str:

@@ -123,7 +123,9 @@ def ports_of(host: Host) -> tuple[int, ...]:
     return (NEUTRAL_PORT, *CLIENT_PORTS)
 
 
-def _connect_all(targets: list[tuple[str, str, int, str]], timeout: float) -> dict[tuple[str, str, int], bool]:
+def _connect_all(
+    targets: list[tuple[str, str, int, str]], timeout: float
+) -> dict[tuple[str, str, int], bool]:
     """Non-blocking connects to (src, dst, port, address) all at once, from the calling thread's namespace."""
     pending: dict[socket.socket, tuple[str, str, int]] = {}
     results: dict[tuple[str, str, int], bool] = {}
@@ -160,15 +162,20 @@ class Reachability:
     udp: set[tuple[str, str]]  # (sender, receiver) pairs whose datagram arrived
 
 
-def probe(plan: AddressPlan, namespace_of: dict[str, str], listeners: Listeners,
-          timeout: float = 1.0) -> Reachability:
+def probe(
+    plan: AddressPlan, namespace_of: dict[str, str], listeners: Listeners, timeout: float = 1.0
+) -> Reachability:
     """Every host to every other host on every probe port, plus control plane to and from every host."""
     listeners.received.clear()
     nonce = os.urandom(4).hex()
 
     def from_host(src: Host) -> dict[tuple[str, str, int], bool]:
-        targets = [(src.name, dst.name, port, dst.address)
-                   for dst in plan.hosts if dst != src for port in ports_of(dst)]
+        targets = [
+            (src.name, dst.name, port, dst.address)
+            for dst in plan.hosts
+            if dst != src
+            for port in ports_of(dst)
+        ]
         targets.append((src.name, CONTROL, listeners.control_port, plan.control))
         with in_netns(namespace_of[src.name]):
             udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -191,8 +198,9 @@ def probe(plan: AddressPlan, namespace_of: dict[str, str], listeners: Listeners,
     return Reachability(tcp, set(listeners.received))
 
 
-def expected(plan: AddressPlan, cuts: list[tuple[shapes.Grudge, shapes.Scope]], control_port: int
-             ) -> Reachability:
+def expected(
+    plan: AddressPlan, cuts: list[tuple[shapes.Grudge, shapes.Scope]], control_port: int
+) -> Reachability:
     """What `probe` must find under `cuts`: a TCP probe fails when either direction is cut on its port."""
     tcp: dict[tuple[str, str, int], bool] = {}
     for src in plan.hosts:
@@ -200,21 +208,31 @@ def expected(plan: AddressPlan, cuts: list[tuple[shapes.Grudge, shapes.Scope]], 
             if dst == src:
                 continue
             for port in ports_of(dst):
-                blocked = any((shapes.is_cut(g, src.name, dst.name) or shapes.is_cut(g, dst.name, src.name))
-                              and (scope == "all" or port in shapes.SCOPE_PORTS[scope]) for g, scope in cuts)
+                blocked = any(
+                    (shapes.is_cut(g, src.name, dst.name) or shapes.is_cut(g, dst.name, src.name))
+                    and (scope == "all" or port in shapes.SCOPE_PORTS[scope])
+                    for g, scope in cuts
+                )
                 tcp[(src.name, dst.name, port)] = not blocked
         tcp[(src.name, CONTROL, control_port)] = True
         tcp[(CONTROL, src.name, NEUTRAL_PORT)] = True
-    udp = {(s.name, d.name) for s in plan.hosts for d in plan.hosts if s != d
-           and not any(scope == "all" and shapes.is_cut(g, s.name, d.name) for g, scope in cuts)}
+    udp = {
+        (s.name, d.name)
+        for s in plan.hosts
+        for d in plan.hosts
+        if s != d and not any(scope == "all" and shapes.is_cut(g, s.name, d.name) for g, scope in cuts)
+    }
     return Reachability(tcp, udp)
 
 
 def differences(found: Reachability, want: Reachability) -> list[str]:
     """Human-readable mismatches, empty when the network is exactly as expected."""
-    out = [f"tcp {s}->{d}:{p}: {'open' if found.tcp.get((s, d, p)) else 'cut'}, expected "
-           f"{'open' if ok else 'cut'}" for (s, d, p), ok in sorted(want.tcp.items())
-           if found.tcp.get((s, d, p)) != ok]
+    out = [
+        f"tcp {s}->{d}:{p}: {'open' if found.tcp.get((s, d, p)) else 'cut'}, expected "
+        f"{'open' if ok else 'cut'}"
+        for (s, d, p), ok in sorted(want.tcp.items())
+        if found.tcp.get((s, d, p)) != ok
+    ]
     out += [f"udp {s}->{d}: arrived, expected cut" for s, d in sorted(found.udp - want.udp)]
     out += [f"udp {s}->{d}: cut, expected to arrive" for s, d in sorted(want.udp - found.udp)]
     return out

@@ -37,7 +37,9 @@ SHAPES: list[tuple[str, Shape, shapes.Scope]] = [
 
 
 @pytest.fixture(scope="module")
-def network(live_cluster: tuple[KafkaCluster, NetnsRuntime]) -> Iterator[tuple[NetnsRuntime, probes.Listeners]]:
+def network(
+    live_cluster: tuple[KafkaCluster, NetnsRuntime],
+) -> Iterator[tuple[NetnsRuntime, probes.Listeners]]:
     _, runtime = live_cluster
     listeners = probes.start_listeners(runtime.plan, namespaces(runtime))
     try:
@@ -51,8 +53,9 @@ def namespaces(runtime: NetnsRuntime) -> dict[str, str]:
     return {h.name: runtime.namespace(h) for h in runtime.plan.hosts}
 
 
-def assert_network(runtime: NetnsRuntime, listeners: probes.Listeners,
-                   cuts: list[tuple[shapes.Grudge, shapes.Scope]]) -> None:
+def assert_network(
+    runtime: NetnsRuntime, listeners: probes.Listeners, cuts: list[tuple[shapes.Grudge, shapes.Scope]]
+) -> None:
     found = probes.probe(runtime.plan, namespaces(runtime), listeners)
     want = probes.expected(runtime.plan, cuts, listeners.control_port)
     assert probes.differences(found, want) == []
@@ -64,8 +67,9 @@ def test_open_network_before_any_fault(network: tuple[NetnsRuntime, probes.Liste
 
 
 @pytest.mark.parametrize(("name", "shape", "scope"), SHAPES, ids=[s[0] for s in SHAPES])
-def test_shape_cuts_exactly_its_grudge_and_heals(network: tuple[NetnsRuntime, probes.Listeners],
-                                                 name: str, shape: Shape, scope: shapes.Scope) -> None:
+def test_shape_cuts_exactly_its_grudge_and_heals(
+    network: tuple[NetnsRuntime, probes.Listeners], name: str, shape: Shape, scope: shapes.Scope
+) -> None:
     runtime, listeners = network
     grudge = shape(runtime.plan)
     try:
@@ -81,7 +85,9 @@ def iptables_save(runtime: NetnsRuntime) -> dict[str, str]:
     return {h.name: runtime.execute(h, ["iptables-save"]).stdout for h in runtime.plan.hosts}
 
 
-def test_overlapping_cuts_add_and_remove_independently(network: tuple[NetnsRuntime, probes.Listeners]) -> None:
+def test_overlapping_cuts_add_and_remove_independently(
+    network: tuple[NetnsRuntime, probes.Listeners],
+) -> None:
     runtime, listeners = network
     fw = Firewall(runtime)
     iso = shapes.isolate_az(runtime.plan, "az3")
@@ -98,7 +104,9 @@ def test_overlapping_cuts_add_and_remove_independently(network: tuple[NetnsRunti
     assert_network(runtime, listeners, [])
 
 
-def test_reset_removes_chains_and_hooks_and_is_idempotent(network: tuple[NetnsRuntime, probes.Listeners]) -> None:
+def test_reset_removes_chains_and_hooks_and_is_idempotent(
+    network: tuple[NetnsRuntime, probes.Listeners],
+) -> None:
     runtime, listeners = network
     grudge = shapes.isolate_az(runtime.plan, "az1")
     apply_grudge(runtime, grudge)
@@ -121,7 +129,9 @@ def test_fast_path_notices_changes_behind_its_back(network: tuple[NetnsRuntime, 
         apply_grudge(runtime, iso1)
         for host in runtime.plan.hosts:
             runtime.execute(host, ["iptables", "-F", "FAULTLINE-IN"])
-            runtime.execute(host, ["iptables", "-A", "FAULTLINE-OUT", "-d", runtime.plan.control, "-j", "DROP"])
+            runtime.execute(
+                host, ["iptables", "-A", "FAULTLINE-OUT", "-d", runtime.plan.control, "-j", "DROP"]
+            )
         apply_grudge(runtime, iso1)  # same rules as this channel last installed: must still rewrite
         assert_network(runtime, listeners, [(iso1, "all")])
         for channel in runtime._firewalls.values():

@@ -63,8 +63,13 @@ def test_split_bridge_and_ring_targets() -> None:
 def test_journal_rows_follow_the_contract(tmp_path: Path) -> None:
     journal = NemesisJournal(tmp_path / "j" / "nemesis.jsonl")
     row = journal.write("start", "isolate-az", {"az": "az1"}, {"name": "x"}, time_ns=5)
-    assert row == {"time_ns": 5, "type": "start", "fault": "isolate-az", "targets": '{"az": "az1"}',
-                   "detail": '{"name": "x"}'}
+    assert row == {
+        "time_ns": 5,
+        "type": "start",
+        "fault": "isolate-az",
+        "targets": '{"az": "az1"}',
+        "detail": '{"name": "x"}',
+    }
     journal.write("stop", "isolate-az", {"az": "az1"}, {"name": "x"})
     assert [r["type"] for r in read_journal(journal.path)] == ["start", "stop"]  # flushed, readable at once
     journal.close()
@@ -109,18 +114,34 @@ def run(fake: FakeNemesis, raw: list[Any], stop: threading.Event | None = None) 
 
 def test_schedule_fires_each_event_on_time_in_order() -> None:
     fake = FakeNemesis()
-    r = run(fake, [{"at": 0.1, "fault": "kill", "target": "leader", "name": "k"},
-                   {"at": 0.3, "fault": "pause", "target": "az1", "name": "p"},
-                   {"at": 0.2, "stop": "k"}, {"at": 0.4, "heal": "all"}])
+    r = run(
+        fake,
+        [
+            {"at": 0.1, "fault": "kill", "target": "leader", "name": "k"},
+            {"at": 0.3, "fault": "pause", "target": "az1", "name": "p"},
+            {"at": 0.2, "stop": "k"},
+            {"at": 0.4, "heal": "all"},
+        ],
+    )
     r.join(timeout=5)
-    assert [(c[0], c[1]) for c in fake.calls] == [("start", "k"), ("stop", "k"), ("start", "p"), ("stop", "p")]
+    assert [(c[0], c[1]) for c in fake.calls] == [
+        ("start", "k"),
+        ("stop", "k"),
+        ("start", "p"),
+        ("stop", "p"),
+    ]
     assert [round(c[2], 1) for c in fake.calls] == [0.1, 0.2, 0.3, 0.4]
 
 
 def test_schedule_error_reraises_on_join_and_stops_the_thread() -> None:
     fake = FakeNemesis()
-    r = run(fake, [{"at": 0.05, "fault": "kill", "target": "az9", "name": "bad"},
-                   {"at": 0.1, "fault": "kill", "target": "leader"}])
+    r = run(
+        fake,
+        [
+            {"at": 0.05, "fault": "kill", "target": "az9", "name": "bad"},
+            {"at": 0.1, "fault": "kill", "target": "leader"},
+        ],
+    )
     with pytest.raises(FaultError, match="cannot start bad"):
         r.join(timeout=5)
     assert fake.calls == []
@@ -129,8 +150,16 @@ def test_schedule_error_reraises_on_join_and_stops_the_thread() -> None:
 
 def test_random_chaos_skips_a_fault_that_cannot_start_and_its_stop() -> None:
     fake = FakeNemesis()
-    raw = [{"random-chaos": {"until": 1.0, "duration": [0.05, 0.1], "interval": [0.05, 0.1],
-                             "faults": [{"fault": "kill", "target": "leader"}]}}]
+    raw = [
+        {
+            "random-chaos": {
+                "until": 1.0,
+                "duration": [0.05, 0.1],
+                "interval": [0.05, 0.1],
+                "faults": [{"fault": "kill", "target": "leader"}],
+            }
+        }
+    ]
     names = [e.name for e in parse_schedule("nemesis", raw).timeline(3)][::2]
     fake.failing = {names[0]}
     r = run(fake, raw)
@@ -142,7 +171,9 @@ def test_random_chaos_skips_a_fault_that_cannot_start_and_its_stop() -> None:
 def test_stop_event_ends_the_schedule_between_events() -> None:
     fake = FakeNemesis()
     stop = threading.Event()
-    r = run(fake, [{"at": 0.05, "fault": "kill", "target": "leader", "name": "k"}, {"at": 30, "stop": "k"}], stop)
+    r = run(
+        fake, [{"at": 0.05, "fault": "kill", "target": "leader", "name": "k"}, {"at": 30, "stop": "k"}], stop
+    )
     time.sleep(0.3)
     stop.set()
     r.join(timeout=2)

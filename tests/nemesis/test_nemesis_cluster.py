@@ -130,8 +130,15 @@ def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> 
 
     rows = read_journal(nemesis.journal.path)
     assert [(r["type"], r["fault"]) for r in rows] == [
-        ("start", "kill"), ("stop", "kill"), ("start", "pause"), ("stop", "pause"),
-        ("start", "power-off"), ("stop", "power-off"), ("start", "graceful-stop"), ("stop", "graceful-stop")]
+        ("start", "kill"),
+        ("stop", "kill"),
+        ("start", "pause"),
+        ("stop", "pause"),
+        ("start", "power-off"),
+        ("stop", "power-off"),
+        ("start", "graceful-stop"),
+        ("stop", "graceful-stop"),
+    ]
     with pytest.raises(FaultError, match="not running"):
         cluster.kill(az3, "broker")
         nemesis.start({"fault": "kill", "target": "az3"})
@@ -160,28 +167,45 @@ def test_heal_all_undoes_faults_and_what_happened_behind_its_back(nemesis: Nemes
 
 
 def test_timeline_runs_in_the_background_and_journals_each_event(nemesis: Nemesis) -> None:
-    schedule = parse_schedule("nemesis", [
-        {"at": 0.2, "fault": "isolate-az", "target": "leader", "name": "iso"},
-        {"at": 0.8, "stop": "iso"},
-        {"at": 1.0, "fault": "cut-link", "between": ["follower", "controller"], "ends": "node", "one_way": True,
-         "scope": "zookeeper", "name": "link"},
-        {"at": 1.2, "fault": "pause", "target": "controller", "role": "zookeeper", "name": "freeze"},
-        {"at": 1.6, "heal": "all"},
-    ])
+    schedule = parse_schedule(
+        "nemesis",
+        [
+            {"at": 0.2, "fault": "isolate-az", "target": "leader", "name": "iso"},
+            {"at": 0.8, "stop": "iso"},
+            {
+                "at": 1.0,
+                "fault": "cut-link",
+                "between": ["follower", "controller"],
+                "ends": "node",
+                "one_way": True,
+                "scope": "zookeeper",
+                "name": "link",
+            },
+            {"at": 1.2, "fault": "pause", "target": "controller", "role": "zookeeper", "name": "freeze"},
+            {"at": 1.6, "heal": "all"},
+        ],
+    )
     run = nemesis.run(schedule, time.monotonic(), threading.Event())
     run.join(timeout=60)
     assert run.fired == ["start iso", "stop iso", "start link", "start freeze", "heal all"]
     rows = read_journal(nemesis.journal.path)
     assert [(r["type"], r["detail"]["name"]) for r in rows] == [
-        ("start", "iso"), ("stop", "iso"), ("start", "link"), ("start", "freeze"), ("stop", "freeze"),
-        ("stop", "link")]
+        ("start", "iso"),
+        ("stop", "iso"),
+        ("start", "link"),
+        ("start", "freeze"),
+        ("stop", "freeze"),
+        ("stop", "link"),
+    ]
     assert all(r["detail"].get("late_ms", 0) < 1000 for r in rows)
     assert nemesis.active == []
 
 
 def test_a_timeline_fault_that_cannot_fire_fails_the_run_on_join(nemesis: Nemesis) -> None:
-    schedule = parse_schedule("nemesis", [{"at": 0.1, "fault": "kill", "target": "az9"},
-                                          {"at": 30, "fault": "kill", "target": "leader"}])
+    schedule = parse_schedule(
+        "nemesis",
+        [{"at": 0.1, "fault": "kill", "target": "az9"}, {"at": 30, "fault": "kill", "target": "leader"}],
+    )
     run = nemesis.run(schedule, time.monotonic(), threading.Event())
     with pytest.raises(FaultError, match="az9"):
         run.join(timeout=30)
@@ -190,15 +214,19 @@ def test_a_timeline_fault_that_cannot_fire_fails_the_run_on_join(nemesis: Nemesi
 
 def test_stop_event_and_heal_all_end_a_schedule_early(nemesis: Nemesis) -> None:
     stop = threading.Event()
-    schedule = parse_schedule("nemesis", [{"at": 0.1, "fault": "pause", "target": "az1", "name": "p"},
-                                          {"at": 60, "stop": "p"}])
+    schedule = parse_schedule(
+        "nemesis", [{"at": 0.1, "fault": "pause", "target": "az1", "name": "p"}, {"at": 60, "stop": "p"}]
+    )
     run = nemesis.run(schedule, time.monotonic(), stop)
     time.sleep(0.5)
     stop.set()
     run.join(timeout=5)
     assert nemesis.active_names() == ["p"]
-    run2 = nemesis.run(parse_schedule("nemesis", [{"at": 60, "fault": "kill", "target": "az2"}]),
-                       time.monotonic(), threading.Event())
+    run2 = nemesis.run(
+        parse_schedule("nemesis", [{"at": 60, "fault": "kill", "target": "az2"}]),
+        time.monotonic(),
+        threading.Event(),
+    )
     started = time.monotonic()
     nemesis.heal_all()
     run2.join(timeout=5)
@@ -206,12 +234,25 @@ def test_stop_event_and_heal_all_end_a_schedule_early(nemesis: Nemesis) -> None:
 
 
 def test_random_chaos_starts_and_stops_every_fault_it_draws(nemesis: Nemesis) -> None:
-    schedule = parse_schedule("nemesis", [{"random-chaos": {
-        "until": 5, "duration": [0.3, 0.6], "interval": [0.2, 0.4],
-        "faults": [{"fault": "isolate-az", "target": "random"}, {"fault": "majorities-ring"},
-                   {"fault": "cut-link", "between": ["leader", "follower"]},
-                   {"fault": "bridge", "middle": "controller", "scope": "kafka"},
-                   {"fault": "pause", "target": "random", "role": "zookeeper"}]}}])
+    schedule = parse_schedule(
+        "nemesis",
+        [
+            {
+                "random-chaos": {
+                    "until": 5,
+                    "duration": [0.3, 0.6],
+                    "interval": [0.2, 0.4],
+                    "faults": [
+                        {"fault": "isolate-az", "target": "random"},
+                        {"fault": "majorities-ring"},
+                        {"fault": "cut-link", "between": ["leader", "follower"]},
+                        {"fault": "bridge", "middle": "controller", "scope": "kafka"},
+                        {"fault": "pause", "target": "random", "role": "zookeeper"},
+                    ],
+                }
+            }
+        ],
+    )
     run = nemesis.run(schedule, time.monotonic(), threading.Event())
     run.join(timeout=60)
     rows = read_journal(nemesis.journal.path)

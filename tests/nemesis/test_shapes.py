@@ -86,14 +86,18 @@ def test_bridge_keeps_the_middle_connected_to_both_halves() -> None:
 
 def test_majorities_ring_three_azs_is_a_one_way_ring() -> None:
     g = shapes.majorities_ring(PLAN)
-    expected = (pairs(az_hosts("az2"), az_hosts("az1")) | pairs(az_hosts("az3"), az_hosts("az2"))
-                | pairs(az_hosts("az1"), az_hosts("az3")))
+    expected = (
+        pairs(az_hosts("az2"), az_hosts("az1"))
+        | pairs(az_hosts("az3"), az_hosts("az2"))
+        | pairs(az_hosts("az1"), az_hosts("az3"))
+    )
     assert cut_set(g) == expected
 
 
 @pytest.mark.parametrize("plan", [PLAN, PLAN5, make_plan("198.18.2.0/24", 7)])
 def test_majorities_ring_every_az_hears_a_distinct_majority(plan: object) -> None:
     from harness.addressing import AddressPlan
+
     assert isinstance(plan, AddressPlan)
     g = shapes.majorities_ring(plan)
     names = shapes.azs(plan)
@@ -165,8 +169,13 @@ def test_zookeeper_scope_drops_its_three_ports_only() -> None:
 
 
 def test_control_plane_is_never_named_and_rules_are_single_hosts() -> None:
-    for grudge in (shapes.isolate_az(PLAN, "az1"), shapes.majorities_ring(PLAN), shapes.bridge(PLAN),
-                   shapes.split_minority(PLAN, ["az3"]), shapes.cut_link(PLAN, "az2", "az3", one_way=True)):
+    for grudge in (
+        shapes.isolate_az(PLAN, "az1"),
+        shapes.majorities_ring(PLAN),
+        shapes.bridge(PLAN),
+        shapes.split_minority(PLAN, ["az3"]),
+        shapes.cut_link(PLAN, "az2", "az3", one_way=True),
+    ):
         for scope in shapes.SCOPES:
             rules = shapes.firewall_rules(PLAN, [(grudge, scope)])
             text = "".join(rules.values())
@@ -201,8 +210,13 @@ def test_empty_grudge_means_no_rules() -> None:
 
 
 def test_every_shape_is_symmetric_unless_one_way_or_ring() -> None:
-    for grudge in (shapes.isolate_az(PLAN, "az2"), shapes.bridge(PLAN), shapes.cut_link(PLAN, "az1", "az3"),
-                   shapes.split_minority(PLAN5, ["az2", "az5"]), shapes.majorities_ring(PLAN5)):
+    for grudge in (
+        shapes.isolate_az(PLAN, "az2"),
+        shapes.bridge(PLAN),
+        shapes.cut_link(PLAN, "az1", "az3"),
+        shapes.split_minority(PLAN5, ["az2", "az5"]),
+        shapes.majorities_ring(PLAN5),
+    ):
         cut = cut_set(grudge)
         assert all((b, a) in cut for a, b in cut)
     for a, b in itertools.permutations(shapes.azs(PLAN), 2):

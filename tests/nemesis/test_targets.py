@@ -13,8 +13,9 @@ from nemesis.targets import ClusterFacts, PartitionFacts, Resolver, facts_from_v
 
 PLAN = make_plan("198.18.2.0/24", 3)
 # Partition 0 led by broker 1, controller broker 0; partition 1 led by the controller.
-FACTS = ClusterFacts(0, {0: PartitionFacts(1, (0, 1, 2)), 1: PartitionFacts(0, (0, 1, 2)),
-                         2: PartitionFacts(2, (2,))})
+FACTS = ClusterFacts(
+    0, {0: PartitionFacts(1, (0, 1, 2)), 1: PartitionFacts(0, (0, 1, 2)), 2: PartitionFacts(2, (2,))}
+)
 
 
 def resolver(partition: int = 0, seed: int = 1, facts: ClusterFacts = FACTS) -> Resolver:
@@ -68,8 +69,13 @@ def test_resolver_reads_the_state_once() -> None:
     def observe() -> ClusterFacts:
         calls.append(1)
         return FACTS
+
     r = Resolver(PLAN, random.Random(1), 0, observe)
-    assert [r.node(s).name for s in ("leader", "controller", "follower")] == ["az2-node", "az1-node", "az3-node"]
+    assert [r.node(s).name for s in ("leader", "controller", "follower")] == [
+        "az2-node",
+        "az1-node",
+        "az3-node",
+    ]
     assert len(calls) == 1
     assert r.nodes(("leader", "broker-1", "az1")) == [PLAN.host("az2-node"), PLAN.host("az1-node")]
 
@@ -88,8 +94,11 @@ def test_facts_from_views_need_agreement() -> None:
 
 
 def test_facts_from_zookeeper() -> None:
-    snap = {"brokers": [0, 1, 2], "controller": 2,
-            "partitions": {0: {"leader": 1, "isr": [2, 1], "leader_epoch": 4}, 1: {"leader": -1, "isr": []}}}
+    snap = {
+        "brokers": [0, 1, 2],
+        "controller": 2,
+        "partitions": {0: {"leader": 1, "isr": [2, 1], "leader_epoch": 4}, 1: {"leader": -1, "isr": []}},
+    }
     facts = facts_from_zookeeper(snap)
     assert facts.controller == 2 and facts.source == "zookeeper"
     assert facts.partitions == {0: PartitionFacts(1, (1, 2)), 1: PartitionFacts(None, ())}

@@ -12,7 +12,9 @@ from tests.report.runfolder import build_run
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: opens a page in headless Chromium (Debian's chromium package)")
+    config.addinivalue_line(
+        "markers", "browser: opens a page in headless Chromium (Debian's chromium package)"
+    )
 
 
 @pytest.fixture(scope="session")

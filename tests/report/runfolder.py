@@ -28,13 +28,20 @@ FAULT_START, ELECTION, FAULT_STOP = T0 + 5 * NS, T0 + 6 * NS, T0 + 12 * NS
 KILL_START, KILL_STOP = T0 + 14 * NS, T0 + 16 * NS
 END = T0 + 20 * NS
 DRAIN = T0 + 21 * NS
-ACKS1 = {"acks": "1", "enable.idempotence": False, "max.in.flight.requests.per.connection": 5, "retries": 2147483647}
+ACKS1 = {
+    "acks": "1",
+    "enable.idempotence": False,
+    "max.in.flight.requests.per.connection": 5,
+    "retries": 2147483647,
+}
 
 
 @dataclass
 class Story:
     writes: list[dict[str, Any]] = field(default_factory=list)
-    logs: dict[int, list[tuple[str, int]]] = field(default_factory=lambda: {0: [], 1: []})  # value, append time
+    logs: dict[int, list[tuple[str, int]]] = field(
+        default_factory=lambda: {0: [], 1: []}
+    )  # value, append time
     branch: list[tuple[str, int, int]] = field(default_factory=list)  # value, offset, time
     lost: list[dict[str, Any]] = field(default_factory=list)
     recovered: list[dict[str, Any]] = field(default_factory=list)
@@ -44,9 +51,20 @@ def _write(story: Story, az: str, op_id: int, t: int) -> None:
     process = f"producer-{az}-0"
     partition = op_id % 2
     value = f"p-{az}-0-{op_id}"
-    row: dict[str, Any] = {"process": process, "op_id": op_id, "topic": "t", "key": None, "value": value,
-                           "partition": partition, "offset": None, "status": "ok", "error": None,
-                           "invoke_ns": t, "complete_ns": t + 4 * MS, "az": az}
+    row: dict[str, Any] = {
+        "process": process,
+        "op_id": op_id,
+        "topic": "t",
+        "key": None,
+        "value": value,
+        "partition": partition,
+        "offset": None,
+        "status": "ok",
+        "error": None,
+        "invoke_ns": t,
+        "complete_ns": t + 4 * MS,
+        "az": az,
+    }
     log = story.logs[partition]
     isolated = az == "az1" and FAULT_START <= t < FAULT_STOP
     if partition == 0 and isolated:
@@ -91,9 +109,22 @@ def _reads(story: Story) -> list[dict[str, Any]]:
                 poll = appended + 100 * MS
                 if az == "az1" and FAULT_START <= poll < FAULT_STOP:
                     poll = FAULT_STOP + 200 * MS
-                rows.append({"process": f"consumer-{az}-0", "seq": 0, "phase": "live", "topic": "t",
-                             "partition": partition, "offset": offset, "key": None, "value": value,
-                             "leader_epoch": 0, "poll_ns": poll, "az": az, "group": "g"})
+                rows.append(
+                    {
+                        "process": f"consumer-{az}-0",
+                        "seq": 0,
+                        "phase": "live",
+                        "topic": "t",
+                        "partition": partition,
+                        "offset": offset,
+                        "key": None,
+                        "value": value,
+                        "leader_epoch": 0,
+                        "poll_ns": poll,
+                        "az": az,
+                        "group": "g",
+                    }
+                )
     rows.sort(key=lambda r: (r["process"], r["poll_ns"], r["partition"], r["offset"]))
     for row in rows:
         row["seq"] = seqs[row["az"]]
@@ -101,9 +132,22 @@ def _reads(story: Story) -> list[dict[str, Any]]:
     seq = 0
     for partition, log in story.logs.items():
         for offset, (value, _) in enumerate(log):
-            rows.append({"process": "drain-az2", "seq": seq, "phase": "final", "topic": "t", "partition": partition,
-                         "offset": offset, "key": None, "value": value, "leader_epoch": None,
-                         "poll_ns": DRAIN + seq * MS, "az": "az2", "group": None})
+            rows.append(
+                {
+                    "process": "drain-az2",
+                    "seq": seq,
+                    "phase": "final",
+                    "topic": "t",
+                    "partition": partition,
+                    "offset": offset,
+                    "key": None,
+                    "value": value,
+                    "leader_epoch": None,
+                    "poll_ns": DRAIN + seq * MS,
+                    "az": "az2",
+                    "group": None,
+                }
+            )
             seq += 1
     return rows
 
@@ -137,9 +181,18 @@ def _observations() -> list[dict[str, Any]]:
                 controller = 1
             for partition in (0, 1):
                 leader, epoch, isr = _leader(observer, partition, t)
-                rows.append({"time_ns": t + observer * MS, "observer": f"broker-{observer}", "topic": "t",
-                             "partition": partition, "leader": leader, "isr": json.dumps(isr),
-                             "leader_epoch": epoch, "controller": controller})
+                rows.append(
+                    {
+                        "time_ns": t + observer * MS,
+                        "observer": f"broker-{observer}",
+                        "topic": "t",
+                        "partition": partition,
+                        "leader": leader,
+                        "isr": json.dumps(isr),
+                        "leader_epoch": epoch,
+                        "controller": controller,
+                    }
+                )
     return rows
 
 
@@ -148,11 +201,27 @@ def _nemesis() -> list[dict[str, Any]]:
     return [
         {"time_ns": FAULT_START, "type": "start", "fault": "isolate-az", "targets": isolate, "detail": None},
         {"time_ns": FAULT_STOP, "type": "stop", "fault": "isolate-az", "targets": isolate, "detail": None},
-        {"time_ns": T0 + 13 * NS, "type": "info", "fault": "leader-of", "targets": json.dumps(["t/1"]),
-         "detail": "broker-2"},
-        {"time_ns": KILL_START, "type": "start", "fault": "kill", "targets": json.dumps(["broker-2"]),
-         "detail": "SIGKILL"},
-        {"time_ns": KILL_STOP, "type": "stop", "fault": "kill", "targets": json.dumps(["broker-2"]), "detail": None},
+        {
+            "time_ns": T0 + 13 * NS,
+            "type": "info",
+            "fault": "leader-of",
+            "targets": json.dumps(["t/1"]),
+            "detail": "broker-2",
+        },
+        {
+            "time_ns": KILL_START,
+            "type": "start",
+            "fault": "kill",
+            "targets": json.dumps(["broker-2"]),
+            "detail": "SIGKILL",
+        },
+        {
+            "time_ns": KILL_STOP,
+            "type": "stop",
+            "fault": "kill",
+            "targets": json.dumps(["broker-2"]),
+            "detail": None,
+        },
     ]
 
 
@@ -160,47 +229,126 @@ def _processes() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for az in AZS:
         rows.append({"process": f"producer-{az}-0", "role": "producer", "az": az, "config": ACKS1})
-        rows.append({"process": f"consumer-{az}-0", "role": "consumer", "az": az,
-                     "config": {"group.id": "g", "enable.auto.commit": True, "isolation.level": "read_uncommitted"}})
-    rows.append({"process": "drain-az2", "role": "drain", "az": "az2", "config": {"isolation.level": "read_uncommitted"}})
+        rows.append(
+            {
+                "process": f"consumer-{az}-0",
+                "role": "consumer",
+                "az": az,
+                "config": {
+                    "group.id": "g",
+                    "enable.auto.commit": True,
+                    "isolation.level": "read_uncommitted",
+                },
+            }
+        )
+    rows.append(
+        {
+            "process": "drain-az2",
+            "role": "drain",
+            "az": "az2",
+            "config": {"isolation.level": "read_uncommitted"},
+        }
+    )
     return rows
 
 
 def _verdict(story: Story) -> dict[str, Any]:
-    isolate = {"fault": "isolate-az", "targets": {"az": "az1", "nodes": ["n1", "client-az1"]},
-               "start_ns": FAULT_START, "stop_ns": FAULT_STOP}
-    lost = [dict({k: w[k] for k in ("value", "topic", "partition", "offset", "process", "status", "error", "op_id",
-                                    "invoke_ns", "complete_ns")},
-                 classified="error", faults=[isolate], leaders=[0, 1]) for w in story.lost]
+    isolate = {
+        "fault": "isolate-az",
+        "targets": {"az": "az1", "nodes": ["n1", "client-az1"]},
+        "start_ns": FAULT_START,
+        "stop_ns": FAULT_STOP,
+    }
+    lost = [
+        dict(
+            {
+                k: w[k]
+                for k in (
+                    "value",
+                    "topic",
+                    "partition",
+                    "offset",
+                    "process",
+                    "status",
+                    "error",
+                    "op_id",
+                    "invoke_ns",
+                    "complete_ns",
+                )
+            },
+            classified="error",
+            faults=[isolate],
+            leaders=[0, 1],
+        )
+        for w in story.lost
+    ]
     log0 = story.logs[0]
     divergence = []
     for value, offset, t in story.branch:
         other = log0[offset][0]
-        divergence.append({
-            "value": min(value, other), "topic": "t", "partition": 0, "offset": offset,
-            "process": "producer-az1-0", "values": sorted([value, other]), "classified": "error",
-            "evidence": [{"source": "write", "value": value, "process": "producer-az1-0", "time_ns": t},
-                         {"source": "write", "value": other, "process": other.rsplit("-", 1)[0].replace("p-", "producer-"),
-                          "time_ns": log0[offset][1]}],
-            "faults": [isolate], "leaders": [0, 1],
-        })
+        divergence.append(
+            {
+                "value": min(value, other),
+                "topic": "t",
+                "partition": 0,
+                "offset": offset,
+                "process": "producer-az1-0",
+                "values": sorted([value, other]),
+                "classified": "error",
+                "evidence": [
+                    {"source": "write", "value": value, "process": "producer-az1-0", "time_ns": t},
+                    {
+                        "source": "write",
+                        "value": other,
+                        "process": other.rsplit("-", 1)[0].replace("p-", "producer-"),
+                        "time_ns": log0[offset][1],
+                    },
+                ],
+                "faults": [isolate],
+                "leaders": [0, 1],
+            }
+        )
     # The minimal form: no times, no faults; the report must find them in the history.
-    recovered = [{"value": w["value"], "topic": "t", "partition": 1, "process": w["process"]}
-                 for w in story.recovered]
+    recovered = [
+        {"value": w["value"], "topic": "t", "partition": 1, "process": w["process"]} for w in story.recovered
+    ]
     ok = sum(w["status"] == "ok" for w in story.writes)
     fail = sum(w["status"] == "fail" for w in story.writes)
-    counts = {"lost": 3, "duplicate": 0, "divergence": 3, "phantom": 0, "vanished-read": 0, "failed-present": 0,
-              "recovered": 2, "reordered": 0, "nonmonotonic-poll": 0, "poll-skip": 0}
+    counts = {
+        "lost": 3,
+        "duplicate": 0,
+        "divergence": 3,
+        "phantom": 0,
+        "vanished-read": 0,
+        "failed-present": 0,
+        "recovered": 2,
+        "reordered": 0,
+        "nonmonotonic-poll": 0,
+        "poll-skip": 0,
+    }
     final = sum(len(log) for log in story.logs.values())
-    expectation = {"expected": "lost > 0, divergence > 0, two-leaders",
-                   "observed": "lost = 3, divergence = 3, two-leaders: yes, valid = False",
-                   "passed": True, "mismatches": [], "facts": {"two-leaders": True}}
+    expectation = {
+        "expected": "lost > 0, divergence > 0, two-leaders",
+        "observed": "lost = 3, divergence = 3, two-leaders: yes, valid = False",
+        "passed": True,
+        "mismatches": [],
+        "facts": {"two-leaders": True},
+    }
     return {
-        "valid": False, "engine": "pandas", "counts": counts, "errors": {"lost": 3, "divergence": 3},
+        "valid": False,
+        "engine": "pandas",
+        "counts": counts,
+        "errors": {"lost": 3, "divergence": 3},
         "expectation": expectation,
         "examples": {"lost": lost, "divergence": divergence, "recovered": recovered},
-        "stats": {"writes": len(story.writes), "ok": ok, "fail": fail, "info": len(story.writes) - ok - fail,
-                  "reads": final * 4, "final_reads": final},
+        "stats": {
+            "writes": len(story.writes),
+            "ok": ok,
+            "fail": fail,
+            "info": len(story.writes) - ok - fail,
+            "reads": final * 4,
+            "final_reads": final,
+        },
     }
 
 
@@ -244,11 +392,28 @@ def build_run(root: Path) -> Path:
     story = _story()
     history = root / "history"
     history.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(story.writes, schema=pa.schema([
-        ("process", pa.string()), ("op_id", pa.int64()), ("topic", pa.string()), ("key", pa.string()),
-        ("value", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("status", pa.string()),
-        ("error", pa.string()), ("invoke_ns", pa.int64()), ("complete_ns", pa.int64()), ("az", pa.string()),
-    ])), history / "writes.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            story.writes,
+            schema=pa.schema(
+                [
+                    ("process", pa.string()),
+                    ("op_id", pa.int64()),
+                    ("topic", pa.string()),
+                    ("key", pa.string()),
+                    ("value", pa.string()),
+                    ("partition", pa.int32()),
+                    ("offset", pa.int64()),
+                    ("status", pa.string()),
+                    ("error", pa.string()),
+                    ("invoke_ns", pa.int64()),
+                    ("complete_ns", pa.int64()),
+                    ("az", pa.string()),
+                ]
+            ),
+        ),
+        history / "writes.parquet",
+    )
     _jsonl(history / "reads.jsonl", _reads(story))
     _jsonl(history / "processes.jsonl", _processes())
     pq.write_table(pa.Table.from_pylist(_nemesis()), history / "nemesis.parquet")

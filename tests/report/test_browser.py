@@ -22,7 +22,9 @@ def count_near(pixels: NDArray[np.int16], color: tuple[int, int, int], tolerance
     return int((np.abs(pixels - np.array(color)) <= tolerance).all(axis=-1).sum())
 
 
-def test_report_renders_offline_without_console_errors(built_run: Path, report_html: str, tmp_path: Path) -> None:
+def test_report_renders_offline_without_console_errors(
+    built_run: Path, report_html: str, tmp_path: Path
+) -> None:
     find_chromium()  # fails, naming the package, where Chromium is missing: CI must have it
     shot = tmp_path / "report.png"
     view = view_page(built_run / "report.html", shot, width=1400, height=900)
@@ -35,7 +37,9 @@ def test_report_renders_offline_without_console_errors(built_run: Path, report_h
     screen = np.asarray(image, dtype=np.int16)
     for plot in view.plots:
         assert plot.drawn > 5 and plot.width > 1000 and plot.height > 300, plot
-        area = screen[int(plot.y):int(plot.y + plot.height), int(plot.x):int(plot.x + plot.width)].reshape(-1, 3)
+        area = screen[
+            int(plot.y) : int(plot.y + plot.height), int(plot.x) : int(plot.x + plot.width)
+        ].reshape(-1, 3)
         inked = int((area.min(axis=1) < 235).sum())
         assert inked / len(area) > 0.05, f"{plot.id} looks blank: {inked} of {len(area)} pixels inked"
         assert len(np.unique(area, axis=0)) > 50, f"{plot.id} has too few colours to be a plot"
@@ -46,9 +50,11 @@ def test_report_renders_offline_without_console_errors(built_run: Path, report_h
 
 def test_console_errors_and_requests_are_caught(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
-    page.write_text("<!DOCTYPE html><html><body><p>broken</p>"
-                    "<img src='http://127.0.0.1:9/never.png'>"
-                    "<script>console.error('boom'); undefinedFunction();</script></body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><body><p>broken</p>"
+        "<img src='http://127.0.0.1:9/never.png'>"
+        "<script>console.error('boom'); undefinedFunction();</script></body></html>"
+    )
     view = view_page(page, tmp_path / "broken.png")
     assert "boom" in view.errors
     assert any("undefinedFunction" in e for e in view.errors)

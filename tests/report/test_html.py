@@ -19,7 +19,9 @@ from tests.report.runfolder import AZS, verdict_of
 
 
 def plot_json(html: str, div_id: str) -> dict[str, Any]:
-    match = re.search(rf'<script type="application/json" data-plot="{div_id}"[^>]*>(.*?)</script>', html, re.S)
+    match = re.search(
+        rf'<script type="application/json" data-plot="{div_id}"[^>]*>(.*?)</script>', html, re.S
+    )
     assert match, f"no data for {div_id}"
     loaded: dict[str, Any] = json.loads(match.group(1))
     return loaded
@@ -27,12 +29,12 @@ def plot_json(html: str, div_id: str) -> dict[str, Any]:
 
 def row_html(html: str, anchor: str) -> str:
     start = html.index(f'<tr id="{anchor}"')
-    return unescape(html[start:html.index("</tr>", start)])
+    return unescape(html[start : html.index("</tr>", start)])
 
 
 def section_html(html: str, section: str) -> str:
     start = html.index(f'<section id="{section}"')
-    return unescape(html[start:html.index("</section>", start)])
+    return unescape(html[start : html.index("</section>", start)])
 
 
 def test_verdict_and_configuration_come_first(report_html: str) -> None:
@@ -41,14 +43,26 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
     assert "INVALID" in verdict
     assert re.search(r"<b>3</b> lost", verdict) and re.search(r"<b>3</b> divergence", verdict)
     assert "2 recovered" in verdict and "1,200" in verdict
-    assert report_html.index('id="verdict"') < report_html.index('id="configuration"') < report_html.index(
-        'id="timeline"')
+    assert (
+        report_html.index('id="verdict"')
+        < report_html.index('id="configuration"')
+        < report_html.index('id="timeline"')
+    )
     config = section_html(report_html, "configuration")
-    for text in ("isolate-az-leader", "cluster.zookeeper_session_timeout_ms", "nemesis[2]",
-                 "at: 14 · fault: kill · name: kill-controller", "broker-0 loses ZooKeeper",
-                 "producer-az1-0", "consumer-az3-0", "drain-az2", "2147483647", "read_uncommitted"):
+    for text in (
+        "isolate-az-leader",
+        "cluster.zookeeper_session_timeout_ms",
+        "nemesis[2]",
+        "at: 14 · fault: kill · name: kill-controller",
+        "broker-0 loses ZooKeeper",
+        "producer-az1-0",
+        "consumer-az3-0",
+        "drain-az2",
+        "2147483647",
+        "read_uncommitted",
+    ):
         assert text in config, text
-    header = report_html[report_html.index("<header"):report_html.index("</header>")]
+    header = report_html[report_html.index("<header") : report_html.index("</header>")]
     assert "acks1" in header and "Isolate az1 while broker-0 leads" in header
     assert 'id="expectation-badge">AS EXPECTED<' in header
     assert "lost &gt; 0, divergence &gt; 0, two-leaders" in report_html
@@ -58,7 +72,7 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
 def test_page_is_self_contained(report_html: str) -> None:
     library = re.search(r"<script>\s*/\*\*\s*\* plotly\.js v[0-9.]+.*?</script>", report_html, re.S)
     assert library, "plotly.js is not inline"
-    page = report_html[:library.start()] + report_html[library.end():]
+    page = report_html[: library.start()] + report_html[library.end() :]
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
     assert not re.search(r'(href|src)="(https?:)?//', page)
     assert "@import" not in page and "url(" not in page
@@ -66,7 +80,11 @@ def test_page_is_self_contained(report_html: str) -> None:
 
 def test_timeline_counts_writes_and_errors_per_az(report_html: str) -> None:
     fig = plot_json(report_html, "plot-timeline")
-    lines = {(t["name"], t.get("yaxis", "y")): t for t in fig["data"] if t["type"] == "scatter" and t["mode"] == "lines"}
+    lines = {
+        (t["name"], t.get("yaxis", "y")): t
+        for t in fig["data"]
+        if t["type"] == "scatter" and t["mode"] == "lines"
+    }
     assert {name for name, _ in lines} == set(AZS)
     acked_az2, acked_az1 = lines[("az2", "y")]["y"], lines[("az1", "y")]["y"]
     assert acked_az2[0] == 20 and acked_az2[7] == 20  # az2 is never cut off for long
@@ -101,11 +119,16 @@ def test_leadership_shows_two_leaders_at_once(report_html: str) -> None:
     bars = [t for t in fig["data"] if t["type"] == "bar"]
     assert {t["name"] for t in bars} >= {"broker 0", "broker 1", "broker 2"}
     assert {"t/0<br>leader", "t/1<br>leader", "controller"} <= {
-        fig["layout"][k]["title"]["text"] for k in fig["layout"] if k.startswith("yaxis")}
+        fig["layout"][k]["title"]["text"] for k in fig["layout"] if k.startswith("yaxis")
+    }
     splits = [s for s in fig["layout"]["shapes"] if s.get("yref", "").endswith("domain")]
     assert len(splits) == 1 and splits[0]["x0"] == pytest.approx(6.0, abs=0.01) and splits[0]["x1"] == 12.0
     leadership = section_html(report_html, "leadership")
-    assert "t/0 leader" in leadership and "broker 0: broker-0" in leadership and "broker 1: broker-1" in leadership
+    assert (
+        "t/0 leader" in leadership
+        and "broker 0: broker-0" in leadership
+        and "broker 1: broker-1" in leadership
+    )
 
 
 def test_every_anomaly_example_has_a_row(report_html: str, built_run: Path) -> None:
@@ -141,8 +164,12 @@ def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, ru
     assert render_report(run_copy).read_bytes() == first  # the same run copied elsewhere
     (run_copy / "report.html").unlink()
     # Another process with another hash seed: no set or dict order may leak into the page.
-    subprocess.run([sys.executable, "-c", f"from harness.report import render_report; render_report({str(run_copy)!r})"],
-                   check=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", f"from harness.report import render_report; render_report({str(run_copy)!r})"],
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "4242"},
+        timeout=120,
+    )
     assert (run_copy / "report.html").read_bytes() == first
     assert not re.search(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", report_html)
 
@@ -150,8 +177,17 @@ def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, ru
 def test_run_without_history_reports_the_verdict(tmp_path: Path) -> None:
     run = tmp_path / "s" / "r1"
     run.mkdir(parents=True)
-    (run / "verdict.json").write_text(json.dumps({"valid": "unknown", "reason": "no final reads: the drain never "
-                                                  "completed", "counts": {}, "errors": {}, "examples": {}}))
+    (run / "verdict.json").write_text(
+        json.dumps(
+            {
+                "valid": "unknown",
+                "reason": "no final reads: the drain never completed",
+                "counts": {},
+                "errors": {},
+                "examples": {},
+            }
+        )
+    )
     html = render_report(run).read_text(encoding="utf-8")
     assert 'id="verdict-badge">UNKNOWN<' in html and "the drain never completed" in html
     assert 'class="plot"' not in html and "The history holds no timed events" in html

@@ -26,14 +26,24 @@ def test_a_run_without_expectation_is_one_case_failing_on_its_errors(run_copy: P
     suite = ET.parse(path).getroot().find("testsuite")
     assert suite is not None
     assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("errors")) == (
-        "isolate-az-leader", "1", "1", "0")
+        "isolate-az-leader",
+        "1",
+        "1",
+        "0",
+    )
     assert suite.get("timestamp") == "2026-05-28T20:26:40"
     case = suite.find("testcase")
-    assert case is not None and case.get("name") == "acks1" and case.get("classname") == "faultline.isolate-az-leader"
+    assert (
+        case is not None
+        and case.get("name") == "acks1"
+        and case.get("classname") == "faultline.isolate-az-leader"
+    )
     failure = case.find("failure")
     assert failure is not None
-    assert failure.get("message") == ("expected: a valid verdict: no anomaly that this configuration forbids — "
-                                      "observed: invalid: lost=3, divergence=3")
+    assert failure.get("message") == (
+        "expected: a valid verdict: no anomaly that this configuration forbids — "
+        "observed: invalid: lost=3, divergence=3"
+    )
     assert "allowed by this configuration: recovered=2" in (failure.text or "")
     assert render_junit(run_copy).read_bytes() == path.read_bytes()
 
@@ -48,14 +58,18 @@ def test_a_scenario_run_is_judged_by_its_expectation(run_copy: Path) -> None:
     (run_copy / "verdict.json").write_text(json.dumps(verdict))
     failure = ET.parse(render_junit(run_copy)).getroot().find("testsuite/testcase/failure")
     assert failure is not None
-    assert failure.get("message") == ("expected: lost > 0, divergence > 0, two-leaders — "
-                                      "observed: lost = 3, divergence = 3, two-leaders: yes, valid = False")
+    assert failure.get("message") == (
+        "expected: lost > 0, divergence > 0, two-leaders — "
+        "observed: lost = 3, divergence = 3, two-leaders: yes, valid = False"
+    )
     assert "mismatch: two-leaders not observed" in (failure.text or "")
 
 
 def test_the_runners_results_are_cases(run_copy: Path, tmp_path: Path) -> None:
-    results = [CaseResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy, 1),
-               CaseResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone", 1)]
+    results = [
+        CaseResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy, 1),
+        CaseResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone", 1),
+    ]
     path = render_junit_cases(tmp_path / "junit.xml", results)
     SCHEMA.validate(str(path))
     suite = ET.parse(path).getroot().find("testsuite")
@@ -64,7 +78,9 @@ def test_the_runners_results_are_cases(run_copy: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("valid", "element"), [(True, None), ("unknown", "error")])
-def test_valid_runs_pass_and_unknown_ones_are_errors(run_copy: Path, valid: object, element: str | None) -> None:
+def test_valid_runs_pass_and_unknown_ones_are_errors(
+    run_copy: Path, valid: object, element: str | None
+) -> None:
     verdict = verdict_of(run_copy)
     verdict.update(valid=valid, errors={}, reason="no final reads: the drain never completed")
     (run_copy / "verdict.json").write_text(json.dumps(verdict))
@@ -80,19 +96,43 @@ def test_valid_runs_pass_and_unknown_ones_are_errors(run_copy: Path, valid: obje
 
 def test_scenario_cases_make_one_suite_per_scenario(tmp_path: Path) -> None:
     cases = [
-        JUnitCase("isolate-az-leader", "acks=1", "lost > 0 and divergence > 0", "lost=3, divergence=3", True, 61.5,
-                  started_ns=T0),
-        JUnitCase("isolate-az-leader", "acks=all idempotence=on", "no lost, no divergence", "lost=2", False, 60.25,
-                  details="errors: lost=2\nexamples: p-az1-0-17", started_ns=T0 + 120 * 10**9),
-        JUnitCase("unclean-election", "unclean=true", "c lost", "no verdict: drain timed out\x00\x1b", None, 30.0),
+        JUnitCase(
+            "isolate-az-leader",
+            "acks=1",
+            "lost > 0 and divergence > 0",
+            "lost=3, divergence=3",
+            True,
+            61.5,
+            started_ns=T0,
+        ),
+        JUnitCase(
+            "isolate-az-leader",
+            "acks=all idempotence=on",
+            "no lost, no divergence",
+            "lost=2",
+            False,
+            60.25,
+            details="errors: lost=2\nexamples: p-az1-0-17",
+            started_ns=T0 + 120 * 10**9,
+        ),
+        JUnitCase(
+            "unclean-election", "unclean=true", "c lost", "no verdict: drain timed out\x00\x1b", None, 30.0
+        ),
     ]
     path = render_junit(tmp_path / "nightly.xml", cases, hostname="ci-runner-1")
     SCHEMA.validate(str(path))
     suites = ET.parse(path).getroot().findall("testsuite")
-    assert [(s.get("name"), s.get("id"), s.get("tests"), s.get("failures"), s.get("errors"), s.get("time"))
-            for s in suites] == [("isolate-az-leader", "0", "2", "1", "0", "121.750"),
-                                 ("unclean-election", "1", "1", "0", "1", "30.000")]
-    assert suites[0].get("timestamp") == "2026-05-28T20:26:40" and suites[1].get("timestamp") == "1970-01-01T00:00:00"
+    assert [
+        (s.get("name"), s.get("id"), s.get("tests"), s.get("failures"), s.get("errors"), s.get("time"))
+        for s in suites
+    ] == [
+        ("isolate-az-leader", "0", "2", "1", "0", "121.750"),
+        ("unclean-election", "1", "1", "0", "1", "30.000"),
+    ]
+    assert (
+        suites[0].get("timestamp") == "2026-05-28T20:26:40"
+        and suites[1].get("timestamp") == "1970-01-01T00:00:00"
+    )
     failure = suites[0].find("testcase[@name='acks=all idempotence=on']/failure")
     assert failure is not None
     assert failure.get("message") == "expected: no lost, no divergence — observed: lost=2"
@@ -119,7 +159,9 @@ def test_summary_states_verdict_faults_and_split_brain(built_run: Path) -> None:
     assert "  allowed:    recovered=2" in lines
     assert any(line.startswith("  writes:     1,200 (acked 1,028") for line in lines)
     assert any("kill broker-2 at +14.000 s for 2.0 s" in line for line in lines)
-    assert any(line.startswith("  split:      t/0: 2 leaders at once (0, 1) at +6.001 s for 6.0 s") for line in lines)
+    assert any(
+        line.startswith("  split:      t/0: 2 leaders at once (0, 1) at +6.001 s for 6.0 s") for line in lines
+    )
     assert len(lines) < 15
 
 

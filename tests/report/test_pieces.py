@@ -16,28 +16,35 @@ S = fmt.NS
 
 
 def nemesis(rows: list[tuple[int, str, str, object]]) -> pd.DataFrame:
-    return pd.DataFrame({
-        "time_ns": pd.array([r[0] for r in rows], dtype="Int64"),
-        "type": pd.Series([r[1] for r in rows], dtype=object),
-        "fault": pd.Series([r[2] for r in rows], dtype=object),
-        "targets": pd.Series([r[3] for r in rows], dtype=object),
-        "detail": pd.Series([None] * len(rows), dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "time_ns": pd.array([r[0] for r in rows], dtype="Int64"),
+            "type": pd.Series([r[1] for r in rows], dtype=object),
+            "fault": pd.Series([r[2] for r in rows], dtype=object),
+            "targets": pd.Series([r[3] for r in rows], dtype=object),
+            "detail": pd.Series([None] * len(rows), dtype=object),
+        }
+    )
 
 
 def test_fault_windows_pair_starts_and_stops_by_fault_and_targets() -> None:
-    table = nemesis([
-        (1 * S, "start", "isolate-az", '{"az": "az1", "n": 1}'),
-        (2 * S, "start", "kill", '["broker-2"]'),
-        (3 * S, "stop", "isolate-az", '{"n": 1, "az": "az1"}'),  # the same targets, written otherwise
-        (4 * S, "info", "leader-of", '"t/0"'),
-        (5 * S, "start", "kill", '["broker-1"]'),
-        (6 * S, "stop", "kill", '["broker-1"]'),
-        (7 * S, "stop", "pause", '["broker-0"]'),  # a stop with no start: ignored
-    ])
+    table = nemesis(
+        [
+            (1 * S, "start", "isolate-az", '{"az": "az1", "n": 1}'),
+            (2 * S, "start", "kill", '["broker-2"]'),
+            (3 * S, "stop", "isolate-az", '{"n": 1, "az": "az1"}'),  # the same targets, written otherwise
+            (4 * S, "info", "leader-of", '"t/0"'),
+            (5 * S, "start", "kill", '["broker-1"]'),
+            (6 * S, "stop", "kill", '["broker-1"]'),
+            (7 * S, "stop", "pause", '["broker-0"]'),  # a stop with no start: ignored
+        ]
+    )
     windows = fault_windows(table)
     assert [(w.fault, w.start_ns, w.stop_ns) for w in windows] == [
-        ("isolate-az", 1 * S, 3 * S), ("kill", 2 * S, None), ("kill", 5 * S, 6 * S)]
+        ("isolate-az", 1 * S, 3 * S),
+        ("kill", 2 * S, None),
+        ("kill", 5 * S, 6 * S),
+    ]
     assert windows[0].label == "isolate-az az=az1; n=1"
     assert windows[1].end_ns(9 * S) == 9 * S
     assert [(e.fault, e.targets) for e in fault_events(table)] == [("leader-of", "t/0")]
@@ -55,16 +62,18 @@ Observation = tuple[float, str, int | None, int | None]
 
 def observations(rows: Sequence[Observation]) -> pd.DataFrame:
     """Rows of (seconds, observer, leader of t/0, controller)."""
-    return pd.DataFrame({
-        "time_ns": pd.array([int(r[0] * S) for r in rows], dtype="Int64"),
-        "observer": pd.Series([r[1] for r in rows], dtype=object),
-        "topic": pd.Series(["t"] * len(rows), dtype=object),
-        "partition": pd.array([0] * len(rows), dtype="Int64"),
-        "leader": pd.array([r[2] for r in rows], dtype="Int64"),
-        "isr": pd.Series([json.dumps([0, 1])] * len(rows), dtype=object),
-        "leader_epoch": pd.array([0] * len(rows), dtype="Int64"),
-        "controller": pd.array([r[3] for r in rows], dtype="Int64"),
-    })
+    return pd.DataFrame(
+        {
+            "time_ns": pd.array([int(r[0] * S) for r in rows], dtype="Int64"),
+            "observer": pd.Series([r[1] for r in rows], dtype=object),
+            "topic": pd.Series(["t"] * len(rows), dtype=object),
+            "partition": pd.array([0] * len(rows), dtype="Int64"),
+            "leader": pd.array([r[2] for r in rows], dtype="Int64"),
+            "isr": pd.Series([json.dumps([0, 1])] * len(rows), dtype=object),
+            "leader_epoch": pd.array([0] * len(rows), dtype="Int64"),
+            "controller": pd.array([r[3] for r in rows], dtype="Int64"),
+        }
+    )
 
 
 def test_views_become_segments_with_gaps_where_an_observer_fell_silent() -> None:
@@ -72,7 +81,9 @@ def test_views_become_segments_with_gaps_where_an_observer_fell_silent() -> None
     views = partition_views(table)[("t", 0)]
     b1 = [(s.start_ns, s.end_ns) for s in views if s.observer == "b1"]
     assert b1 == [(0, 2 * S), (7 * S, 9 * S)]  # silent from 1 s to 7 s: more than three periods
-    assert [(s.observer, s.start_ns, s.end_ns, s.isr) for s in views if s.observer == "b0"] == [("b0", 0, 4 * S, "[0, 1]")]
+    assert [(s.observer, s.start_ns, s.end_ns, s.isr) for s in views if s.observer == "b0"] == [
+        ("b0", 0, 4 * S, "[0, 1]")
+    ]
 
 
 def test_two_leaders_at_once_are_found_and_skew_is_not() -> None:
@@ -100,11 +111,26 @@ def test_formats() -> None:
     assert fmt.utc(t0 + 5 * S + 123_456_789) == "2026-05-28 20:26:45.123 UTC"
     assert fmt.duration(7 * S) == "7.0 s" and fmt.duration(245 * S) == "4 min 05 s"
     assert fmt.targets({"az": "az1", "nodes": ["n1", "c1"]}) == "az=az1; nodes=n1, c1"
-    assert sorted(["broker-10", "broker-9", "broker-1"], key=natural_key) == ["broker-1", "broker-9", "broker-10"]
+    assert sorted(["broker-10", "broker-9", "broker-1"], key=natural_key) == [
+        "broker-1",
+        "broker-9",
+        "broker-10",
+    ]
 
 
 def test_spec_is_flattened_in_file_order() -> None:
-    spec = {"scenario": "x", "topic": {"name": "t", "partitions": 2}, "flags": [1, 2], "on": True,
-            "schedule": [{"at_s": 5, "fault": "kill"}]}
-    assert flatten(spec) == [("scenario", "x"), ("topic.name", "t"), ("topic.partitions", "2"), ("flags", "1, 2"),
-                             ("on", "true"), ("schedule[0]", "at_s: 5 · fault: kill")]
+    spec = {
+        "scenario": "x",
+        "topic": {"name": "t", "partitions": 2},
+        "flags": [1, 2],
+        "on": True,
+        "schedule": [{"at_s": 5, "fault": "kill"}],
+    }
+    assert flatten(spec) == [
+        ("scenario", "x"),
+        ("topic.name", "t"),
+        ("topic.partitions", "2"),
+        ("flags", "1, 2"),
+        ("on", "true"),
+        ("schedule[0]", "at_s: 5 · fault: kill"),
+    ]

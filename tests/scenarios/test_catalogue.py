@@ -35,13 +35,17 @@ def test_isolate_az_leader(tmp_path: Path) -> None:
         assert examples, anomaly
         named = 0
         for example in examples:
-            # the isolated broker-0 claimed leadership; the write happened during the isolation, or in
-            # the instant before it (acknowledged by broker-0 alone, never replicated before the cut)
+            # The isolated broker-0 claimed leadership, and the write was sent during the isolation,
+            # or in the instant before the cut (acknowledged by broker-0 alone, not yet replicated),
+            # or in the instant after the heal (broker-0 acknowledges until the controller's
+            # LeaderAndIsr reaches it). The examples spread over all the losses, edges included.
             assert 0 in example["leaders"], example
-            when = example.get("complete_ns") or example.get("invoke_ns") or example["evidence"][0]["time_ns"]
-            assert start - 1_000_000_000 <= when <= stop, example
+            when = example.get("invoke_ns") or example["evidence"][0]["time_ns"]
+            assert start - 1_000_000_000 <= when <= stop + 5_000_000_000, example
             named += any(f["fault"] == "isolate-az" for f in example["faults"])
-        assert named >= len(examples) * 0.8, f"{anomaly}: only {named} of {len(examples)} examples name the isolation"
+        assert named >= len(examples) * 0.8, (
+            f"{anomaly}: only {named} of {len(examples)} examples name the isolation"
+        )
     lost_from_az1 = [e for e in acks1["examples"]["lost"] if e["process"].startswith("producer-az1")]
     assert lost_from_az1, "the writes lost were those the isolated leader acknowledged to az1"
     for conf in ("acksall", "acksall-idempotent"):
@@ -59,4 +63,6 @@ def test_unclean_election(tmp_path: Path) -> None:
     clean = json.loads((top / "clean" / "verdict.json").read_text())
     assert clean["counts"]["lost"] == 0
     refused = json.loads((top / "unclean-min-insync-2" / "verdict.json").read_text())
-    assert refused["counts"]["lost"] == 0 and refused["stats"]["fail"] > 0, "NOT_ENOUGH_REPLICAS is a definite fail"
+    assert refused["counts"]["lost"] == 0 and refused["stats"]["fail"] > 0, (
+        "NOT_ENOUGH_REPLICAS is a definite fail"
+    )

@@ -28,8 +28,17 @@ def test_maybe_written_errors_are_always_info(error: str) -> None:
     assert classify_delivery(error, RETRIES_DEFAULT) == ("info", error)
 
 
-@pytest.mark.parametrize("error", ["_MSG_TIMED_OUT", "NOT_LEADER_FOR_PARTITION", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                                   "REQUEST_TIMED_OUT", "_TRANSPORT", "_PURGE_INFLIGHT"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        "_MSG_TIMED_OUT",
+        "NOT_LEADER_FOR_PARTITION",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "REQUEST_TIMED_OUT",
+        "_TRANSPORT",
+        "_PURGE_INFLIGHT",
+    ],
+)
 def test_the_issues_unknowns_stay_unknown_even_without_retries(error: str) -> None:
     assert classify_delivery(error, 0)[0] == "info"
 
@@ -44,8 +53,11 @@ def test_a_refused_produce_call_never_reached_librdkafka() -> None:
 
 
 def test_the_tables_name_real_librdkafka_errors_and_do_not_overlap() -> None:
-    names = {KafkaError(getattr(KafkaError, attr)).name() for attr in dir(KafkaError)
-             if attr.lstrip("_").isupper() and isinstance(getattr(KafkaError, attr), int)}
+    names = {
+        KafkaError(getattr(KafkaError, attr)).name()
+        for attr in dir(KafkaError)
+        if attr.lstrip("_").isupper() and isinstance(getattr(KafkaError, attr), int)
+    }
     assert set(NOT_WRITTEN_BY_ATTEMPT) <= names
     assert set(MAYBE_WRITTEN) <= names
     assert not set(NOT_WRITTEN_BY_ATTEMPT) & set(MAYBE_WRITTEN)

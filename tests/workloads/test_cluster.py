@@ -38,13 +38,20 @@ class Workloads:
         self.runtime, self.bootstrap, self.work = runtime, bootstrap, work
 
     def start(self, name: str, host: Host, role: str, **extra: Any) -> subprocess.Popen[bytes]:
-        config = {"process": name, "role": role, "az": None if host.role == "node" else host.az,
-                  "journal": str(self.work / "journal" / f"{name}.jsonl"), "bootstrap": self.bootstrap,
-                  "topic": "faultline", **extra}
+        config = {
+            "process": name,
+            "role": role,
+            "az": None if host.role == "node" else host.az,
+            "journal": str(self.work / "journal" / f"{name}.jsonl"),
+            "bootstrap": self.bootstrap,
+            "topic": "faultline",
+            **extra,
+        }
         path = self.work / f"{name}.json"
         path.write_text(json.dumps(config))
-        return self.runtime.spawn(host, name, [sys.executable, "-m", "workloads", str(path)],
-                                  self.work / "logs" / f"{name}.log")
+        return self.runtime.spawn(
+            host, name, [sys.executable, "-m", "workloads", str(path)], self.work / "logs" / f"{name}.log"
+        )
 
     def stop(self, child: subprocess.Popen[bytes], timeout: float = 60) -> int:
         self.runtime.signal(child.pid, signal.SIGTERM)
@@ -60,18 +67,36 @@ def test_a_clean_run_keeps_every_acknowledged_write(tmp_path: Path) -> None:
         plan = runtime.plan
         w = Workloads(runtime, cluster.bootstrap, tmp_path)
         node = plan.node_of_az("az1")
-        observer = w.start("observer-broker-0", node, "observer", broker_id=node.broker_id,
-                           broker_address=f"{node.address}:{BROKER_PORT}", interval_s=0.5)
-        consumer = w.start("consumer-az2-0", plan.client_of_az("az2"), "consumer", mode="assign", partitions=3)
-        group = w.start("consumer-az3-0", plan.client_of_az("az3"), "consumer", mode="group", group="g1",
-                        commit="sync")
-        producer = w.start("producer-az1-0", plan.client_of_az("az1"), "producer", partitions=3, rate=2000,
-                           kafka={"acks": "all", "enable.idempotence": True})
+        observer = w.start(
+            "observer-broker-0",
+            node,
+            "observer",
+            broker_id=node.broker_id,
+            broker_address=f"{node.address}:{BROKER_PORT}",
+            interval_s=0.5,
+        )
+        consumer = w.start(
+            "consumer-az2-0", plan.client_of_az("az2"), "consumer", mode="assign", partitions=3
+        )
+        group = w.start(
+            "consumer-az3-0", plan.client_of_az("az3"), "consumer", mode="group", group="g1", commit="sync"
+        )
+        producer = w.start(
+            "producer-az1-0",
+            plan.client_of_az("az1"),
+            "producer",
+            partitions=3,
+            rate=2000,
+            kafka={"acks": "all", "enable.idempotence": True},
+        )
         time.sleep(6)
         assert w.stop(producer) == 0, w.log("producer-az1-0")
         time.sleep(2)  # let the live consumers catch up
-        for name, child in (("consumer-az2-0", consumer), ("consumer-az3-0", group),
-                            ("observer-broker-0", observer)):
+        for name, child in (
+            ("consumer-az2-0", consumer),
+            ("consumer-az3-0", group),
+            ("observer-broker-0", observer),
+        ):
             assert w.stop(child) == 0, w.log(name)
         drain = w.start("drain-az3", plan.client_of_az("az3"), "drain", timeout_s=30)
         assert drain.wait(timeout=60) == 0, w.log("drain-az3")
@@ -93,15 +118,23 @@ def test_a_clean_run_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     assert all(r["leader_epoch"] is not None for r in reads)
     assert {r["group"] for r in live["consumer-az3-0"]} == {"g1"}
 
-    commits = [rec for _, rec in JournalReader(tmp_path / "journal" / "consumer-az3-0.jsonl")
-               if rec["kind"] == "commit"]
+    commits = [
+        rec
+        for _, rec in JournalReader(tmp_path / "journal" / "consumer-az3-0.jsonl")
+        if rec["kind"] == "commit"
+    ]
     assert commits and all(c["mode"] == "sync" for c in commits)
 
-    processes = {p["process"]: p for p in pq.read_table(tmp_path / "history" / "processes.parquet").to_pylist()}
+    processes = {
+        p["process"]: p for p in pq.read_table(tmp_path / "history" / "processes.parquet").to_pylist()
+    }
     assert sorted(processes) == ["consumer-az2-0", "consumer-az3-0", "drain-az3", "producer-az1-0"]
     producer_config = json.loads(processes["producer-az1-0"]["config"])
-    assert (producer_config["acks"], producer_config["enable.idempotence"],
-            producer_config["max.in.flight.requests.per.connection"]) == ("all", True, 5)
+    assert (
+        producer_config["acks"],
+        producer_config["enable.idempotence"],
+        producer_config["max.in.flight.requests.per.connection"],
+    ) == ("all", True, 5)
 
     observations = pq.read_table(tmp_path / "history" / "observations.parquet").to_pylist()
     by_time: dict[int, dict[int, int | None]] = defaultdict(dict)

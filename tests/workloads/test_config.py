@@ -28,8 +28,14 @@ def config(role: str, **extra: Any) -> dict[str, Any]:
 def test_a_producer_with_defaults() -> None:
     c = parse_config(config("producer", partitions=3))
     assert isinstance(c, ProducerConfig)
-    assert (c.rate, c.value_prefix, c.value_size, c.key, c.batch_size, c.kafka) == (0.0, "p-az1-0-", None, "none",
-                                                                                    500, {})
+    assert (c.rate, c.value_prefix, c.value_size, c.key, c.batch_size, c.kafka) == (
+        0.0,
+        "p-az1-0-",
+        None,
+        "none",
+        500,
+        {},
+    )
     assert c.journal == Path("/tmp/j/p.jsonl") and c.journal_enabled and c.fsync_interval_s == 0.5
 
 
@@ -39,35 +45,56 @@ def test_every_role_parses() -> None:
     assert isinstance(group, ConsumerConfig) and group.commit == "auto"
     drain = parse_config(config("drain", timeout_s=30, partitions=3, az="az3"))
     assert isinstance(drain, DrainConfig) and drain.timeout_s == 30.0
-    observer = parse_config({**config("observer", broker_id=0, broker_address="198.18.0.11:9092"), "az": None})
+    observer = parse_config(
+        {**config("observer", broker_id=0, broker_address="198.18.0.11:9092"), "az": None}
+    )
     assert isinstance(observer, ObserverConfig)
-    assert (observer.broker_host, observer.broker_port, observer.interval_s, observer.az) == \
-        ("198.18.0.11", 9092, 1.0, None)
+    assert (observer.broker_host, observer.broker_port, observer.interval_s, observer.az) == (
+        "198.18.0.11",
+        9092,
+        1.0,
+        None,
+    )
 
 
-@pytest.mark.parametrize("raw, says", [
-    (config("producer"), "partitions: required"),
-    (config("producer", partitions=3, rat=5), "rat: unknown key for role producer"),
-    (config("producer", partitions=0), "partitions: must be an integer >= 1"),
-    (config("producer", partitions=True), "partitions: must be an integer"),
-    (config("producer", partitions=3, rate=-1), "rate: must be a number >= 0"),
-    (config("producer", partitions=3, key="random"), "key: must be none, value or cycle:N"),
-    (config("producer", partitions=3, value_prefix='a"b'), "value_prefix: must be plain printable ASCII"),
-    (config("producer", partitions=3, value_size=12), "value_size: 12 leaves fewer than 9 digits"),
-    (config("producer", partitions=3, kafka={"bootstrap.servers": "x"}), "kafka.bootstrap.servers: set by"),
-    (config("producer", partitions=3, kafka={"acks": None}), "kafka.acks: must be a string, number or boolean"),
-    (config("producer", partitions=3, fsync_interval_s=2), "fsync_interval_s: must be a number >= 0.01 and <= 1.0"),
-    ({**config("producer", partitions=3), "journal": "rel/p.jsonl"}, "journal: must be an absolute path"),
-    ({**config("producer", partitions=3), "role": "spy"}, "role: must be one of"),
-    (config("consumer", mode="group"), "group: required when mode is group"),
-    (config("consumer", mode="assign", commit="sync"), "only for mode group"),
-    (config("consumer", mode="group", group="g", commit="never"), "commit: must be one of auto, sync"),
-    (config("consumer", mode="group", group="g", kafka={"group.id": "x"}), "kafka.group.id: set by"),
-    (config("drain", kafka={"enable.partition.eof": False}), "kafka.enable.partition.eof: set by"),
-    (config("observer", broker_id=0, broker_address="nohost"), "broker_address: must be host:port"),
-    ({k: v for k, v in config("consumer", mode="assign").items() if k != "bootstrap"}, "bootstrap: required"),
-    ([], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        (config("producer"), "partitions: required"),
+        (config("producer", partitions=3, rat=5), "rat: unknown key for role producer"),
+        (config("producer", partitions=0), "partitions: must be an integer >= 1"),
+        (config("producer", partitions=True), "partitions: must be an integer"),
+        (config("producer", partitions=3, rate=-1), "rate: must be a number >= 0"),
+        (config("producer", partitions=3, key="random"), "key: must be none, value or cycle:N"),
+        (config("producer", partitions=3, value_prefix='a"b'), "value_prefix: must be plain printable ASCII"),
+        (config("producer", partitions=3, value_size=12), "value_size: 12 leaves fewer than 9 digits"),
+        (
+            config("producer", partitions=3, kafka={"bootstrap.servers": "x"}),
+            "kafka.bootstrap.servers: set by",
+        ),
+        (
+            config("producer", partitions=3, kafka={"acks": None}),
+            "kafka.acks: must be a string, number or boolean",
+        ),
+        (
+            config("producer", partitions=3, fsync_interval_s=2),
+            "fsync_interval_s: must be a number >= 0.01 and <= 1.0",
+        ),
+        ({**config("producer", partitions=3), "journal": "rel/p.jsonl"}, "journal: must be an absolute path"),
+        ({**config("producer", partitions=3), "role": "spy"}, "role: must be one of"),
+        (config("consumer", mode="group"), "group: required when mode is group"),
+        (config("consumer", mode="assign", commit="sync"), "only for mode group"),
+        (config("consumer", mode="group", group="g", commit="never"), "commit: must be one of auto, sync"),
+        (config("consumer", mode="group", group="g", kafka={"group.id": "x"}), "kafka.group.id: set by"),
+        (config("drain", kafka={"enable.partition.eof": False}), "kafka.enable.partition.eof: set by"),
+        (config("observer", broker_id=0, broker_address="nohost"), "broker_address: must be host:port"),
+        (
+            {k: v for k, v in config("consumer", mode="assign").items() if k != "bootstrap"},
+            "bootstrap: required",
+        ),
+        ([], "must be a JSON object"),
+    ],
+)
 def test_bad_configs_are_refused_naming_the_key(raw: Any, says: str) -> None:
     with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(".", r"\.")):
         parse_config(raw)
@@ -81,27 +108,71 @@ def test_an_unreadable_config_file(tmp_path: Path) -> None:
 
 def test_producer_verdict_settings_are_librdkafkas_effective_values() -> None:
     plain = producer_effective(parse_config(config("producer", partitions=3)))  # type: ignore[arg-type]
-    assert (plain["acks"], plain["enable.idempotence"], plain["max.in.flight.requests.per.connection"],
-            plain["retries"]) == ("all", False, 1000000, 2147483647)
-    idem = producer_effective(parse_config(config(  # type: ignore[arg-type]
-        "producer", partitions=3, kafka={"enable.idempotence": True})))
-    assert (idem["acks"], idem["enable.idempotence"], idem["max.in.flight.requests.per.connection"]) == \
-        ("all", True, 5)
-    aliases = producer_effective(parse_config(config(  # type: ignore[arg-type]
-        "producer", partitions=3, kafka={"request.required.acks": -1, "message.send.max.retries": 0,
-                                         "max.in.flight": 1, "message.timeout.ms": 5000, "linger.ms": 0})))
-    assert (aliases["acks"], aliases["retries"], aliases["max.in.flight.requests.per.connection"],
-            aliases["delivery.timeout.ms"], aliases["linger.ms"]) == ("all", 0, 1, 5000, 0)
+    assert (
+        plain["acks"],
+        plain["enable.idempotence"],
+        plain["max.in.flight.requests.per.connection"],
+        plain["retries"],
+    ) == ("all", False, 1000000, 2147483647)
+    idem = producer_effective(
+        parse_config(
+            config(  # type: ignore[arg-type]
+                "producer", partitions=3, kafka={"enable.idempotence": True}
+            )
+        )
+    )
+    assert (idem["acks"], idem["enable.idempotence"], idem["max.in.flight.requests.per.connection"]) == (
+        "all",
+        True,
+        5,
+    )
+    aliases = producer_effective(
+        parse_config(
+            config(  # type: ignore[arg-type]
+                "producer",
+                partitions=3,
+                kafka={
+                    "request.required.acks": -1,
+                    "message.send.max.retries": 0,
+                    "max.in.flight": 1,
+                    "message.timeout.ms": 5000,
+                    "linger.ms": 0,
+                },
+            )
+        )
+    )
+    assert (
+        aliases["acks"],
+        aliases["retries"],
+        aliases["max.in.flight.requests.per.connection"],
+        aliases["delivery.timeout.ms"],
+        aliases["linger.ms"],
+    ) == ("all", 0, 1, 5000, 0)
     assert "request.required.acks" not in aliases
-    assert producer_effective(parse_config(config(  # type: ignore[arg-type]
-        "producer", partitions=3, kafka={"acks": 0})))["acks"] == "0"
+    assert (
+        producer_effective(
+            parse_config(
+                config(  # type: ignore[arg-type]
+                    "producer", partitions=3, kafka={"acks": 0}
+                )
+            )
+        )["acks"]
+        == "0"
+    )
 
 
 def test_consumer_verdict_settings() -> None:
     c = parse_config(config("consumer", mode="group", group="g", commit="sync"))
     assert isinstance(c, ConsumerConfig)
-    effective = consumer_effective(c, {"bootstrap.servers": "h", "group.id": "g", "enable.auto.commit": False,
-                                       "auto.offset.reset": "earliest"})
+    effective = consumer_effective(
+        c,
+        {
+            "bootstrap.servers": "h",
+            "group.id": "g",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        },
+    )
     assert effective["isolation.level"] == "read_committed" and effective["enable.auto.commit"] is False
     assert (effective["mode"], effective["commit"], effective["group.id"]) == ("group", "sync", "g")
     assert "bootstrap.servers" not in effective

@@ -74,7 +74,9 @@ def test_an_intact_journal_has_no_torn_tail(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("middle", [b"not json\n", b"[1, 2]\n", b"\n"])
-def test_a_bad_line_before_the_last_is_corruption_named_by_file_and_line(tmp_path: Path, middle: bytes) -> None:
+def test_a_bad_line_before_the_last_is_corruption_named_by_file_and_line(
+    tmp_path: Path, middle: bytes
+) -> None:
     path = tmp_path / "p.jsonl"
     path.write_bytes(b'{"kind":"a"}\n' + middle + b'{"kind":"c"}\n')
     with pytest.raises(JournalError, match=rf"{path.name}:2: "):

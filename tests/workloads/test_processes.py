@@ -27,10 +27,16 @@ NOWHERE = "127.0.0.1:1"  # nothing listens on port 1: every connection is refuse
 def start(tmp_path: Path, config: dict[str, Any]) -> tuple[subprocess.Popen[str], Path]:
     journal = tmp_path / "journal" / f"{config['process']}.jsonl"
     path = tmp_path / f"{config['process']}.json"
-    path.write_text(json.dumps({"journal": str(journal), "az": "az1", "topic": "t", "bootstrap": NOWHERE,
-                                **config}))
-    child = subprocess.Popen([sys.executable, "-m", "workloads", str(path)], cwd=REPO, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    path.write_text(
+        json.dumps({"journal": str(journal), "az": "az1", "topic": "t", "bootstrap": NOWHERE, **config})
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "workloads", str(path)],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     return child, journal
 
 
@@ -56,8 +62,16 @@ def test_a_journal_is_never_appended_to_by_a_second_process(tmp_path: Path) -> N
 
 
 def test_sigterm_flushes_until_every_send_has_its_outcome(tmp_path: Path) -> None:
-    child, journal = start(tmp_path, {"process": "p", "role": "producer", "partitions": 2, "rate": 200,
-                                      "kafka": {"delivery.timeout.ms": 1500}})
+    child, journal = start(
+        tmp_path,
+        {
+            "process": "p",
+            "role": "producer",
+            "partitions": 2,
+            "rate": 200,
+            "kafka": {"delivery.timeout.ms": 1500},
+        },
+    )
     time.sleep(1.5)
     child.send_signal(signal.SIGTERM)
     out, err = child.communicate(timeout=30)
@@ -98,10 +112,20 @@ def test_a_drain_that_cannot_finish_says_so_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_a_consumer_and_an_observer_stop_on_sigterm(tmp_path: Path) -> None:
-    consumer, consumer_journal = start(tmp_path, {"process": "c", "role": "consumer", "mode": "assign",
-                                                  "partitions": 2})
-    observer, observer_journal = start(tmp_path, {"process": "o", "role": "observer", "az": None, "broker_id": 0,
-                                                  "broker_address": NOWHERE, "interval_s": 0.1})
+    consumer, consumer_journal = start(
+        tmp_path, {"process": "c", "role": "consumer", "mode": "assign", "partitions": 2}
+    )
+    observer, observer_journal = start(
+        tmp_path,
+        {
+            "process": "o",
+            "role": "observer",
+            "az": None,
+            "broker_id": 0,
+            "broker_address": NOWHERE,
+            "interval_s": 0.1,
+        },
+    )
     time.sleep(1.5)
     for child in (consumer, observer):
         child.send_signal(signal.SIGTERM)
@@ -115,8 +139,15 @@ def test_a_consumer_and_an_observer_stop_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_a_config_librdkafka_refuses_exits_1_and_says_why(tmp_path: Path) -> None:
-    child, journal = start(tmp_path, {"process": "p", "role": "producer", "partitions": 1,
-                                      "kafka": {"acks": 1, "enable.idempotence": True}})
+    child, journal = start(
+        tmp_path,
+        {
+            "process": "p",
+            "role": "producer",
+            "partitions": 1,
+            "kafka": {"acks": 1, "enable.idempotence": True},
+        },
+    )
     _, err = child.communicate(timeout=30)
     assert child.returncode == 1
     assert err.strip().splitlines() == [line for line in err.strip().splitlines() if line.startswith("p: ")]

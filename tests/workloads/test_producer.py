@@ -36,8 +36,9 @@ PURGED = {"_PURGE_QUEUE", "_PURGE_INFLIGHT", "OUT_OF_ORDER_SEQUENCE_NUMBER"}
 
 def librdkafka() -> ctypes.CDLL:
     """The librdkafka the binding loaded (not another copy): found in this process's mappings."""
-    path = next(line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
-                if "/librdkafka" in line)
+    path = next(
+        line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "/librdkafka" in line
+    )
     lib = ctypes.CDLL(path)
     lib.rd_kafka_opaque.argtypes, lib.rd_kafka_opaque.restype = [ctypes.c_void_p], ctypes.c_void_p
     lib.rd_kafka_test_fatal_error.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p]
@@ -83,8 +84,12 @@ class Instances:
             if cue is None or calls["made fatal"]:
                 return False
             kind, n = cue
-            now = kind == method and calls[method] == n or method == "poll" and (
-                kind == "acked" and calls["acked"] >= n or kind == "stopping" and stop.requested)
+            now = (
+                kind == method
+                and calls[method] == n
+                or method == "poll"
+                and (kind == "acked" and calls["acked"] >= n or kind == "stopping" and stop.requested)
+            )
             calls["made fatal"] += now
             return now
 
@@ -103,11 +108,23 @@ class Instances:
         return self.made[-1]
 
 
-def run(tmp_path: Path, instances: Instances, stop: StopFlag, **kafka: Any) -> tuple[int, list[dict[str, Any]]]:
+def run(
+    tmp_path: Path, instances: Instances, stop: StopFlag, **kafka: Any
+) -> tuple[int, list[dict[str, Any]]]:
     path = tmp_path / "journal" / "p.jsonl"
-    config = ProducerConfig(process="p", role="producer", az="az1", journal=path, topic="t",
-                            bootstrap="127.0.0.1:1", partitions=2, value_prefix="p-", rate=2000, batch_size=50,
-                            kafka={**MOCK, **kafka})
+    config = ProducerConfig(
+        process="p",
+        role="producer",
+        az="az1",
+        journal=path,
+        topic="t",
+        bootstrap="127.0.0.1:1",
+        partitions=2,
+        value_prefix="p-",
+        rate=2000,
+        batch_size=50,
+        kafka={**MOCK, **kafka},
+    )
     journal = Journal(path)
     deadline = threading.Timer(60, stop.set)  # a cue never reached fails the test instead of hanging it
     deadline.start()
@@ -125,8 +142,11 @@ def writes(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def test_a_fatal_error_in_poll_replaces_the_instance_and_every_send_keeps_one_outcome(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(producer, "FATAL_GRACE_S", 0.01)  # shorter than the mock's round trip: purge in flight
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        producer, "FATAL_GRACE_S", 0.01
+    )  # shorter than the mock's round trip: purge in flight
     stop = StopFlag()
     instances = Instances(stop, [("acked", 300)])
     status, lines = run(tmp_path, instances, stop, **{"test.mock.broker.rtt": 100})
@@ -139,16 +159,23 @@ def test_a_fatal_error_in_poll_replaces_the_instance_and_every_send_keeps_one_ou
     # Everything the fatal instance still held: info, from librdkafka's purge, journaled before any new invoke.
     abandoned = [line for line in lines if line["kind"] == "outcome"]
     assert abandoned and {line["status"] for line in abandoned} == {"info"}
-    assert {line["error"] for line in abandoned} <= PURGED and "_PURGE_INFLIGHT" in {e["error"] for e in abandoned}
+    assert {line["error"] for line in abandoned} <= PURGED and "_PURGE_INFLIGHT" in {
+        e["error"] for e in abandoned
+    }
     first_invoke_after = next(i for i, line in enumerate(lines) if i > fatal_at and line["kind"] == "invoke")
     assert all(fatal_at < lines.index(line) < first_invoke_after for line in abandoned)
     # The fresh instance carries on with the next op ids, and they are acknowledged.
     rows = writes(tmp_path)
-    assert [r["op_id"] for r in rows] == list(range(end["sent"])) and len({r["value"] for r in rows}) == len(rows)
+    assert [r["op_id"] for r in rows] == list(range(end["sent"])) and len({r["value"] for r in rows}) == len(
+        rows
+    )
     assert all(r["complete_ns"] is not None for r in rows)  # every send got its outcome
     newer = [r for r in rows if r["op_id"] >= lines[first_invoke_after]["op"]]
     assert newer and {r["status"] for r in newer} == {"ok"}
-    assert Counter(r["status"] for r in rows) == {s: end[s] for s in ("ok", "info") if end[s]} and end["fail"] == 0
+    assert (
+        Counter(r["status"] for r in rows) == {s: end[s] for s in ("ok", "info") if end[s]}
+        and end["fail"] == 0
+    )
 
 
 def test_a_send_a_fatal_instance_refuses_goes_to_the_next_instance(tmp_path: Path) -> None:
@@ -158,7 +185,8 @@ def test_a_send_a_fatal_instance_refuses_goes_to_the_next_instance(tmp_path: Pat
     assert status == exits.DONE and len(instances.made) == 2
     # One line for the fatal error: the real one poll() raised, not produce()'s bare _FATAL.
     assert [(line["error"], line["fatal"]) for line in lines if line["kind"] == "client_error"] == [
-        ("OUT_OF_ORDER_SEQUENCE_NUMBER", True)]
+        ("OUT_OF_ORDER_SEQUENCE_NUMBER", True)
+    ]
     rows = {r["op_id"]: r for r in writes(tmp_path)}
     assert len(rows) == lines[-1]["sent"] and lines[-1]["restarts"] == 1
     assert rows[69]["status"] == "ok"  # refused by the fatal instance, then sent (once) by the fresh one
@@ -167,7 +195,8 @@ def test_a_send_a_fatal_instance_refuses_goes_to_the_next_instance(tmp_path: Pat
 
 
 def test_too_many_fatal_errors_give_up_with_every_send_accounted_for(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(producer, "MAX_RESTARTS", 2)
     stop = StopFlag()
     instances = Instances(stop, [("poll", 3), ("produce", 10), ("poll", 3)])
@@ -176,21 +205,25 @@ def test_too_many_fatal_errors_give_up_with_every_send_accounted_for(
     assert sum(line["kind"] == "client_error" and line["fatal"] for line in lines) == 3
     end = lines[-1]
     assert end["kind"] == "end" and end["restarts"] == 2
-    assert end["fatal"].startswith("2 producer restarts, then another fatal error: OUT_OF_ORDER_SEQUENCE_NUMBER")
+    assert end["fatal"].startswith(
+        "2 producer restarts, then another fatal error: OUT_OF_ORDER_SEQUENCE_NUMBER"
+    )
     rows = writes(tmp_path)
     assert len(rows) == end["sent"] and all(r["complete_ns"] is not None for r in rows)
     assert not [r for r in rows if r["status"] == "fail" and r["error"] != "_FATAL"]
 
 
 def test_a_fatal_error_while_stopping_abandons_the_instance_without_a_new_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(producer, "FATAL_GRACE_S", 0.01)
     stop = StopFlag()
     instances = Instances(stop, [("stopping", 1)])
     status, lines = run(tmp_path, instances, stop, **{"test.mock.broker.rtt": 100})  # sends still in flight
     assert status == exits.DONE and len(instances.made) == 1
     assert [(line["error"], line["fatal"]) for line in lines if line["kind"] == "client_error"] == [
-        ("OUT_OF_ORDER_SEQUENCE_NUMBER", True)]
+        ("OUT_OF_ORDER_SEQUENCE_NUMBER", True)
+    ]
     end = lines[-1]
     assert end["kind"] == "end" and end["restarts"] == 0 and end["fatal"] is None and end["info"] > 0
     rows = writes(tmp_path)

@@ -19,7 +19,11 @@ def test_values_keys_and_partitions() -> None:
 
 
 def test_op_ids_are_recovered_from_the_significant_digits_at_every_width() -> None:
-    for plan in (ValuePlan("p-", 0, 3, "none"), ValuePlan("bench-", 94, 3, "none"), ValuePlan("q", 9, 1, "none")):
+    for plan in (
+        ValuePlan("p-", 0, 3, "none"),
+        ValuePlan("bench-", 94, 3, "none"),
+        ValuePlan("q", 9, 1, "none"),
+    ):
         for next_op in (1, 9, 10, 11, 99, 100, 101, 999_999, 1_000_000, 1_000_001):
             start = plan.op_start(next_op)
             for op in {0, next_op // 2, next_op - 1}:
