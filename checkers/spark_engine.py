@@ -1,10 +1,13 @@
 """The Spark engine: every anomaly of spec/history.md as DataFrame operations.
 
 Built to scale: no Python UDFs and no collect() of anything larger than
-the examples (or SMALL_INSTANCES instance rows). Every read and acknowledged
-offset is shuffled once, by value, into the *edges*: distinct
-(value, position) pairs flagged "in F" and "read live". `writes`, shuffled by
-value alike, joins the per-value facts without another shuffle; positions
+the examples (or SMALL_INSTANCES instance rows). Processes, topics and
+statuses travel as small integers (dictionaries taken from the row-check
+pass), so the big aggregations keep fixed-width buffers and stay hash
+aggregations. Every write, read and acknowledged offset is shuffled once,
+by value, and aggregated twice without another shuffle: into the *edges*,
+distinct (value, position) pairs flagged "in F" and "read live", and into
+the per-value facts, which carry the value's write (no join). Positions
 (divergence, poll-skip) are one aggregation of the edges; write order
 (reordered) and poll order (nonmonotonic-poll, poll-skip) are window
 functions. The intermediate tables are cached for the one query that yields
@@ -15,6 +18,7 @@ is the only pass, and counts and examples are taken from its rows.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -71,7 +75,40 @@ def _error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
-def _instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
+@dataclass(frozen=True)
+class Names:
+    """The processes and topics of a history, as integer ids inside the big shuffles."""
+
+    processes: tuple[str, ...]
+    topics: tuple[str, ...]
+
+    @staticmethod
+    def _encode(names: tuple[str, ...], col: str) -> SparkColumn:
+        # array_position is 1-based; every name of the tables is in the dictionary
+        if not names:  # an empty history: no row to encode
+            return F.lit(None).cast("int")
+        return (F.array_position(F.array(*[F.lit(n) for n in names]), F.col(col)) - 1).cast("int")
+
+    @staticmethod
+    def _decode(names: tuple[str, ...], col: str) -> SparkColumn:
+        if not names:
+            return F.lit(None).cast("string")
+        return F.get(F.array(*[F.lit(n) for n in names]), F.col(col))
+
+    def encode(self, frame: DataFrame) -> DataFrame:
+        """``frame`` with process and topic replaced by their ids."""
+        return frame.withColumns(
+            {"process": self._encode(self.processes, "process"), "topic": self._encode(self.topics, "topic")}
+        )
+
+    def decode(self, frame: DataFrame) -> DataFrame:
+        """The names back, for whichever of process and topic ``frame`` has."""
+        named = {"process": self.processes, "topic": self.topics}
+        return frame.withColumns({c: self._decode(n, c) for c, n in named.items() if c in frame.columns})
+
+
+def _instances(frame: DataFrame, name: str, rule: Rule, names: Names) -> DataFrame:
+    frame = names.decode(frame)
     cols = [
         (F.col(c) if c in frame.columns else F.lit(None)).cast(INSTANCE_TYPES[c]).alias(c)
         for c in a.INSTANCE_COLUMNS
@@ -95,8 +132,8 @@ class SparkEngine:
         w = read_table(self.spark, sources["writes"])
         r = read_table(self.spark, sources["reads"])
         self.writes, self.reads = w, r
-        stats, groups = self._check_rows(w, r, sources)
-        flagged, cached = self._flagged(w, r, rules(configs, groups))
+        stats, groups, names = self._check_rows(w, r, sources)
+        flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names)
         try:
             # Usually the instances are few: one job fetches them all and the rest is done here.
             rows = [row.asDict() for row in flagged.limit(SMALL_INSTANCES + 1).collect()]
@@ -141,26 +178,34 @@ class SparkEngine:
 
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
-    ) -> tuple[dict[str, int], list[str]]:
-        ws = writes_summary(w, sources["writes"])
+    ) -> tuple[dict[str, int], list[str], Names]:
+        ws, wrows = writes_summary(w, sources["writes"])
         if ws.pop("bad"):
             raise_bad_row(w, WRITES, sources["writes"])
-        rs, groups = reads_summary(r, sources["reads"])
+        rs, rrows = reads_summary(r, sources["reads"])
         if rs.pop("bad"):
             raise_bad_row(r, READS, sources["reads"])
         stats = {**ws, "reads": rs["reads"], "live_reads": rs["live_reads"], "final_reads": rs["final_reads"]}
-        return stats, groups
+        groups = sorted({row["process"] for row in rrows if row["in_group"]})
+        names = Names(
+            processes=tuple(sorted({row["process"] for row in (*wrows, *rrows)})),
+            topics=tuple(sorted({row["topic"] for row in (*wrows, *rrows)})),
+        )
+        return stats, groups, names
 
     def _flagged(
-        self, w: DataFrame, r: DataFrame, table: dict[str, Rule]
+        self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names
     ) -> tuple[DataFrame, list[DataFrame]]:
-        """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it."""
+        """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it.
+
+        ``w`` and ``r`` carry process and topic ids; instances get the names back.
+        """
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
-        edges, writes = _edges_and_writes(w, r, parts)
-        edges = edges.persist(CACHE_LEVEL)
-        values = _value_facts(edges, writes).persist(CACHE_LEVEL)
+        facts = _facts(w, r, parts).persist(CACHE_LEVEL)
+        values = _value_facts(facts).persist(CACHE_LEVEL)
         positions = (
-            edges.groupBy(*POS)
+            facts.filter(F.col("topic").isNotNull())
+            .groupBy(*POS)
             .agg(F.count(F.lit(1)).alias("n_values"), F.max("f").alias("has_final"))
             .persist(CACHE_LEVEL)
         )
@@ -170,12 +215,11 @@ class SparkEngine:
             a.REORDERED: _reordered(values),
             **_poll_anomalies(odd_polls, positions),
         }
-        frames = [_value_instances(values, table)]
-        frames += [_instances(frame, name, table[name]) for name, frame in found.items()]
-        # Cached values stay partitioned by value: counting writes per value needs no shuffle.
-        dup = values.groupBy("value").agg(F.count("is_w").alias("n")).filter(F.col("n") > 1)
-        frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error")))
-        return reduce(DataFrame.unionByName, frames), [edges, values, positions, odd_polls]
+        frames = [_value_instances(names.decode(values), table)]
+        frames += [_instances(frame, name, table[name], names) for name, frame in found.items()]
+        dup = values.filter(F.col("n_writes") > 1)
+        frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
+        return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         assert self.writes is not None and self.reads is not None, "evidence() before analyse()"
@@ -189,34 +233,89 @@ class SparkEngine:
         return Evidence(writes=pick(self.writes), reads=pick(self.reads))
 
 
-def _edges_and_writes(w: DataFrame, r: DataFrame, parts: int) -> tuple[DataFrame, DataFrame]:
-    """Edges: distinct (value, position) pairs with flags f (in F) and l (read live), from every
-    read and acknowledged offset; and the writes. Both are hash-partitioned by value alike,
-    so the join of the two needs no further shuffle."""
-    acked = w.filter((F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull())
-    evidence = acked.select("value", *POS, F.lit(0).alias("kind")).unionByName(
-        r.select("value", *POS, F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"))
+STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}
+WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
+
+
+def _facts(w: DataFrame, r: DataFrame, parts: int) -> DataFrame:
+    """One row per (value, position): flags f (in F) and l (read live), and the value's write.
+
+    Writes and reads are shuffled together, once, by value. A write's row sits at its
+    acknowledged position (the edge its offset proves), or at a null position when it has
+    none; its columns are carried as integers so the aggregation stays a hash aggregation.
+    """
+    acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
+    status = reduce(
+        lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]),
+        list(STATUS_IDS.items())[1:],
+        F.when(F.col("status") == "ok", 0),
     )
-    edges = (
-        evidence.repartition(parts, "value")
+    writes = w.select(
+        "value",
+        *[F.when(acked, F.col(c)).alias(c) for c in POS],
+        F.lit(0).alias("kind"),
+        F.col("process").alias("w_process"),
+        F.col("op_id").alias("w_op_id"),
+        status.alias("w_status"),
+        F.col("invoke_ns").alias("w_invoke_ns"),
+        F.col("topic").alias("w_topic"),
+        F.col("partition").cast("int").alias("w_partition"),
+    )
+    reads = r.select(
+        "value",
+        *POS,
+        F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"),
+        *[
+            F.lit(None).cast("long" if c in ("w_op_id", "w_invoke_ns") else "int").alias(c)
+            for c in WRITE_FACTS
+        ],
+    )
+    kind = F.col("kind")
+    return (
+        writes.unionByName(reads)
+        .repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
-            F.max((F.col("kind") == 2).cast("int")).alias("f"),
-            F.max((F.col("kind") == 1).cast("int")).alias("l"),
+            F.max((kind == 2).cast("int")).alias("f"),
+            F.max((kind == 1).cast("int")).alias("l"),
+            F.sum((kind == 0).cast("int")).alias("n_writes"),
+            *[F.max(c).alias(c) for c in WRITE_FACTS],
         )
     )
-    writes = w.select("value", "process", "op_id", "topic", "partition", "offset", "status", "invoke_ns")
-    return edges, writes.repartition(parts, "value")
 
 
-def _value_facts(edges: DataFrame, writes: DataFrame) -> DataFrame:
-    by_value = edges.groupBy("value").agg(
-        F.sum("f").alias("n_fpos"),
-        F.max("l").alias("in_live"),
-        F.max(F.col("f") + F.col("l")).alias("n_read_kinds"),
-        F.min(F.when(F.col("f") == 1, F.col("offset"))).alias("placed"),
+def _value_facts(facts: DataFrame) -> DataFrame:
+    """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
+
+    ``facts`` is partitioned by value already, so this needs no shuffle.
+    """
+    status = F.col("w_status")
+    return (
+        facts.groupBy("value")
+        .agg(
+            F.sum("f").alias("n_fpos"),
+            F.max("l").alias("in_live"),
+            F.max(F.col("f") + F.col("l")).alias("n_read_kinds"),
+            F.min(F.when(F.col("f") == 1, F.col("offset"))).alias("placed"),
+            F.sum("n_writes").alias("n_writes"),
+            *[F.max(c).alias(c) for c in WRITE_FACTS],
+        )
+        .select(
+            "value",
+            "n_fpos",
+            "in_live",
+            "n_read_kinds",
+            "placed",
+            "n_writes",
+            F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
+            F.col("w_process").alias("process"),
+            F.col("w_op_id").alias("op_id"),
+            F.when(status == 0, "ok").when(status == 1, "fail").when(status == 2, "info").alias("status"),
+            F.col("w_invoke_ns").alias("invoke_ns"),
+            F.col("w_topic").alias("topic"),
+            F.col("w_partition").alias("partition"),
+        )
     )
-    return writes.withColumn("is_w", F.lit(True)).join(by_value, "value", "full_outer")
 
 
 def _value_instances(v: DataFrame, table: dict[str, Rule]) -> DataFrame:

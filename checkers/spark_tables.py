@@ -94,20 +94,25 @@ def _identify(row: Any) -> str:
     return "the row with " + ", ".join(f"{k}={fields[k]!r}" for k in keys) if keys else "a row"
 
 
-def writes_summary(writes: DataFrame, source: TableSource | None = None) -> dict[str, int]:
-    """Counts by status and of bad rows, in one pass."""
-    row = writes.agg(
-        F.count(F.lit(1)).alias("writes"),
-        *[F.sum((F.col("status") == s).cast("long")).alias(s) for s in ("ok", "fail", "info")],
-        F.sum(bad_row(WRITES, source).cast("long")).alias("bad"),
-    ).collect()[0]
-    return {k: int(row[k] or 0) for k in ("writes", "ok", "fail", "info", "bad")}
-
-
-def reads_summary(reads: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[str]]:
-    """Counts by phase and of bad rows, and the group consumers, in one pass."""
+def writes_summary(writes: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[Any]]:
+    """Counts by status and of bad rows, and the (process, topic) pairs, in one pass."""
     rows = (
-        reads.groupBy("process")
+        writes.groupBy("process", "topic")
+        .agg(
+            F.count(F.lit(1)).alias("writes"),
+            *[F.sum((F.col("status") == s).cast("long")).alias(s) for s in ("ok", "fail", "info")],
+            F.sum(bad_row(WRITES, source).cast("long")).alias("bad"),
+        )
+        .collect()
+    )
+    totals = {k: sum(int(r[k] or 0) for r in rows) for k in ("writes", "ok", "fail", "info", "bad")}
+    return totals, rows
+
+
+def reads_summary(reads: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[Any]]:
+    """Counts by phase and of bad rows, and per (process, topic) whether it read in a group, in one pass."""
+    rows = (
+        reads.groupBy("process", "topic")
         .agg(
             F.count(F.lit(1)).alias("reads"),
             F.sum((F.col("phase") == "live").cast("long")).alias("live_reads"),
@@ -118,5 +123,4 @@ def reads_summary(reads: DataFrame, source: TableSource | None = None) -> tuple[
         .collect()
     )
     totals = {k: sum(int(r[k] or 0) for r in rows) for k in ("reads", "live_reads", "final_reads", "bad")}
-    groups = sorted(r["process"] for r in rows if r["in_group"] and r["process"] is not None)
-    return totals, groups
+    return totals, rows
