@@ -10,9 +10,10 @@ distinct (value, position) pairs flagged "in F" and "read live", and into
 the per-value facts, which carry the value's write (no join). Positions
 (divergence, poll-skip) are one aggregation of the edges; write order
 (reordered) and poll order (nonmonotonic-poll, poll-skip) are window
-functions. The intermediate tables are cached for the one query that yields
-every anomaly instance; when instances are few (the usual case) that query
-is the only pass, and counts and examples are taken from its rows.
+functions. The intermediate tables are cached for the one job that computes
+(and caches) every anomaly instance and returns their counts; when instances
+are few (the usual case) they are fetched whole and examples picked here,
+otherwise one more job ranks each anomaly and fetches only its examples.
 """
 
 from __future__ import annotations
@@ -65,6 +66,41 @@ def _from_rows(rows: list[dict[str, Any]]) -> tuple[Totals, dict[str, list[dict[
         by_name.setdefault(row["anomaly"], []).append(row)
     totals = {name: (len(found), sum(1 for r in found if r["is_error"])) for name, found in by_name.items()}
     return totals, {name: top_instances(found, name) for name, found in by_name.items()}
+
+
+def _totals(flagged: DataFrame) -> Totals:
+    """Per anomaly: how many instances, and how many of them are errors."""
+    return {
+        row["anomaly"]: (int(row["n"]), int(row["errors"]))
+        for row in flagged.groupBy("anomaly")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("is_error").cast("long")).alias("errors"))
+        .collect()
+    }
+
+
+def _top_in_spark(flagged: DataFrame, totals: Totals) -> dict[str, list[dict[str, Any]]]:
+    """The example instances of a large instance set, picked in Spark (as top_instances does).
+
+    Each anomaly has its own order, so each is ranked on its own; one job fetches them all.
+    """
+    picked = []
+    for name in (*a.ANOMALIES, DUPLICATE_WRITE):
+        n, n_errors = totals.get(name, (0, 0))
+        if n:
+            keys = a.SORT_KEYS.get(name, ("value",))
+            order = Window.orderBy(F.col("is_error").desc(), *[F.col(k).asc() for k in keys])
+            picked.append(
+                flagged.filter(F.col("anomaly") == name)
+                .withColumn("_rank", F.row_number().over(order) - 1)
+                .filter(F.col("_rank").isin(*a.example_positions(n_errors, n)))
+            )
+    instances: dict[str, list[dict[str, Any]]] = {}
+    rows = sorted(
+        (row.asDict() for row in reduce(DataFrame.unionByName, picked).collect()), key=lambda r: r["_rank"]
+    )
+    for row in rows:
+        instances.setdefault(row["anomaly"], []).append(_instance(row))
+    return instances
 
 
 def _error_expr(rule: Rule, process: str = "process") -> SparkColumn:
@@ -134,14 +170,17 @@ class SparkEngine:
         self.writes, self.reads = w, r
         stats, groups, names = self._check_rows(w, r, sources)
         flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names)
+        # Few partitions: the union has one set per branch, and each later look-up scans them all.
+        flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
+        cached.append(flagged)
         try:
-            # Usually the instances are few: one job fetches them all and the rest is done here.
-            rows = [row.asDict() for row in flagged.limit(SMALL_INSTANCES + 1).collect()]
-            if len(rows) <= SMALL_INSTANCES:
-                totals, instances = _from_rows(rows)
+            # One job computes every instance (and caches them) and returns only the counts.
+            totals = _totals(flagged)
+            if sum(n for n, _ in totals.values()) <= SMALL_INSTANCES:
+                # Usually the instances are few: fetch them all and pick the examples here.
+                totals, instances = _from_rows([row.asDict() for row in flagged.collect()])
             else:
-                totals, instances = self._from_spark(flagged.persist(StorageLevel.MEMORY_AND_DISK))
-                cached.append(flagged)
+                instances = _top_in_spark(flagged, totals)
         finally:
             for frame in cached:
                 frame.unpersist()
@@ -151,30 +190,6 @@ class SparkEngine:
         counts = {name: totals.get(name, (0, 0))[0] for name in a.ANOMALIES}
         errors = {name: totals.get(name, (0, 0))[1] for name in a.ANOMALIES}
         return Analysis(stats=stats, counts=counts, errors=errors, instances=instances)
-
-    def _from_spark(self, flagged: DataFrame) -> tuple[Totals, dict[str, list[dict[str, Any]]]]:
-        """Counts and first instances of a large instance set, computed in Spark."""
-        totals = {
-            row["anomaly"]: (int(row["n"]), int(row["errors"]))
-            for row in flagged.groupBy("anomaly")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("is_error").cast("long")).alias("errors"))
-            .collect()
-        }
-        instances = {}
-        for name in (*a.ANOMALIES, DUPLICATE_WRITE):
-            n, n_errors = totals.get(name, (0, 0))
-            if n:
-                keys = a.SORT_KEYS.get(name, ("value",))
-                order = Window.orderBy(F.col("is_error").desc(), *[F.col(k).asc() for k in keys])
-                wanted = a.example_positions(n_errors, n)
-                top = (
-                    flagged.filter(F.col("anomaly") == name)
-                    .withColumn("_rank", F.row_number().over(order) - 1)
-                    .filter(F.col("_rank").isin(*wanted))
-                    .orderBy("_rank")
-                )
-                instances[name] = [_instance(row.asDict()) for row in top.collect()]
-        return totals, instances
 
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
