@@ -59,13 +59,12 @@ def top_instances(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]
     return [_instance(rows[i]) for i in a.example_positions(n_errors, len(rows))]
 
 
-def _from_rows(rows: list[dict[str, Any]]) -> tuple[Totals, dict[str, list[dict[str, Any]]]]:
-    """Counts and first instances of a small instance set, fetched whole."""
+def _top_from_rows(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The example instances of a small instance set, fetched whole."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_name.setdefault(row["anomaly"], []).append(row)
-    totals = {name: (len(found), sum(1 for r in found if r["is_error"])) for name, found in by_name.items()}
-    return totals, {name: top_instances(found, name) for name, found in by_name.items()}
+    return {name: top_instances(found, name) for name, found in by_name.items()}
 
 
 def _totals(flagged: DataFrame) -> Totals:
@@ -178,7 +177,7 @@ class SparkEngine:
             totals = _totals(flagged)
             if sum(n for n, _ in totals.values()) <= SMALL_INSTANCES:
                 # Usually the instances are few: fetch them all and pick the examples here.
-                totals, instances = _from_rows([row.asDict() for row in flagged.collect()])
+                instances = _top_from_rows([row.asDict() for row in flagged.collect()])
             else:
                 instances = _top_in_spark(flagged, totals)
         finally:
@@ -248,7 +247,7 @@ class SparkEngine:
         return Evidence(writes=pick(self.writes), reads=pick(self.reads))
 
 
-STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}
+STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
 WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
 
 
@@ -260,11 +259,7 @@ def _facts(w: DataFrame, r: DataFrame, parts: int) -> DataFrame:
     none; its columns are carried as integers so the aggregation stays a hash aggregation.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
-    status = reduce(
-        lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]),
-        list(STATUS_IDS.items())[1:],
-        F.when(F.col("status") == "ok", 0),
-    )
+    status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), STATUS_IDS.items(), F)
     writes = w.select(
         "value",
         *[F.when(acked, F.col(c)).alias(c) for c in POS],
@@ -325,7 +320,7 @@ def _value_facts(facts: DataFrame) -> DataFrame:
             F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
             F.col("w_process").alias("process"),
             F.col("w_op_id").alias("op_id"),
-            F.when(status == 0, "ok").when(status == 1, "fail").when(status == 2, "info").alias("status"),
+            F.get(F.array(*[F.lit(name) for name in STATUS_IDS]), status).alias("status"),
             F.col("w_invoke_ns").alias("invoke_ns"),
             F.col("w_topic").alias("topic"),
             F.col("w_partition").alias("partition"),

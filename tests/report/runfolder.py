@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.examples import WRITE_FIELDS
+
 NS = 1_000_000_000
 MS = 1_000_000
 T0 = 1_780_000_000 * NS  # 2026-05-28 20:26:40 UTC
@@ -261,21 +263,7 @@ def _verdict(story: Story) -> dict[str, Any]:
     }
     lost = [
         dict(
-            {
-                k: w[k]
-                for k in (
-                    "value",
-                    "topic",
-                    "partition",
-                    "offset",
-                    "process",
-                    "status",
-                    "error",
-                    "op_id",
-                    "invoke_ns",
-                    "complete_ns",
-                )
-            },
+            {k: w[k] for k in WRITE_FIELDS},
             classified="error",
             faults=[isolate],
             leaders=[0, 1],
