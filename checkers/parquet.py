@@ -4,12 +4,16 @@
 columns and wrong column types, naming the file and column. `read_table`
 also reads the rows into one canonical Arrow table (strings as ``string``,
 integers as ``int64``) and checks nulls, domains and uniqueness, naming the
-file, the row (1-based within that file) and the column.
+file, the row (1-based within that file) and the column. `summarize` checks
+the same row rules and counts in one streaming pass over a few columns,
+never holding the table.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -216,3 +220,73 @@ def read_table(source: TableSource, spec: TableSpec) -> pa.Table:
     for column in spec.unique:
         check_unique(table, column, describe)
     return table
+
+
+@dataclass
+class RowSummary:
+    """One pass over a table's rows: counts, names, and whether some row breaks a rule."""
+
+    rows: int = 0
+    counts: Counter[str] = field(default_factory=Counter)  # rows per value of the domain column
+    processes: set[str] = field(default_factory=set)
+    topics: set[str] = field(default_factory=set)
+    grouped: set[str] = field(default_factory=set)  # processes with a row whose `group` is set
+    bad: bool = False
+
+
+SUMMARY_BATCH = 1 << 20
+
+
+def _distinct(array: pa.Array) -> set[str]:
+    if pa.types.is_dictionary(array.type):
+        used = pc.unique(array.indices).drop_null()
+        return set(pc.take(array.dictionary, used).to_pylist())
+    return set(pc.unique(array).drop_null().to_pylist())
+
+
+def _value_counts(array: pa.Array) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    if pa.types.is_dictionary(array.type):
+        names = array.dictionary.to_pylist()
+        for entry in pc.value_counts(array.indices.drop_null()).to_pylist():
+            counts[names[entry["values"]]] += entry["counts"]
+    else:
+        for entry in pc.value_counts(array.drop_null()).to_pylist():
+            counts[entry["values"]] += entry["counts"]
+    return counts
+
+
+def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
+    """Counts by the domain column, process and topic names, and the row rules, streaming.
+
+    Reads only process, topic, the domain column, `group` (where the table has one) and
+    the non-nullable columns whose footers do not already prove them null-free, a batch
+    at a time. ``bad`` says a row breaks a rule; finding and naming it is the caller's.
+    """
+    (domain,) = spec.domains
+    allowed = set(spec.domains[domain])
+    has_group = any(c.name == "group" for c in spec.columns)
+    proven = null_free_columns(source, spec)
+    unproven = [c.name for c in spec.columns if not c.nullable and c.name not in proven]
+    wanted = list(dict.fromkeys(["process", "topic", domain, *(["group"] if has_group else []), *unproven]))
+    out = RowSummary()
+    for path, schema in check_schema(source, spec).items():
+        present = [name for name in wanted if schema.get_field_index(name) >= 0]
+        strings = [n for n in present if _is_stringish(_value_type(schema.field(n).type))]
+        try:
+            batches = pq.ParquetFile(path, read_dictionary=strings).iter_batches(
+                batch_size=SUMMARY_BATCH, columns=present
+            )
+            for batch in batches:
+                out.rows += batch.num_rows
+                out.bad = out.bad or any(batch.column(n).null_count for n in unproven)
+                out.processes |= _distinct(batch.column("process"))
+                out.topics |= _distinct(batch.column("topic"))
+                out.counts.update(_value_counts(batch.column(domain)))
+                if "group" in present:
+                    process = batch.column("process")
+                    out.grouped |= _distinct(process.filter(pc.is_valid(batch.column("group"))))
+        except (OSError, pa.ArrowException) as exc:
+            raise HistoryError(str(path), f"cannot read rows ({str(exc).splitlines()[0]})") from exc
+    out.bad = out.bad or not set(out.counts) <= allowed
+    return out

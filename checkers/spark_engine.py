@@ -35,14 +35,14 @@ from checkers.errors import HistoryError
 from checkers.schema import READS, WRITES
 from checkers.sources import TableSource
 from checkers.spark_session import spark_session
-from checkers.spark_tables import raise_bad_row, read_table, reads_summary, writes_summary
+from checkers.spark_tables import raise_bad_row, read_table, summarize
 
 DUPLICATE_WRITE = "_duplicate-write"
 INSTANCE_TYPES = {
     c: ("string" if c in ("value", "topic", "process", "prev_value") else "long") for c in a.INSTANCE_COLUMNS
 }
 POS = ["topic", "partition", "offset"]
-SMALL_INSTANCES = 5000
+SMALL_INSTANCES = 50_000  # instance rows fetched whole (a few MB); past it Spark picks the examples
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 Totals = dict[str, tuple[int, int]]
 
@@ -193,17 +193,22 @@ class SparkEngine:
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
     ) -> tuple[dict[str, int], list[str], Names]:
-        ws, wrows = writes_summary(w, sources["writes"])
-        if ws.pop("bad"):
+        ws = summarize(w, WRITES, sources["writes"])
+        if ws.bad:
             raise_bad_row(w, WRITES, sources["writes"])
-        rs, rrows = reads_summary(r, sources["reads"])
-        if rs.pop("bad"):
+        rs = summarize(r, READS, sources["reads"])
+        if rs.bad:
             raise_bad_row(r, READS, sources["reads"])
-        stats = {**ws, "reads": rs["reads"], "live_reads": rs["live_reads"], "final_reads": rs["final_reads"]}
-        groups = sorted({row["process"] for row in rrows if row["in_group"]})
+        stats = {
+            "writes": ws.rows,
+            **{s: ws.counts[s] for s in ("ok", "fail", "info")},
+            "reads": rs.rows,
+            "live_reads": rs.counts["live"],
+            "final_reads": rs.counts["final"],
+        }
+        groups = sorted(rs.grouped)
         names = Names(
-            processes=tuple(sorted({row["process"] for row in (*wrows, *rrows)})),
-            topics=tuple(sorted({row["topic"] for row in (*wrows, *rrows)})),
+            processes=tuple(sorted(ws.processes | rs.processes)), topics=tuple(sorted(ws.topics | rs.topics))
         )
         return stats, groups, names
 
@@ -238,10 +243,19 @@ class SparkEngine:
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         assert self.writes is not None and self.reads is not None, "evidence() before analyse()"
 
+        at = reduce(
+            lambda acc, pos: (
+                acc
+                | ((F.col("topic") == pos[0]) & (F.col("partition") == pos[1]) & (F.col("offset") == pos[2]))
+            ),
+            positions,
+            F.lit(False),
+        )
+        # An offset look-up (a hash set) sieves rows before the per-position comparisons.
+        at_position = F.col("offset").isin(*sorted({o for _, _, o in positions})) & at
+        cond = (F.col("value").isin(*values) if values else F.lit(False)) | at_position
+
         def pick(frame: DataFrame) -> list[dict[str, Any]]:
-            cond = F.col("value").isin(*values) if values else F.lit(False)
-            for t, p, o in positions:
-                cond = cond | ((F.col("topic") == t) & (F.col("partition") == p) & (F.col("offset") == o))
             return [row.asDict() for row in frame.filter(cond).collect()]
 
         return Evidence(writes=pick(self.writes), reads=pick(self.reads))

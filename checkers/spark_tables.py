@@ -4,7 +4,8 @@ Parquet is read directly (every column cast to the contract's type: long or
 string; absent optional columns as null); JSONL with an explicit schema,
 after checkers.tables has validated it line by line. Row checks (nulls in
 non-nullable columns, values outside a domain) run as Spark aggregations so
-no single process has to hold a table; the same pass yields the stats.
+no single process has to hold a table; the same pass yields the stats. Parquet
+tables are summarized by a streaming pyarrow pass instead (checkers.parquet).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers.errors import HistoryError
-from checkers.parquet import null_free_columns
+from checkers.parquet import RowSummary, null_free_columns
+from checkers.parquet import summarize as summarize_parquet
 from checkers.schema import READS, WRITES, TableSpec
 from checkers.sources import TableSource
 
@@ -94,33 +96,30 @@ def _identify(row: Any) -> str:
     return "the row with " + ", ".join(f"{k}={fields[k]!r}" for k in keys) if keys else "a row"
 
 
-def writes_summary(writes: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[Any]]:
-    """Counts by status and of bad rows, and the (process, topic) pairs, in one pass."""
+def summarize(frame: DataFrame, spec: TableSpec, source: TableSource) -> RowSummary:
+    """Counts, names and the row rules of a table (see checkers.parquet.summarize).
+
+    Parquet is summarized by pyarrow, streaming a few columns: a fraction of what a Spark
+    job costs. JSONL (validated line by line already) by one Spark aggregation.
+    """
+    if source.format == "parquet":
+        return summarize_parquet(source, spec)
+    (domain,) = spec.domains
+    allowed = spec.domains[domain]
+    has_group = any(c.name == "group" for c in spec.columns)
     rows = (
-        writes.groupBy("process", "topic")
+        frame.groupBy("process", "topic")
         .agg(
-            F.count(F.lit(1)).alias("writes"),
-            *[F.sum((F.col("status") == s).cast("long")).alias(s) for s in ("ok", "fail", "info")],
-            F.sum(bad_row(WRITES, source).cast("long")).alias("bad"),
+            F.count(F.lit(1)).alias("rows"),
+            *[F.sum((F.col(domain) == v).cast("long")).alias(v) for v in allowed],
+            (F.max(F.col("group").isNotNull()) if has_group else F.lit(False)).alias("in_group"),
+            F.sum(bad_row(spec, source).cast("long")).alias("bad"),
         )
         .collect()
     )
-    totals = {k: sum(int(r[k] or 0) for r in rows) for k in ("writes", "ok", "fail", "info", "bad")}
-    return totals, rows
-
-
-def reads_summary(reads: DataFrame, source: TableSource | None = None) -> tuple[dict[str, int], list[Any]]:
-    """Counts by phase and of bad rows, and per (process, topic) whether it read in a group, in one pass."""
-    rows = (
-        reads.groupBy("process", "topic")
-        .agg(
-            F.count(F.lit(1)).alias("reads"),
-            F.sum((F.col("phase") == "live").cast("long")).alias("live_reads"),
-            F.sum((F.col("phase") == "final").cast("long")).alias("final_reads"),
-            F.max(F.col("group").isNotNull()).alias("in_group"),
-            F.sum(bad_row(READS, source).cast("long")).alias("bad"),
-        )
-        .collect()
-    )
-    totals = {k: sum(int(r[k] or 0) for r in rows) for k in ("reads", "live_reads", "final_reads", "bad")}
-    return totals, rows
+    out = RowSummary(rows=sum(int(r["rows"]) for r in rows), bad=any(r["bad"] for r in rows))
+    out.counts.update({v: sum(int(r[v] or 0) for r in rows) for v in allowed})
+    out.processes = {r["process"] for r in rows}
+    out.topics = {r["topic"] for r in rows}
+    out.grouped = {r["process"] for r in rows if r["in_group"]}
+    return out

@@ -151,6 +151,34 @@ POLL_SKIP = Case(
     errors={"poll-skip": 1},
 )
 
+# Values at several positions, each pair differing in one column only. a is in F at partitions
+# 0 and 1 (offset 0): a duplicate, and (t,1,0) also holds b: a divergence. c was read live in
+# topic u at offset 1, where d was acknowledged and is in F: a divergence, not a duplicate (F
+# holds c once). e is in F at offsets 2 and 3: a duplicate. p is not idempotent: duplicates
+# are information, divergences errors.
+SCATTERED = Case(
+    writes=[
+        w("a", 1, offset=0),
+        w("b", 2, offset=0, partition=1),
+        w("c", 3, offset=1),
+        w("d", 4, offset=1, topic="u"),
+        w("e", 5, offset=2),
+    ],
+    reads=reads(
+        r("c", 1, "live", topic="u"),
+        r("a", 0),
+        r("a", 0, partition=1),
+        r("b", 0, partition=1),
+        r("c", 1),
+        r("d", 1, topic="u"),
+        r("e", 2),
+        r("e", 3),
+    ),
+    processes=[ALL_ACKS],
+    counts={"duplicate": 2, "divergence": 2},
+    errors={"divergence": 2},
+)
+
 # A clean history: everything acknowledged is in F once, read live in order.
 CLEAN = Case(
     writes=[w(f"v{i}", i + 1, offset=i) for i in range(3)],
@@ -172,5 +200,6 @@ CASES: dict[str, Case] = {
     "reordered": REORDERED,
     "nonmonotonic-poll": NONMONOTONIC,
     "poll-skip": POLL_SKIP,
+    "scattered": SCATTERED,
     "clean": CLEAN,
 }

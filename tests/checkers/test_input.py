@@ -172,3 +172,55 @@ def test_spark_names_a_duplicate_value_in_parquet_writes(tmp_path: Path, spark: 
     history = _parquet_with_duplicate(tmp_path)
     with pytest.raises(HistoryError, match=r"writes\.parquet: column 'value': duplicate value 'v0'"):
         check(history, engine="spark")
+
+
+@pytest.mark.spark
+def test_spark_names_a_status_outside_its_domain_in_parquet(tmp_path: Path, spark: object) -> None:
+    history = clean(tmp_path, "parquet")
+    table = pq.read_table(history / "writes.parquet")
+    status = table.column("status").to_pylist()
+    status[1] = "maybe"
+    table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status))
+    pq.write_table(table, history / "writes.parquet")
+    with pytest.raises(
+        HistoryError, match=r"writes\.parquet: column 'status': 'maybe' is not one of ok, fail"
+    ):
+        check(history, engine="spark")
+
+
+@pytest.mark.spark
+def test_spark_finds_a_null_no_footer_rules_out(tmp_path: Path, spark: object) -> None:
+    """Without statistics in the footers, the null check has to read the column itself."""
+    history = clean(tmp_path, "parquet")
+    table = pq.read_table(history / "reads.parquet")
+    values = table.column("value").to_pylist()
+    values[2] = None
+    table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(values, pa.string()))
+    pq.write_table(table, history / "reads.parquet", write_statistics=False)
+    with pytest.raises(HistoryError, match=r"reads\.parquet: column 'value': is null"):
+        check(history, engine="spark")
+
+
+def test_parquet_summary_streams_a_dataset_of_files(tmp_path: Path) -> None:
+    """Counts, names and group readers over two files, one without the optional `group` column."""
+    from checkers.parquet import summarize
+    from checkers.schema import READS
+    from checkers.sources import locate_history
+
+    history = clean(tmp_path, "parquet")
+    table = pq.read_table(history / "reads.parquet")
+    (history / "reads.parquet").unlink()
+    dataset = history / "reads.parquet"
+    dataset.mkdir()
+    grouped = table.slice(0, 2).set_column(
+        table.schema.get_field_index("group"), "group", pa.array(["g", None], pa.string())
+    )
+    pq.write_table(grouped, dataset / "part-0.parquet")
+    pq.write_table(table.slice(2).drop_columns(["group"]), dataset / "part-1.parquet")
+    summary = summarize(locate_history(history)["reads"], READS)
+    phases = table.column("phase").to_pylist()
+    assert summary.rows == table.num_rows and not summary.bad
+    assert dict(summary.counts) == {p: phases.count(p) for p in set(phases)}
+    assert summary.processes == set(table.column("process").to_pylist())
+    assert summary.topics == {"t"}
+    assert summary.grouped == {table.column("process")[0].as_py()}
