@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -101,6 +102,15 @@ def test_bad_jsonl_is_rejected_before_spark_starts(tmp_path: Path) -> None:
     assert_rejected(history, tmp_path, "reads.jsonl: line 2", engine="spark")
 
 
+def set_cell(path: Path, column: str, row: int, value: Any, **write: Any) -> None:
+    """Rewrite one cell of a Parquet table (``write``: options for pq.write_table)."""
+    table = pq.read_table(path)
+    cells = table.column(column).to_pylist()
+    cells[row] = value
+    array = pa.array(cells, table.schema.field(column).type)
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column, array), path, **write)
+
+
 def test_missing_required_parquet_column(tmp_path: Path) -> None:
     history = clean(tmp_path, "parquet")
     table = pq.read_table(history / "writes.parquet").drop_columns(["status"])
@@ -120,11 +130,8 @@ def test_wrong_parquet_column_type(tmp_path: Path) -> None:
 
 def _parquet_with_duplicate(tmp_path: Path) -> Path:
     history = clean(tmp_path, "parquet")
-    table = pq.read_table(history / "writes.parquet")
-    values = table.column("value").to_pylist()
-    values[2] = values[0]
-    table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(values))
-    pq.write_table(table, history / "writes.parquet")
+    first = pq.read_table(history / "writes.parquet").column("value")[0].as_py()
+    set_cell(history / "writes.parquet", "value", 2, first)
     return history
 
 
@@ -156,11 +163,7 @@ def test_parquet_wins_over_jsonl_and_extra_columns_are_ignored(tmp_path: Path) -
 @pytest.mark.spark
 def test_spark_names_a_null_in_a_parquet_column(tmp_path: Path, spark: object) -> None:
     history = clean(tmp_path, "parquet")
-    table = pq.read_table(history / "reads.parquet")
-    poll = table.column("poll_ns").to_pylist()
-    poll[4] = None
-    table = table.set_column(table.schema.get_field_index("poll_ns"), "poll_ns", pa.array(poll, pa.int64()))
-    pq.write_table(table, history / "reads.parquet")
+    set_cell(history / "reads.parquet", "poll_ns", 4, None)
     with pytest.raises(HistoryError, match=r"reads\.parquet: column 'poll_ns': is null"):
         check(history, engine="spark")
     with pytest.raises(HistoryError, match=r"reads\.parquet: row 5: column 'poll_ns': is null"):
@@ -177,11 +180,7 @@ def test_spark_names_a_duplicate_value_in_parquet_writes(tmp_path: Path, spark: 
 @pytest.mark.spark
 def test_spark_names_a_status_outside_its_domain_in_parquet(tmp_path: Path, spark: object) -> None:
     history = clean(tmp_path, "parquet")
-    table = pq.read_table(history / "writes.parquet")
-    status = table.column("status").to_pylist()
-    status[1] = "maybe"
-    table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(status))
-    pq.write_table(table, history / "writes.parquet")
+    set_cell(history / "writes.parquet", "status", 1, "maybe")
     with pytest.raises(
         HistoryError, match=r"writes\.parquet: column 'status': 'maybe' is not one of ok, fail"
     ):
@@ -192,11 +191,7 @@ def test_spark_names_a_status_outside_its_domain_in_parquet(tmp_path: Path, spar
 def test_spark_finds_a_null_no_footer_rules_out(tmp_path: Path, spark: object) -> None:
     """Without statistics in the footers, the null check has to read the column itself."""
     history = clean(tmp_path, "parquet")
-    table = pq.read_table(history / "reads.parquet")
-    values = table.column("value").to_pylist()
-    values[2] = None
-    table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(values, pa.string()))
-    pq.write_table(table, history / "reads.parquet", write_statistics=False)
+    set_cell(history / "reads.parquet", "value", 2, None, write_statistics=False)
     with pytest.raises(HistoryError, match=r"reads\.parquet: column 'value': is null"):
         check(history, engine="spark")
 
