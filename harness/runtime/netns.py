@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.addressing import AddressPlan, Host
 from harness.errors import RuntimeFailure
-from harness.runtime.procs import PREFIX_RE, RUN_ENV, is_alive, pids_of_runs, run_of, wait_dead
+from harness.runtime.procs import PREFIX_RE, RUN_ENV, command_of, is_alive, pids_of_runs, run_of, wait_dead
 from harness.state import RunState
 
 FAULT_CHAIN = "FAULTLINE"
@@ -36,6 +36,7 @@ NFT_MSG_NEWGEN = (10 << 8) | 15  # NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWGEN
 NFTA_GEN_PROC_PID = 2
 CLONE_NEWNET = 0x40000000
 FIREWALL_ACK_S = 5.0
+EXEC_WAIT_S = 5.0  # from Popen until `ip netns exec` has become the command
 _libc = ctypes.CDLL(None, use_errno=True)
 log = logging.getLogger("faultline.runtime")
 
@@ -157,7 +158,24 @@ class NetnsRuntime:
                                      env=self._env(env), start_new_session=True)
         self._children.append(child)
         self.state.set_process(name, {"pid": child.pid, "host": host.name, "argv0": argv[0]})
+        self._await_exec(child, argv[0])
         return child
+
+    def _await_exec(self, child: subprocess.Popen[bytes], argv0: str) -> None:
+        """Return once `ip` has exec'd the command (or it ended, or EXEC_WAIT_S passed).
+
+        Until then the pid is `ip`'s, and while the kernel loads the new image
+        /proc/PID/environ reads empty, so the process does not yet show as this
+        run's: `pids` would call a process just started not running, and
+        `signal` would refuse it. The command name changes first, the
+        environment is readable again last.
+        """
+        want = os.path.basename(argv0)[:15]
+        deadline = time.monotonic() + EXEC_WAIT_S
+        while child.poll() is None and time.monotonic() < deadline:
+            if command_of(child.pid) == want and run_of(child.pid) == self.prefix:
+                return
+            time.sleep(0.001)
 
     def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
                 input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

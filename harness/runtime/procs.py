@@ -45,6 +45,14 @@ def run_of(pid: int) -> str | None:
     return None
 
 
+def command_of(pid: int) -> str | None:
+    """The process's command name (/proc/PID/comm: the executable's base name, at most 15 characters)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().rstrip("\n")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
 def pids_of_runs(prefix: str | None = None) -> list[int]:
     """Every live pid carrying a run prefix (a given one, or any of the project's)."""
     found = []
