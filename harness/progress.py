@@ -7,10 +7,13 @@ workloads.lines), so the status line costs the workloads nothing.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
+
+from harness.runlog import progress_record
 
 ACK_MARK = b'{"kind":"ack"'
 OUTCOME_MARK = b'{"kind":"outcome"'
@@ -46,9 +49,13 @@ class JournalTail:
 
 
 class Progress:
-    def __init__(self, name: str, journal_dir: Path, stream: TextIO | None = None) -> None:
+    """`log`, when given, also gets every phase line and a status line every 5 s (the run's harness.log)."""
+
+    def __init__(self, name: str, journal_dir: Path, stream: TextIO | None = None,
+                 log: logging.Handler | None = None) -> None:
         self.name = name
         self.stream = stream or sys.stderr
+        self.log = log
         self.live = self.stream.isatty()
         self.tail = JournalTail(journal_dir)
         self.phase_name = "provisioning"
@@ -62,7 +69,9 @@ class Progress:
         self._end_live_line()
         self.phase_name, self.duration_s = name, duration_s
         self.phase_started = time.monotonic()
-        self._write(f"[{self.name}] {name} (t+{self.phase_started - self.started:.1f} s)\n")
+        line = f"[{self.name}] {name} (t+{self.phase_started - self.started:.1f} s)"
+        self._write(line + "\n")
+        self._record(line)
 
     def tick(self, faults: list[str]) -> None:
         now = time.monotonic()
@@ -73,11 +82,18 @@ class Progress:
         remaining = f" remaining {max(self.duration_s - elapsed, 0):5.1f} s" if self.duration_s else ""
         line = (f"[{self.name}] {self.phase_name} {elapsed:5.1f} s{remaining} | writes {ok / span:7.0f}/s "
                 f"errors {errors / span:5.0f}/s | faults: {', '.join(faults) or 'none'}")
+        every_5s = now - self.last_plain >= 5.0
+        if every_5s:
+            self.last_plain = now
+            self._record(line)
         if self.live:
             self._write("\r\x1b[2K" + line)
-        elif now - self.last_plain >= 5.0:
-            self.last_plain = now
+        elif every_5s:
             self._write(line + "\n")
+
+    def _record(self, line: str) -> None:
+        if self.log is not None:
+            self.log.handle(progress_record(line))
 
     def _end_live_line(self) -> None:
         if self.live:

@@ -24,6 +24,7 @@ from harness.errors import HarnessError, SpecError
 from harness.lifecycle import cluster_from_state, hosts_exist, tear_down
 from harness.progress import Progress
 from harness.run import finish
+from harness.runlog import run_log
 from harness.spec import parse_spec
 from harness.state import RunState, claim_active, read_active
 from harness.verdicts import RunOutcome, judge
@@ -57,9 +58,15 @@ def recover(run_dir: Path, engine: str | None = None) -> RunOutcome:
     if not (run_dir / "state.json").exists():
         raise HarnessError(f"{run_dir}: not a run folder (no state.json)")
     spec = load_run_spec(run_dir)
+    with run_log(run_dir) as log_handler:
+        log.info("recover %s in %s", spec.run_name, run_dir)
+        return _recover(spec, run_dir, engine, log_handler)
+
+
+def _recover(spec: Any, run_dir: Path, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
     state = RunState.load(run_dir)
     journal_dir = run_dir / "journal"
-    progress = Progress(f"recover {spec.run_name}", journal_dir)
+    progress = Progress(f"recover {spec.run_name}", journal_dir, log=log_handler)
     notes: list[str] = []
     if hosts_exist(state.prefix):
         cluster, runtime = cluster_from_state(run_dir)

@@ -21,6 +21,7 @@ from harness.errors import ClusterError, HarnessError
 from harness.kafka.cluster import KafkaCluster, wait_for
 from harness.lifecycle import provision
 from harness.progress import Progress
+from harness.runlog import run_log
 from harness.runtime.netns import NetnsRuntime
 from harness.spec import Spec
 from harness.verdicts import RunOutcome, judge
@@ -48,9 +49,15 @@ def producer_stop_timeout(spec: Spec) -> float:
 def execute_run(spec: Spec, run_dir: Path, engine: str | None = None) -> RunOutcome:
     """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown)."""
     write_spec(spec, run_dir)
+    with run_log(run_dir) as log_handler:
+        log.info("run %s into %s", spec.run_name, run_dir)
+        return _execute(spec, run_dir, engine, log_handler)
+
+
+def _execute(spec: Spec, run_dir: Path, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
     journal_dir = run_dir / "journal"
     journal_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(spec.run_name, journal_dir)
+    progress = Progress(spec.run_name, journal_dir, log=log_handler)
     notes: list[str] = []
     with provision(spec.cluster, run_dir) as (cluster, runtime):
         workloads = WorkloadSet(runtime, run_dir)

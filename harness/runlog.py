@@ -1,0 +1,43 @@
+"""`RUN_DIR/harness.log`: what the harness itself said during one run, kept with the run.
+
+Every `faultline.*` logger (cluster, runtime, nemesis, run, verdicts) and the
+progress lines (phases, and a throughput line every few seconds) go to the
+file while the run lasts, so a run folder copied off the machine still says
+what the harness did and when. Must never: stay attached after the run (the
+next run in the same process would write into this one's file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+@contextlib.contextmanager
+def run_log(run_dir: Path) -> Iterator[logging.Handler]:
+    """Append every faultline log record of INFO and above to `run_dir/harness.log` until the block ends."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(run_dir / "harness.log", encoding="utf-8")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    logger = logging.getLogger("faultline")
+    previous = logger.level
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        handler.close()
+
+
+def progress_record(text: str) -> logging.LogRecord:
+    """A progress line as a log record, for the run's file only (the terminal already shows it)."""
+    return logging.makeLogRecord({"name": "faultline.progress", "levelno": logging.INFO,
+                                  "levelname": "INFO", "msg": text})
