@@ -9,6 +9,7 @@ reasons, whatever the checker found.
 from __future__ import annotations
 
 import logging
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,27 @@ def build_tables(journal_dir: Path, history_dir: Path) -> dict[str, Any]:
     return build_history(journal_dir, history_dir)
 
 
+def check_replicas(run_dir: Path, history_dir: Path, topic: str, kafka_version: str) -> None:
+    """`replicas.json`: every replica on disk, compared with the others and with the final log.
+
+    Forensics beside the verdict, not part of it: a dump that fails is said in the
+    file and the log, and the run's verdict stands on the history alone.
+    """
+    from harness.kafka.replicas import dump_replicas, final_log
+
+    try:
+        report = dump_replicas(run_dir, topic, kafka_version, final_log(history_dir, topic))
+    except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+        log.error("could not dump the replicas of %s: %s", run_dir, exc)
+        write_json_atomic(run_dir / "replicas.json", {"topic": topic, "error": str(exc)})
+        return
+    if not report["agree"]:
+        log.warning("replicas of %s differ on disk: see %s", topic, run_dir / "replicas.json")
+    if report.get("final_matches") is False:
+        log.warning("the final log of %s differs from what the replicas hold: see %s", topic,
+                    run_dir / "replicas.json")
+
+
 def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
     import checkers
 
@@ -51,6 +73,7 @@ def verdict_status(verdict: dict[str, Any]) -> int:
 def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine: str | None) -> RunOutcome:
     history_dir = run_dir / "history"
     build_tables(journal_dir, history_dir)
+    check_replicas(run_dir, history_dir, spec.cluster.topic, spec.cluster.kafka_version)
     verdict = run_checker(history_dir, engine or spec.checker)
     if notes:
         verdict["valid"] = "unknown"

@@ -28,6 +28,7 @@ from harness.report.leadership import (
     observation_period,
     partition_views,
 )
+from harness.report.replicas import read_replicas
 from harness.report.run import Run, parse_json
 from harness.report.verdict import Outcome, read_expectation, read_outcome
 
@@ -41,7 +42,7 @@ KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.conn
 ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
 # Spec keys shown in their own places (the header, the notes), not in the key/value grid.
 SHOWN_APART = {"description", "notes"}
-RUN_INPUTS = ("spec.yaml", "verdict.json", "harness.log", "history", "nodes")
+RUN_INPUTS = ("spec.yaml", "verdict.json", "replicas.json", "harness.log", "history", "nodes")
 # Written beside the report, perhaps after it: always linked, so regenerating gives the same page.
 RUN_OUTPUTS = ("junit.xml",)
 
@@ -123,6 +124,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "clients": _clients(run),
         "faults": _fault_rows(windows, events, t0, frame),
         "anomalies": _anomaly_sections(outcome, examples, t0),
+        "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),
         "files": [name for name in RUN_INPUTS if (run.run_dir / name).exists()] + list(RUN_OUTPUTS),
         "plots": {},

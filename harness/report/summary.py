@@ -7,6 +7,7 @@ from pathlib import Path
 from harness.report import fmt
 from harness.report.faults import fault_windows
 from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
+from harness.report.replicas import read_replicas
 from harness.report.run import Run, load_run
 from harness.report.verdict import read_expectation, read_outcome
 
@@ -36,11 +37,26 @@ def summary(run_dir: str | Path) -> str:
     lines += _volume(outcome.stats)
     lines += _faults(run)
     lines += _splits(run)
+    lines += _replicas(run)
     lines += [f"  problem:    {p}" for p in run.problems]
     report = run.run_dir / "report.html"
     lines.append(f"  report:     {report}" if report.is_file() else
                  f"  report:     not written yet (python -m harness report {run.run_dir})")
     return "\n".join(lines)
+
+
+def _replicas(run: Run) -> list[str]:
+    view = read_replicas(run.run_dir, run.problems)
+    if view is None:
+        return []
+    if view.state == "error":
+        return [f"  replicas:   not dumped ({view.error})"]
+    if view.state == "agree":
+        final = ", and the final log read exactly them" if view.final_checked else ""
+        return [f"  replicas:   every replica on disk holds the same records{final}"]
+    final = " or the final log" if view.final_checked else ""
+    return [f"  replicas:   the replicas on disk{final} differ:"] + [
+        f"              {d}" for d in view.differences[:MAX_FAULTS]]
 
 
 def _volume(stats: dict[str, object]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from harness.kafka.dist import DEFAULT_VERSION
+from harness.kafka.replicas import dump_replicas
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 
@@ -51,6 +54,50 @@ def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
         assert (run_dir / name).exists(), name
     prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
     assert remaining(prefix) == []
+    harness_log = (run_dir / "harness.log").read_text()
+    for said in ("ready in", "] running", "] draining", "] checking", "writes"):
+        assert said in harness_log, f"harness.log lacks {said!r}"
+    replicas_agree_with_each_other_and_the_final_log(run_dir, final_per_partition(reads))
+    a_damaged_replica_is_found(run_dir, tmp_path / "damaged", final_per_partition(reads))
+
+
+def final_per_partition(reads: pd.DataFrame) -> dict[int, dict[int, set[str]]]:
+    final = reads[reads["phase"] == "final"]
+    out: dict[int, dict[int, set[str]]] = {}
+    for p, o, v in zip(final["partition"], final["offset"], final["value"], strict=True):
+        out.setdefault(int(p), {}).setdefault(int(o), set()).add(v)
+    return out
+
+
+def replicas_agree_with_each_other_and_the_final_log(run_dir: Path, final: dict[int, dict[int, set[str]]]) -> None:
+    report = json.loads((run_dir / "replicas.json").read_text())
+    assert report["agree"] is True and report["final_matches"] is True, report
+    assert [p["partition"] for p in report["partitions"]] == sorted(final)
+    for part in report["partitions"]:
+        assert sorted(part["replicas"]) == ["az1-node", "az2-node", "az3-node"]
+        for rep in part["replicas"].values():
+            assert rep["records"] == len(final[part["partition"]]) and rep["invalid_batches"] == 0
+    for node in ("az1-node", "az2-node", "az3-node"):
+        assert (run_dir / "nodes" / node / "replica-dump.txt.gz").stat().st_size > 0
+    assert "Replicas on disk" in (run_dir / "report.html").read_text()
+
+
+def a_damaged_replica_is_found(run_dir: Path, copy: Path, final: dict[int, dict[int, set[str]]]) -> None:
+    """One byte of one value changed in az2's copy of partition 0: Kafka's own dump shows it, the compare flags it."""
+    shutil.copytree(run_dir / "nodes", copy / "nodes", ignore=shutil.ignore_patterns("*index", "logs", "zookeeper-data"))
+    segment = sorted((copy / "nodes" / "az2-node" / "kafka-data").glob("faultline-0/*.log"))[-1]
+    data = bytearray(segment.read_bytes())
+    at = data.rindex(b"producer-") + len(b"producer-")  # the last record's value: producer-azN-...
+    data[at:at + 2] = b"XY"
+    segment.write_bytes(bytes(data))
+    report = dump_replicas(copy, "faultline", DEFAULT_VERSION, final)
+    part0 = report["partitions"][0]
+    assert report["agree"] is False and part0["differing_offsets"] == 1, part0
+    (example,) = part0["examples"]
+    assert example["values"]["az2-node"].startswith("producer-XY")
+    assert example["values"]["az1-node"] == example["values"]["az3-node"] != example["values"]["az2-node"]
+    assert part0["replicas"]["az2-node"]["invalid_batches"] == 1, "the changed byte breaks the batch's CRC"
+    assert report["final_matches"] is True, "the drain read the value the other two replicas hold"
 
 
 def test_a_killed_harness_is_recovered_with_nothing_acknowledged_lost(tmp_path: Path) -> None:

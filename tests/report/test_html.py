@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.report import ReportError, render_report
+from harness.report import ReportError, render_report, summary
 from tests.report.runfolder import AZS, verdict_of
 
 
@@ -245,3 +245,40 @@ def test_observers_named_by_broker_id_in_parquet(run_copy: Path) -> None:
     assert {y for t in fig["data"] for y in t["y"]} == {"0", "1", "2"}
     assert "ISR [1, 2]" in json.dumps(fig["data"])
     assert "broker 0: 0" in section_html(html, "leadership")
+
+
+def replicas_file(agree: bool) -> dict[str, Any]:
+    nodes = {f"az{i}-node": {"records": 3, "first_offset": 0, "last_offset": 2, "leader_epochs": [0, 1],
+                             "invalid_batches": 0, "control_records": 0} for i in (1, 2, 3)}
+    part = {"topic": "t", "partition": 0, "replicas": nodes, "agree": agree, "same_end": True,
+            "differing_offsets": 0 if agree else 1, "not_in_final": 0, "not_in_final_examples": [],
+            "final_not_on_disk": 0, "final_not_on_disk_examples": [],
+            "examples": [] if agree else [{"offset": 1, "values": {"az1-node": "v-1", "az2-node": "v-9",
+                                                                   "az3-node": "v-1"}}]}
+    return {"topic": "t", "agree": agree, "final_matches": True, "partitions": [part]}
+
+
+def test_replicas_that_agree_are_said_to(run_copy: Path) -> None:
+    (run_copy / "replicas.json").write_text(json.dumps(replicas_file(True)))
+    section = section_html(render_report(run_copy).read_text(encoding="utf-8"), "replicas")
+    assert "Every replica holds the same value at every offset, and the final log read exactly what they hold" in section
+    assert section.count("<tr class=") == 3 and "0–2" in section and "0, 1" in section
+
+
+def test_replicas_that_differ_name_the_offset_and_each_value(run_copy: Path) -> None:
+    (run_copy / "replicas.json").write_text(json.dumps(replicas_file(False)))
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    section = section_html(html, "replicas")
+    assert "The replicas or the final log differ" in section
+    assert "t-0 offset 1: az1-node: v-1, az2-node: v-9, az3-node: v-1" in section
+    assert 'href="replicas.json"' in html
+    shown = summary(run_copy)
+    assert "replicas:   the replicas on disk or the final log differ:" in shown
+    assert "t-0 offset 1: az1-node: v-1, az2-node: v-9, az3-node: v-1" in shown
+
+
+def test_a_failed_dump_is_shown_and_no_file_means_no_section(run_copy: Path) -> None:
+    assert 'id="replicas"' not in render_report(run_copy).read_text(encoding="utf-8")
+    (run_copy / "replicas.json").write_text(json.dumps({"topic": "t", "error": "DumpLogSegments exited 1"}))
+    section = section_html(render_report(run_copy).read_text(encoding="utf-8"), "replicas")
+    assert "could not be dumped: DumpLogSegments exited 1" in section

@@ -1,0 +1,205 @@
+"""Every broker's own copy of the test topic, read off its disk with Kafka's DumpLogSegments, and compared.
+
+The final drain says what the leaders served; the replicas say what each
+broker actually holds. After a run (the brokers stopped, the segment files
+still under `RUN_DIR/nodes/<node>/kafka-data/`), one `kafka.tools.DumpLogSegments`
+reads every segment of every replica, its output is kept gzipped per node
+(`nodes/<node>/replica-dump.txt.gz`), and `replicas.json` records per
+partition each replica's offsets, leader epochs and whether the replicas
+hold the same value at every offset they share. Replicas of a settled
+cluster agree; where they do not (a follower that was never truncated, a
+dump taken after an unsettled end), the differing offsets and examples say
+where to look. Reads files only: never touches a running broker.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.kafka.dist import classpath
+from harness.state import write_json_atomic
+
+DUMP_CLASS = "kafka.tools.DumpLogSegments"
+DUMP_TIMEOUT_S = 300.0
+MAX_EXAMPLES = 20
+BATCH_RE = re.compile(r"^baseOffset: (\d+) .*?producerId: (-?\d+) .*?partitionLeaderEpoch: (-?\d+) "
+                      r".*?isControl: (\w+) .*?isvalid: (\w+)")
+RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
+
+
+@dataclass
+class Replica:
+    """One node's copy of one partition: offset -> value, and the leader epochs its batches carry."""
+
+    node: str
+    values: dict[int, str | None] = field(default_factory=dict)
+    epochs: set[int] = field(default_factory=set)
+    invalid_batches: int = 0
+    control_records: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        offsets = self.values.keys()
+        return {"records": len(self.values), "first_offset": min(offsets, default=None),
+                "last_offset": max(offsets, default=None), "leader_epochs": sorted(self.epochs),
+                "invalid_batches": self.invalid_batches, "control_records": self.control_records}
+
+
+def segment_files(run_dir: Path, topic: str) -> list[tuple[str, int, Path]]:
+    """(node, partition, segment) for every segment of `topic` on every node, in offset order."""
+    found = []
+    for data in sorted((run_dir / "nodes").glob("*/kafka-data")):
+        for part_dir in sorted(data.glob(f"{topic}-*")):
+            suffix = part_dir.name[len(topic) + 1:]
+            if suffix.isdigit():
+                found += [(data.parent.name, int(suffix), seg) for seg in sorted(part_dir.glob("*.log"))]
+    return found
+
+
+def run_dump(files: list[Path], kafka_version: str) -> str:
+    """DumpLogSegments over `files` in one JVM: every record of every batch, with its payload."""
+    argv = ["java", "-Xmx256m", "-cp", classpath(kafka_version), DUMP_CLASS, "--print-data-log",
+            "--deep-iteration", "--files", ",".join(str(f) for f in files)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, errors="replace")
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"{DUMP_CLASS} exited {proc.returncode}: {tail}")
+    return proc.stdout
+
+
+def parse_dump(text: str) -> dict[Path, Replica]:
+    """The records of each dumped file, by the file's path (its `Dumping <path>` header)."""
+    out: dict[Path, Replica] = {}
+    current: Replica | None = None
+    control = False
+    for line in text.splitlines():
+        if line.startswith("Dumping "):
+            current = out.setdefault(Path(line[len("Dumping "):]), Replica(""))
+        elif current is None:
+            continue
+        elif line.startswith("| offset: "):
+            m = RECORD_RE.match(line)
+            if m is None:
+                continue
+            if control:
+                current.control_records += 1
+            else:
+                current.values[int(m.group(1))] = m.group(2)
+        elif line.startswith("baseOffset: "):
+            b = BATCH_RE.match(line)
+            if b is None:
+                continue
+            current.epochs.add(int(b.group(3)))
+            control = b.group(4) == "true"
+            current.invalid_batches += b.group(5) != "true"
+    return out
+
+
+def merge_segments(segments: Iterable[tuple[str, int, Path]], dumped: dict[Path, Replica]
+                   ) -> dict[int, dict[str, Replica]]:
+    """Partition -> node -> the node's whole replica (its segments joined)."""
+    merged: dict[int, dict[str, Replica]] = {}
+    for node, partition, path in segments:
+        replica = merged.setdefault(partition, {}).setdefault(node, Replica(node))
+        part = dumped.get(path, Replica(node))
+        replica.values.update(part.values)
+        replica.epochs |= part.epochs
+        replica.invalid_batches += part.invalid_batches
+        replica.control_records += part.control_records
+    return merged
+
+
+def compare_replicas(topic: str, partition: int, replicas: dict[str, Replica],
+                     final: dict[int, set[str]] | None = None) -> dict[str, Any]:
+    """Whether the replicas hold the same value at every offset and end at the same offset.
+
+    With `final` (offset -> the values the final drain read there), also how
+    many offsets every replica holds that the drain never read, and how many
+    the drain read with a value no replica holds there.
+    """
+    offsets = sorted(set().union(*(r.values.keys() for r in replicas.values()))) if replicas else []
+    differing = []
+    for offset in offsets:
+        held = {node: r.values[offset] for node, r in replicas.items() if offset in r.values}
+        if len(held) > 1 and len(set(held.values())) > 1:
+            differing.append({"offset": offset, "values": held})
+    ends = {node: r.summary()["last_offset"] for node, r in replicas.items()}
+    same_end = len(set(ends.values())) <= 1
+    out = {"topic": topic, "partition": partition,
+           "replicas": {node: r.summary() for node, r in sorted(replicas.items())},
+           "agree": not differing and same_end, "same_end": same_end,
+           "differing_offsets": len(differing), "examples": differing[:MAX_EXAMPLES]}
+    if final is not None:
+        out.update(against_final(replicas, final))
+    return out
+
+
+def against_final(replicas: dict[str, Replica], final: dict[int, set[str]]) -> dict[str, Any]:
+    """The final log held against the disks: offsets on every replica it lacks, values no replica has."""
+    everywhere = set.intersection(*(set(r.values) for r in replicas.values())) if replicas else set()
+    not_drained = sorted(everywhere - final.keys())
+    unbacked = sorted(o for o, values in final.items()
+                      if any(all(r.values.get(o) != v for r in replicas.values()) for v in values))
+    return {"not_in_final": len(not_drained), "not_in_final_examples": not_drained[:MAX_EXAMPLES],
+            "final_not_on_disk": len(unbacked), "final_not_on_disk_examples": unbacked[:MAX_EXAMPLES]}
+
+
+def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
+                  final: dict[int, dict[int, set[str]]] | None = None) -> dict[str, Any]:
+    """Dump every replica of `topic` under `run_dir`, keep the raw dumps, write and return `replicas.json`.
+
+    `final`: partition -> offset -> values of the final drain, to hold against the disks (None: no drain).
+    """
+    segments = segment_files(run_dir, topic)
+    report: dict[str, Any] = {"topic": topic, "partitions": [], "agree": True}
+    if segments:
+        text = run_dump([seg for _, _, seg in segments], kafka_version)
+        keep_raw(run_dir, text)
+        merged = merge_segments(segments, parse_dump(text))
+        report["partitions"] = [
+            compare_replicas(topic, p, merged[p], None if final is None else final.get(p, {}))
+            for p in sorted(merged)]
+        report["agree"] = all(p["agree"] for p in report["partitions"])
+        if final is not None:
+            report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
+                                          for p in report["partitions"])
+    write_json_atomic(run_dir / "replicas.json", report)
+    return report
+
+
+def final_log(history_dir: Path, topic: str) -> dict[int, dict[int, set[str]]] | None:
+    """partition -> offset -> values of the `final` reads of `topic` in a history; None without any."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = history_dir / "reads.parquet"
+    if not path.exists():
+        return None
+    reads = pq.read_table(path, columns=["phase", "topic", "partition", "offset", "value"])
+    reads = reads.filter(pc.and_(pc.equal(reads["phase"], "final"), pc.equal(reads["topic"], topic)))
+    if reads.num_rows == 0:
+        return None
+    out: dict[int, dict[int, set[str]]] = {}
+    for p, o, v in zip(*(reads[c].to_pylist() for c in ("partition", "offset", "value")), strict=True):
+        out.setdefault(p, {}).setdefault(o, set()).add(v)
+    return out
+
+
+def keep_raw(run_dir: Path, text: str) -> None:
+    """The dump as Kafka printed it, one gzipped file per node (split at each `Dumping` header)."""
+    per_node: dict[str, list[str]] = {}
+    node = None
+    nodes_dir = (run_dir / "nodes").resolve()
+    for line in text.splitlines(keepends=True):
+        if line.startswith("Dumping "):
+            node = Path(line[len("Dumping "):].strip()).resolve().relative_to(nodes_dir).parts[0]
+        if node is not None:
+            per_node.setdefault(node, []).append(line)
+    for name, lines in per_node.items():
+        with gzip.open(run_dir / "nodes" / name / "replica-dump.txt.gz", "wt", encoding="utf-8") as fh:
+            fh.writelines(lines)

@@ -1,0 +1,77 @@
+"""The report's view of `replicas.json`: what each broker held on disk, and where replicas or the final log differ.
+
+Lenient like the rest of the report: a missing file means the run predates
+replica dumps (no section), an unreadable one is a problem line, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPLICAS_FILE = "replicas.json"
+
+
+@dataclass
+class ReplicaView:
+    """`state`: "agree", "differ" or "error"; one row per partition and node, differences as text."""
+
+    state: str
+    final_checked: bool = False
+    error: str = ""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+
+
+def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
+    path = run_dir / REPLICAS_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{REPLICAS_FILE}: unreadable ({exc})")
+        return None
+    if "error" in data:
+        return ReplicaView("error", error=str(data["error"]))
+    partitions = data.get("partitions") or []
+    final_checked = "final_matches" in data
+    differs = not data.get("agree", True) or data.get("final_matches") is False
+    view = ReplicaView("differ" if differs else "agree", final_checked)
+    for part in partitions:
+        view.rows += [_row(part, node, rep, final_checked) for node, rep in sorted(part.get("replicas", {}).items())]
+        view.differences += _differences(part)
+    return view
+
+
+def _row(part: dict[str, Any], node: str, rep: dict[str, Any], final_checked: bool) -> dict[str, Any]:
+    first, last = rep.get("first_offset"), rep.get("last_offset")
+    return {
+        "partition": part.get("partition"), "node": node, "records": rep.get("records", 0),
+        "offsets": "—" if first is None else f"{first}–{last}",
+        "epochs": ", ".join(str(e) for e in rep.get("leader_epochs", [])),
+        "invalid": rep.get("invalid_batches", 0),
+        "agree": bool(part.get("agree", True)),
+        "not_in_final": part.get("not_in_final") if final_checked else None,
+        "final_not_on_disk": part.get("final_not_on_disk") if final_checked else None,
+    }
+
+
+def _differences(part: dict[str, Any]) -> list[str]:
+    where = f"{part.get('topic')}-{part.get('partition')}"
+    out = []
+    for ex in part.get("examples", []):
+        held = ", ".join(f"{node}: {value}" for node, value in sorted(ex.get("values", {}).items()))
+        out.append(f"{where} offset {ex.get('offset')}: {held}")
+    if not part.get("same_end", True):
+        ends = ", ".join(f"{n}: {r.get('last_offset')}" for n, r in sorted(part.get("replicas", {}).items()))
+        out.append(f"{where}: replicas end at different offsets ({ends})")
+    if part.get("not_in_final"):
+        out.append(f"{where}: {part['not_in_final']} offsets on every replica never read by the final drain, "
+                   f"e.g. {', '.join(str(o) for o in part.get('not_in_final_examples', [])[:5])}")
+    if part.get("final_not_on_disk"):
+        out.append(f"{where}: {part['final_not_on_disk']} offsets read by the final drain with a value no replica "
+                   f"holds there, e.g. {', '.join(str(o) for o in part.get('final_not_on_disk_examples', [])[:5])}")
+    return out

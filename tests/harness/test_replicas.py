@@ -1,0 +1,78 @@
+"""Replica dumps: DumpLogSegments output parsed, replicas compared with each other and with the final log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.kafka.replicas import Replica, against_final, compare_replicas, merge_segments, parse_dump
+
+# As kafka.tools.DumpLogSegments 2.7 prints it with --print-data-log --deep-iteration (fields trimmed
+# where the parser does not look; the record lines keep Kafka's order).
+DUMP = """\
+Dumping /r/nodes/az1-node/kafka-data/t-0/00000000000000000000.log
+Starting offset: 0
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 1000 producerEpoch: 0 \
+partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: 1 size: 90 magic: 2 \
+compresscodec: NONE crc: 1 isvalid: true
+| offset: 0 CreateTime: 1 keysize: -1 valuesize: 3 sequence: 0 headerKeys: [] payload: v-0
+| offset: 1 CreateTime: 1 keysize: 1 valuesize: 3 sequence: 1 headerKeys: [] key: k payload: v-1
+baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 1000 producerEpoch: 0 \
+partitionLeaderEpoch: 3 isTransactional: true isControl: true position: 90 CreateTime: 2 size: 78 magic: 2 \
+compresscodec: NONE crc: 2 isvalid: true
+| offset: 2 CreateTime: 2 keysize: 4 valuesize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 0
+Dumping /r/nodes/az1-node/kafka-data/t-0/00000000000000000003.log
+Starting offset: 3
+baseOffset: 3 lastOffset: 3 count: 1 baseSequence: 2 lastSequence: 2 producerId: 1000 producerEpoch: 0 \
+partitionLeaderEpoch: 4 isTransactional: false isControl: false position: 0 CreateTime: 3 size: 70 magic: 2 \
+compresscodec: NONE crc: 3 isvalid: false
+| offset: 3 CreateTime: 3 keysize: -1 valuesize: 3 sequence: 2 headerKeys: [] payload: v-3
+"""
+SEG0 = Path("/r/nodes/az1-node/kafka-data/t-0/00000000000000000000.log")
+SEG3 = Path("/r/nodes/az1-node/kafka-data/t-0/00000000000000000003.log")
+
+
+def replica(node: str, values: dict[int, str]) -> Replica:
+    return Replica(node, dict(values), {0})
+
+
+def test_a_dump_gives_each_segments_records_epochs_and_bad_batches() -> None:
+    dumped = parse_dump(DUMP)
+    assert set(dumped) == {SEG0, SEG3}
+    first = dumped[SEG0]
+    assert first.values == {0: "v-0", 1: "v-1"}, "control records are not data; a key does not end up in the value"
+    assert first.control_records == 1 and first.epochs == {0, 3} and first.invalid_batches == 0
+    assert dumped[SEG3].values == {3: "v-3"} and dumped[SEG3].invalid_batches == 1
+
+
+def test_segments_of_one_replica_join_into_one() -> None:
+    merged = merge_segments([("az1-node", 0, SEG0), ("az1-node", 0, SEG3)], parse_dump(DUMP))
+    whole = merged[0]["az1-node"]
+    assert whole.values == {0: "v-0", 1: "v-1", 3: "v-3"}
+    assert whole.summary() == {"records": 3, "first_offset": 0, "last_offset": 3, "leader_epochs": [0, 3, 4],
+                               "invalid_batches": 1, "control_records": 1}
+
+
+def test_identical_replicas_agree() -> None:
+    same = {n: replica(n, {0: "a", 1: "b"}) for n in ("az1-node", "az2-node", "az3-node")}
+    out = compare_replicas("t", 0, same)
+    assert out["agree"] and out["same_end"] and out["differing_offsets"] == 0 and out["examples"] == []
+
+
+def test_replicas_that_hold_different_values_or_lengths_do_not_agree() -> None:
+    reps = {"az1-node": replica("az1-node", {0: "a", 1: "b", 2: "c"}),
+            "az2-node": replica("az2-node", {0: "a", 1: "x"}),
+            "az3-node": replica("az3-node", {0: "a", 1: "b", 2: "c"})}
+    out = compare_replicas("t", 0, reps)
+    assert not out["agree"] and not out["same_end"] and out["differing_offsets"] == 1
+    assert out["examples"] == [{"offset": 1, "values": {"az1-node": "b", "az2-node": "x", "az3-node": "b"}}]
+
+
+def test_the_final_log_is_held_against_every_disk() -> None:
+    reps = {n: replica(n, {0: "a", 1: "b", 2: "c"}) for n in ("az1-node", "az2-node")}
+    reps["az2-node"].values[3] = "d"  # on one replica only: not required of the drain
+    final = {0: {"a"}, 2: {"c", "z"}, 5: {"e"}}
+    out = against_final(reps, final)
+    assert out["not_in_final"] == 1 and out["not_in_final_examples"] == [1]
+    assert out["final_not_on_disk"] == 2 and out["final_not_on_disk_examples"] == [2, 5]
+    assert against_final(reps, {0: {"a"}, 1: {"b"}, 2: {"c"}}) == {
+        "not_in_final": 0, "not_in_final_examples": [], "final_not_on_disk": 0, "final_not_on_disk_examples": []}
