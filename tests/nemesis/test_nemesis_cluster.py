@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from harness.kafka.cluster import KafkaCluster
 from harness.kafka.zk import zk_snapshot
 from harness.runtime.base import Runtime
 from harness.runtime.netns import NetnsRuntime
-from harness.runtime.procs import is_alive, is_stopped
+from harness.runtime.procs import command_of, is_alive, is_stopped, run_of
 from nemesis import shapes
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
@@ -97,6 +98,20 @@ def test_unresolvable_target_is_journaled_and_changes_nothing(nemesis: Nemesis) 
     rows = read_journal(nemesis.journal.path)
     assert [r["type"] for r in rows] == ["info"] and "az9" in rows[0]["detail"]["error"]
     assert nemesis.active == []
+
+
+def test_spawn_returns_once_the_command_runs_as_the_runs(
+        live_cluster: tuple[KafkaCluster, NetnsRuntime], tmp_path: Path) -> None:
+    """Right after spawn, the pid is the command itself (not `ip`), and carries the run's prefix."""
+    _, runtime = live_cluster
+    host = runtime.plan.hosts[0]
+    for i in range(20):
+        child = runtime.spawn(host, f"probe/sleep-{i}", ["sleep", "30"], tmp_path / "sleep.log")
+        try:
+            assert command_of(child.pid) == "sleep" and run_of(child.pid) == runtime.prefix
+        finally:
+            runtime.signal(child.pid, signal.SIGKILL)
+            child.wait(5)
 
 
 def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> None:
