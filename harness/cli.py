@@ -28,7 +28,9 @@ log = logging.getLogger("faultline")
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        # The CLI prints "faultline: " before every error: name only the subcommand here.
+        where = self.prog.removeprefix("faultline").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
 
 
 def build_parser() -> Parser:
