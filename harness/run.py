@@ -58,6 +58,7 @@ def _execute(spec: Spec, run_dir: Path, engine: str | None, log_handler: logging
     journal_dir = run_dir / "journal"
     journal_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(spec.run_name, journal_dir, log=log_handler)
+    progress.phase("provisioning")
     notes: list[str] = []
     with provision(spec.cluster, run_dir) as (cluster, runtime):
         workloads = WorkloadSet(runtime, run_dir)

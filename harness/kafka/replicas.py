@@ -2,32 +2,38 @@
 
 The final drain says what the leaders served; the replicas say what each
 broker actually holds. After a run (the brokers stopped, the segment files
-still under `RUN_DIR/nodes/<node>/kafka-data/`), one `kafka.tools.DumpLogSegments`
-reads every segment of every replica, its output is kept gzipped per node
-(`nodes/<node>/replica-dump.txt.gz`), and `replicas.json` records per
-partition each replica's offsets, leader epochs and whether the replicas
-hold the same value at every offset they share. Replicas of a settled
-cluster agree; where they do not (a follower that was never truncated, a
-dump taken after an unsettled end), the differing offsets and examples say
-where to look. Reads files only: never touches a running broker.
+still under `RUN_DIR/nodes/<node>/kafka-data/`), `kafka.tools.DumpLogSegments`
+reads every segment of every replica, one JVM per partition, its output
+streamed: parsed as it comes and kept gzipped per node and partition
+(`nodes/<node>/replica-dump/<topic>-<partition>.txt.gz`), so memory grows
+with one partition's records, never with the text. `replicas.json` records
+per partition each replica's offsets, leader epochs and whether the replicas
+hold the same value at every offset they share. Replicas of a settled cluster
+agree; where they do not (a follower that was never truncated, a dump taken
+after an unsettled end), the differing offsets and examples say where to
+look. Reads files only: never touches a running broker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import subprocess
-from collections.abc import Iterable
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness.kafka.dist import classpath
 from harness.state import write_json_atomic
 
 DUMP_CLASS = "kafka.tools.DumpLogSegments"
-DUMP_TIMEOUT_S = 300.0
+DUMP_TIMEOUT_S = 600.0
 MAX_EXAMPLES = 20
+DUMP_DIR = "replica-dump"
 BATCH_RE = re.compile(r"^baseOffset: (\d+) .*?producerId: (-?\d+) .*?partitionLeaderEpoch: (-?\d+) "
                       r".*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
@@ -50,34 +56,50 @@ class Replica:
                 "invalid_batches": self.invalid_batches, "control_records": self.control_records}
 
 
-def segment_files(run_dir: Path, topic: str) -> list[tuple[str, int, Path]]:
-    """(node, partition, segment) for every segment of `topic` on every node, in offset order."""
-    found = []
+def segment_files(run_dir: Path, topic: str) -> dict[int, list[tuple[str, Path]]]:
+    """partition -> (node, segment) for every segment of `topic` on every node, each node's in offset order."""
+    found: dict[int, list[tuple[str, Path]]] = {}
     for data in sorted((run_dir / "nodes").glob("*/kafka-data")):
         for part_dir in sorted(data.glob(f"{topic}-*")):
             suffix = part_dir.name[len(topic) + 1:]
             if suffix.isdigit():
-                found += [(data.parent.name, int(suffix), seg) for seg in sorted(part_dir.glob("*.log"))]
+                found.setdefault(int(suffix), []).extend(
+                    (data.parent.name, seg) for seg in sorted(part_dir.glob("*.log")))
     return found
 
 
-def run_dump(files: list[Path], kafka_version: str) -> str:
-    """DumpLogSegments over `files` in one JVM: every record of every batch, with its payload."""
+@contextlib.contextmanager
+def dump_lines(files: list[Path], kafka_version: str) -> Iterator[Iterator[str]]:
+    """DumpLogSegments over `files` in one JVM, its output as lines while it prints them.
+
+    RuntimeError if it exits non-zero or is still at it after DUMP_TIMEOUT_S (then it is killed).
+    """
     argv = ["java", "-Xmx256m", "-cp", classpath(kafka_version), DUMP_CLASS, "--print-data-log",
             "--deep-iteration", "--files", ",".join(str(f) for f in files)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, errors="replace")
-    if proc.returncode != 0:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise RuntimeError(f"{DUMP_CLASS} exited {proc.returncode}: {tail}")
-    return proc.stdout
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=err, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        watchdog = threading.Timer(DUMP_TIMEOUT_S, proc.kill)
+        watchdog.start()
+        try:
+            yield proc.stdout
+        finally:
+            watchdog.cancel()
+            proc.stdout.close()
+            code = proc.wait()
+        if code != 0:
+            err.seek(0)
+            tail = " | ".join(err.read().strip().splitlines()[-3:]) or f"no output (killed after {DUMP_TIMEOUT_S:.0f} s?)"
+            raise RuntimeError(f"{DUMP_CLASS} exited {code}: {tail}")
 
 
-def parse_dump(text: str) -> dict[Path, Replica]:
+def parse_dump(lines: Iterable[str]) -> dict[Path, Replica]:
     """The records of each dumped file, by the file's path (its `Dumping <path>` header)."""
     out: dict[Path, Replica] = {}
     current: Replica | None = None
     control = False
-    for line in text.splitlines():
+    for line in lines:
+        line = line.rstrip("\n")
         if line.startswith("Dumping "):
             current = out.setdefault(Path(line[len("Dumping "):]), Replica(""))
         elif current is None:
@@ -100,12 +122,11 @@ def parse_dump(text: str) -> dict[Path, Replica]:
     return out
 
 
-def merge_segments(segments: Iterable[tuple[str, int, Path]], dumped: dict[Path, Replica]
-                   ) -> dict[int, dict[str, Replica]]:
-    """Partition -> node -> the node's whole replica (its segments joined)."""
-    merged: dict[int, dict[str, Replica]] = {}
-    for node, partition, path in segments:
-        replica = merged.setdefault(partition, {}).setdefault(node, Replica(node))
+def merge_segments(segments: Iterable[tuple[str, Path]], dumped: dict[Path, Replica]) -> dict[str, Replica]:
+    """node -> the node's whole replica of one partition (its segments joined)."""
+    merged: dict[str, Replica] = {}
+    for node, path in segments:
+        replica = merged.setdefault(node, Replica(node))
         part = dumped.get(path, Replica(node))
         replica.values.update(part.values)
         replica.epochs |= part.epochs
@@ -155,21 +176,38 @@ def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
 
     `final`: partition -> offset -> values of the final drain, to hold against the disks (None: no drain).
     """
-    segments = segment_files(run_dir, topic)
     report: dict[str, Any] = {"topic": topic, "partitions": [], "agree": True}
-    if segments:
-        text = run_dump([seg for _, _, seg in segments], kafka_version)
-        keep_raw(run_dir, text)
-        merged = merge_segments(segments, parse_dump(text))
-        report["partitions"] = [
-            compare_replicas(topic, p, merged[p], None if final is None else final.get(p, {}))
-            for p in sorted(merged)]
-        report["agree"] = all(p["agree"] for p in report["partitions"])
-        if final is not None:
-            report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
-                                          for p in report["partitions"])
+    for partition, segments in sorted(segment_files(run_dir, topic).items()):
+        with dump_lines([seg for _, seg in segments], kafka_version) as lines:
+            dumped = parse_dump(kept_raw(lines, run_dir, f"{topic}-{partition}"))
+        replicas = merge_segments(segments, dumped)
+        report["partitions"].append(
+            compare_replicas(topic, partition, replicas, None if final is None else final.get(partition, {})))
+    report["agree"] = all(p["agree"] for p in report["partitions"])
+    if final is not None:
+        report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
+                                      for p in report["partitions"])
     write_json_atomic(run_dir / "replicas.json", report)
     return report
+
+
+def kept_raw(lines: Iterable[str], run_dir: Path, name: str) -> Iterator[str]:
+    """Pass the dump's lines on, each also written as Kafka printed it to its node's `<name>.txt.gz`."""
+    nodes_dir = (run_dir / "nodes").resolve()
+    files: dict[str, IO[str]] = {}
+    out: IO[str] | None = None
+    with contextlib.ExitStack() as closing:
+        for line in lines:
+            if line.startswith("Dumping "):
+                node = Path(line[len("Dumping "):].strip()).resolve().relative_to(nodes_dir).parts[0]
+                if node not in files:
+                    target = run_dir / "nodes" / node / DUMP_DIR / f"{name}.txt.gz"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    files[node] = closing.enter_context(gzip.open(target, "wt", encoding="utf-8", compresslevel=3))
+                out = files[node]
+            if out is not None:
+                out.write(line)
+            yield line
 
 
 def final_log(history_dir: Path, topic: str) -> dict[int, dict[int, set[str]]] | None:
@@ -188,18 +226,3 @@ def final_log(history_dir: Path, topic: str) -> dict[int, dict[int, set[str]]] |
     for p, o, v in zip(*(reads[c].to_pylist() for c in ("partition", "offset", "value")), strict=True):
         out.setdefault(p, {}).setdefault(o, set()).add(v)
     return out
-
-
-def keep_raw(run_dir: Path, text: str) -> None:
-    """The dump as Kafka printed it, one gzipped file per node (split at each `Dumping` header)."""
-    per_node: dict[str, list[str]] = {}
-    node = None
-    nodes_dir = (run_dir / "nodes").resolve()
-    for line in text.splitlines(keepends=True):
-        if line.startswith("Dumping "):
-            node = Path(line[len("Dumping "):].strip()).resolve().relative_to(nodes_dir).parts[0]
-        if node is not None:
-            per_node.setdefault(node, []).append(line)
-    for name, lines in per_node.items():
-        with gzip.open(run_dir / "nodes" / name / "replica-dump.txt.gz", "wt", encoding="utf-8") as fh:
-            fh.writelines(lines)

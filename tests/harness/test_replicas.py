@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
-from harness.kafka.replicas import Replica, against_final, compare_replicas, merge_segments, parse_dump
+from harness.kafka.replicas import (
+    Replica,
+    against_final,
+    compare_replicas,
+    kept_raw,
+    merge_segments,
+    parse_dump,
+)
 
 # As kafka.tools.DumpLogSegments 2.7 prints it with --print-data-log --deep-iteration (fields trimmed
 # where the parser does not look; the record lines keep Kafka's order).
@@ -36,7 +44,7 @@ def replica(node: str, values: dict[int, str]) -> Replica:
 
 
 def test_a_dump_gives_each_segments_records_epochs_and_bad_batches() -> None:
-    dumped = parse_dump(DUMP)
+    dumped = parse_dump(DUMP.splitlines(keepends=True))
     assert set(dumped) == {SEG0, SEG3}
     first = dumped[SEG0]
     assert first.values == {0: "v-0", 1: "v-1"}, "control records are not data; a key does not end up in the value"
@@ -45,8 +53,8 @@ def test_a_dump_gives_each_segments_records_epochs_and_bad_batches() -> None:
 
 
 def test_segments_of_one_replica_join_into_one() -> None:
-    merged = merge_segments([("az1-node", 0, SEG0), ("az1-node", 0, SEG3)], parse_dump(DUMP))
-    whole = merged[0]["az1-node"]
+    merged = merge_segments([("az1-node", SEG0), ("az1-node", SEG3)], parse_dump(DUMP.splitlines(keepends=True)))
+    whole = merged["az1-node"]
     assert whole.values == {0: "v-0", 1: "v-1", 3: "v-3"}
     assert whole.summary() == {"records": 3, "first_offset": 0, "last_offset": 3, "leader_epochs": [0, 3, 4],
                                "invalid_batches": 1, "control_records": 1}
@@ -76,3 +84,14 @@ def test_the_final_log_is_held_against_every_disk() -> None:
     assert out["final_not_on_disk"] == 2 and out["final_not_on_disk_examples"] == [2, 5]
     assert against_final(reps, {0: {"a"}, 1: {"b"}, 2: {"c"}}) == {
         "not_in_final": 0, "not_in_final_examples": [], "final_not_on_disk": 0, "final_not_on_disk_examples": []}
+
+
+def test_the_raw_dump_is_kept_per_node_as_kafka_printed_it(tmp_path: Path) -> None:
+    text = DUMP.replace("/r/nodes", str(tmp_path / "nodes"))
+    text += f"Dumping {tmp_path}/nodes/az2-node/kafka-data/t-0/00000000000000000000.log\nStarting offset: 0\n"
+    lines = text.splitlines(keepends=True)
+    assert list(kept_raw(lines, tmp_path, "t-0")) == lines, "every line passes through unchanged"
+    kept = {node: gzip.decompress((tmp_path / "nodes" / node / "replica-dump" / "t-0.txt.gz").read_bytes()).decode()
+            for node in ("az1-node", "az2-node")}
+    assert kept["az1-node"] + kept["az2-node"] == text
+    assert kept["az2-node"].startswith(f"Dumping {tmp_path}/nodes/az2-node/")

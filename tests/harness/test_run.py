@@ -55,7 +55,7 @@ def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
     prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
     assert remaining(prefix) == []
     harness_log = (run_dir / "harness.log").read_text()
-    for said in ("ready in", "] running", "] draining", "] checking", "writes"):
+    for said in ("] provisioning", "ready in", "] running", "] draining", "] checking", "writes"):
         assert said in harness_log, f"harness.log lacks {said!r}"
     replicas_agree_with_each_other_and_the_final_log(run_dir, final_per_partition(reads))
     a_damaged_replica_is_found(run_dir, tmp_path / "damaged", final_per_partition(reads))
@@ -78,7 +78,8 @@ def replicas_agree_with_each_other_and_the_final_log(run_dir: Path, final: dict[
         for rep in part["replicas"].values():
             assert rep["records"] == len(final[part["partition"]]) and rep["invalid_batches"] == 0
     for node in ("az1-node", "az2-node", "az3-node"):
-        assert (run_dir / "nodes" / node / "replica-dump.txt.gz").stat().st_size > 0
+        for partition in final:
+            assert (run_dir / "nodes" / node / "replica-dump" / f"faultline-{partition}.txt.gz").stat().st_size > 0
     assert "Replicas on disk" in (run_dir / "report.html").read_text()
 
 
