@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,16 @@ def check_replicas(run_dir: Path, history_dir: Path, topic: str, kafka_version: 
     """
     from harness.kafka.replicas import dump_replicas, final_log
 
+    started = time.monotonic()
     try:
         report = dump_replicas(run_dir, topic, kafka_version, final_log(history_dir, topic))
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
         log.error("could not dump the replicas of %s: %s", run_dir, exc)
         write_json_atomic(run_dir / "replicas.json", {"topic": topic, "error": str(exc)})
         return
+    records = sum(r["records"] for p in report["partitions"] for r in p["replicas"].values())
+    log.info("replicas of %s dumped and compared in %.1f s (%d records on disk): %s", topic,
+             time.monotonic() - started, records, "they agree" if report["agree"] else "they DIFFER")
     if not report["agree"]:
         log.warning("replicas of %s differ on disk: see %s", topic, run_dir / "replicas.json")
     if report.get("final_matches") is False:
