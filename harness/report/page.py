@@ -164,7 +164,7 @@ def _stats(outcome: Outcome) -> list[tuple[str, str, str]]:
     s = outcome.stats
     order = [("writes", "writes", None), ("ok", "acknowledged", "writes"), ("fail", "failed", "writes"),
              ("info", "unknown outcome", "writes"), ("reads", "records read", None),
-             ("final_reads", "in the final log", None)]
+             ("final_reads", "in the final log", None), ("live_reads", "read live", None)]
     rows = [(label, fmt.count(s[key]), fmt.percent(s[key], s.get(whole)) if whole else "")
             for key, label, whole in order if key in s]
     rows += [(str(key), fmt.count(value), "") for key, value in sorted(s.items())
