@@ -9,6 +9,7 @@ reasons, whatever the checker found.
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -115,10 +116,14 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
 def observed_facts(history_dir: Path) -> dict[str, bool]:
     """Facts from the observations and writes tables that scenarios may require.
 
-    Observers poll once a second each, so 'at the same time' means within the
-    same one-second bucket.
+    Each observer's view holds from one poll to its next, as the report draws
+    it; "at once" means two views overlapping for at least one polling period,
+    so observers that poll a moment apart across an ordinary leader change do
+    not count (the report's disagreements use the same rule).
     """
     import pandas as pd
+
+    from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
 
     facts = dict.fromkeys(("two-leaders", "two-controllers", "leader-disagreement", "unavailability"), False)
     writes_path = history_dir / "writes.parquet"
@@ -131,16 +136,19 @@ def observed_facts(history_dir: Path) -> dict[str, bool]:
     obs = pd.read_parquet(obs_path)
     if obs.empty:
         return facts
-    obs["bucket"] = obs["time_ns"] // 1_000_000_000
-    obs["self"] = obs["observer"].str.extract(r"(\d+)$", expand=False).astype("Int64")
-    claims = obs[obs["leader"].astype("Int64") == obs["self"]]
-    per = claims.groupby(["bucket", "topic", "partition"])["observer"].nunique()
-    facts["two-leaders"] = bool((per >= 2).any())
-    controllers = obs.dropna(subset=["controller"]).groupby("bucket")["controller"].nunique()
-    facts["two-controllers"] = bool((controllers >= 2).any())
-    leaders = obs.dropna(subset=["leader"]).groupby(["bucket", "topic", "partition"])["leader"].nunique()
-    facts["leader-disagreement"] = bool((leaders >= 2).any())
+    period = observation_period(obs)
+    views = partition_views(obs).values()
+    facts["two-leaders"] = any(disagreements([s for s in segs if s.broker == _broker_id(s.observer)], period)
+                               for segs in views)
+    facts["leader-disagreement"] = any(disagreements(segs, period) for segs in views)
+    facts["two-controllers"] = bool(disagreements(controller_views(obs), period))
     return facts
+
+
+def _broker_id(observer: str) -> int | None:
+    """The broker an observer speaks for ("broker-2" -> 2), None for any other observer."""
+    match = re.search(r"(\d+)$", observer)
+    return int(match.group(1)) if match and not observer.startswith("zookeeper") else None
 
 
 def write_reports(run_dir: Path) -> None:
