@@ -6,10 +6,11 @@ replica dumps (no section), an unreadable one is a problem line, never a crash.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.report.run import load_json_object
 
 REPLICAS_FILE = "replicas.json"
 
@@ -26,13 +27,8 @@ class ReplicaView:
 
 
 def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
-    path = run_dir / REPLICAS_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        problems.append(f"{REPLICAS_FILE}: unreadable ({exc})")
+    data = load_json_object(run_dir / REPLICAS_FILE, problems)
+    if data is None:
         return None
     if "error" in data:
         return ReplicaView("error", error=str(data["error"]))

@@ -108,7 +108,7 @@ def load_run(run_dir: str | Path, tables: Iterable[str] | None = None) -> Run:
         raise ReportError(f"{root}: not a run folder")
     problems: list[str] = []
     spec = _load_spec(root / SPEC_FILE, problems)
-    verdict = _load_verdict(root / VERDICT_FILE, problems)
+    verdict = load_json_object(root / VERDICT_FILE, problems)
     wanted = set(COLUMNS if tables is None else tables)
     loaded = {name: _load_table(root / HISTORY_DIR, name, problems) if name in wanted else _frame([], COLUMNS[name])
               for name in COLUMNS}
@@ -131,8 +131,9 @@ def _load_spec(path: Path, problems: list[str]) -> dict[str, Any]:
     return loaded
 
 
-def _load_verdict(path: Path, problems: list[str]) -> dict[str, Any] | None:
-    if not path.is_file():  # not a reading problem: the verdict section says there is none
+def load_json_object(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    """A run file holding one JSON object; None if absent (not a problem) or unreadable (a line in `problems`)."""
+    if not path.is_file():  # not a reading problem: the section that shows it says there is none
         return None
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))

@@ -282,3 +282,9 @@ def test_a_failed_dump_is_shown_and_no_file_means_no_section(run_copy: Path) -> 
     (run_copy / "replicas.json").write_text(json.dumps({"topic": "t", "error": "DumpLogSegments exited 1"}))
     section = section_html(render_report(run_copy).read_text(encoding="utf-8"), "replicas")
     assert "could not be dumped: DumpLogSegments exited 1" in section
+
+
+def test_a_replicas_file_that_is_not_an_object_is_a_problem_not_a_crash(run_copy: Path) -> None:
+    (run_copy / "replicas.json").write_text("[1, 2]")
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    assert 'id="replicas"' not in html and "replicas.json: not a JSON object" in html
