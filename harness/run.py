@@ -81,9 +81,11 @@ def _execute(spec: Spec, run_dir: Path, engine: str | None, log_handler: logging
 def _make_nemesis(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, journal_dir: Path) -> Any:
     if not spec.nemesis:
         return None
+    from harness.kafka.replicas import snapshot_segments
     from nemesis.nemesis import Nemesis
 
-    return Nemesis(cluster, runtime, journal_dir / "nemesis.jsonl", spec.seed)
+    return Nemesis(cluster, runtime, journal_dir / "nemesis.jsonl", spec.seed,
+                   snapshot=lambda label: snapshot_segments(cluster.run_dir, cluster.topic, label))
 
 
 def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Any, progress: Progress) -> None:

@@ -16,7 +16,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +68,12 @@ def _ms(since_ns: int) -> float:
 
 
 class Nemesis:
-    def __init__(self, cluster: KafkaCluster, runtime: FirewalledRuntime, journal_path: Path, seed: int) -> None:
+    def __init__(self, cluster: KafkaCluster, runtime: FirewalledRuntime, journal_path: Path, seed: int,
+                 snapshot: Callable[[str], dict[str, Any]] | None = None) -> None:
+        """`snapshot(label)`, when given, runs before each fault is undone (the run keeps the replicas' segments)."""
         self.cluster = cluster
+        self.snapshot = snapshot
+        self._snapshots = itertools.count(1)
         self.seed = seed
         self.rng = random.Random(seed)
         self.firewall = Firewall(runtime)
@@ -137,6 +141,8 @@ class Nemesis:
                 raise FaultError(f"no active fault named {name}")
             invoked = time.time_ns()
             info = {"name": name, "by": by, "invoked_ns": invoked, **detail}
+            if self.snapshot is not None:
+                info["snapshot"] = self._snapshot_before_undo(name)
             try:
                 fault_for(current.spec).undo(current.injected, self.env)
             except HarnessError as exc:
@@ -146,6 +152,17 @@ class Nemesis:
             with self._state:
                 del self._active[name]
             log.info("nemesis: stopped %s", name)
+
+    def _snapshot_before_undo(self, name: str) -> dict[str, Any]:
+        """What the snapshot copied, or why it could not: the undo goes ahead either way."""
+        assert self.snapshot is not None
+        label = f"{next(self._snapshots):02d}-{name}"
+        started = time.time_ns()
+        try:
+            return {**self.snapshot(label), "took_ms": _ms(started)}
+        except OSError as exc:
+            log.warning("nemesis: no snapshot before undoing %s: %s", name, exc)
+            return {"label": label, "error": str(exc)}
 
     def stop_all(self, by: str = "call") -> list[str]:
         """Undo every active fault, newest first; FaultError after trying them all if any failed."""

@@ -11,7 +11,15 @@ per partition each replica's offsets, leader epochs and whether the replicas
 hold the same value at every offset they share. Replicas of a settled cluster
 agree; where they do not (a follower that was never truncated, a dump taken
 after an unsettled end), the differing offsets and examples say where to
-look. Reads files only: never touches a running broker.
+look.
+
+Before each fault is undone, the nemesis copies every node's segments
+(`nodes/<node>/before-heal/<NN>-<fault>/`, `snapshot_segments`): what a
+deposed leader or a broker about to restart held before it truncated. Those
+copies are dumped too, and `replicas.json` says per node how many of their
+records no replica holds at the end, with examples: where lost writes went.
+Never writes into a broker's data directory; reads it (and copies from it)
+only.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -34,6 +43,8 @@ DUMP_CLASS = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 600.0
 MAX_EXAMPLES = 20
 DUMP_DIR = "replica-dump"
+SNAPSHOT_DIR = "before-heal"
+SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
 BATCH_RE = re.compile(r"^baseOffset: (\d+) .*?producerId: (-?\d+) .*?partitionLeaderEpoch: (-?\d+) "
                       r".*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
@@ -56,16 +67,46 @@ class Replica:
                 "invalid_batches": self.invalid_batches, "control_records": self.control_records}
 
 
-def segment_files(run_dir: Path, topic: str) -> dict[int, list[tuple[str, Path]]]:
-    """partition -> (node, segment) for every segment of `topic` on every node, each node's in offset order."""
+def segment_files(run_dir: Path, topic: str, snapshot: str | None = None) -> dict[int, list[tuple[str, Path]]]:
+    """partition -> (node, segment) for every segment of `topic` on every node, each node's in offset order.
+
+    With `snapshot`, the segments of that before-heal snapshot instead of the live data directories.
+    """
+    where = "kafka-data" if snapshot is None else f"{SNAPSHOT_DIR}/{snapshot}"
     found: dict[int, list[tuple[str, Path]]] = {}
-    for data in sorted((run_dir / "nodes").glob("*/kafka-data")):
-        for part_dir in sorted(data.glob(f"{topic}-*")):
+    for node_dir in sorted((run_dir / "nodes").glob("*")):
+        for part_dir in sorted((node_dir / where).glob(f"{topic}-*")):
             suffix = part_dir.name[len(topic) + 1:]
             if suffix.isdigit():
                 found.setdefault(int(suffix), []).extend(
-                    (data.parent.name, seg) for seg in sorted(part_dir.glob("*.log")))
+                    (node_dir.name, seg) for seg in sorted(part_dir.glob("*.log")))
     return found
+
+
+def snapshot_segments(run_dir: Path, topic: str, label: str, limit_bytes: int = SNAPSHOT_LIMIT_BYTES
+                      ) -> dict[str, Any]:
+    """Copy every node's segments of `topic` as they are now, before a fault is undone; what was copied.
+
+    A deposed leader truncates its divergent tail, and a restarted broker its
+    unreplicated one, once the fault heals: the copy keeps what they held, for
+    `dump_replicas` to hold against the end. Skipped (and said) above `limit_bytes`.
+    """
+    segments = [(node, seg) for parts in segment_files(run_dir, topic).values() for node, seg in parts]
+    total = sum(seg.stat().st_size for _, seg in segments if seg.exists())
+    if total > limit_bytes:
+        return {"label": label, "skipped": f"{total} bytes of segments, above the {limit_bytes} a snapshot copies"}
+    copied = 0
+    for node, seg in segments:
+        target = run_dir / "nodes" / node / SNAPSHOT_DIR / label / seg.parent.name / seg.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):  # a segment deleted since it was listed
+            shutil.copyfile(seg, target)
+            copied += 1
+    return {"label": label, "files": copied, "bytes": total}
+
+
+def snapshot_labels(run_dir: Path) -> list[str]:
+    return sorted({d.name for d in (run_dir / "nodes").glob(f"*/{SNAPSHOT_DIR}/*") if d.is_dir()})
 
 
 @contextlib.contextmanager
@@ -175,20 +216,45 @@ def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
     """Dump every replica of `topic` under `run_dir`, keep the raw dumps, write and return `replicas.json`.
 
     `final`: partition -> offset -> values of the final drain, to hold against the disks (None: no drain).
+    Each before-heal snapshot is dumped too and held against the replicas at the end.
     """
     report: dict[str, Any] = {"topic": topic, "partitions": [], "agree": True}
+    at_end: dict[int, dict[str, Replica]] = {}
     for partition, segments in sorted(segment_files(run_dir, topic).items()):
         with dump_lines([seg for _, seg in segments], kafka_version) as lines:
             dumped = parse_dump(kept_raw(lines, run_dir, f"{topic}-{partition}"))
-        replicas = merge_segments(segments, dumped)
-        report["partitions"].append(
-            compare_replicas(topic, partition, replicas, None if final is None else final.get(partition, {})))
+        at_end[partition] = merge_segments(segments, dumped)
+        report["partitions"].append(compare_replicas(
+            topic, partition, at_end[partition], None if final is None else final.get(partition, {})))
     report["agree"] = all(p["agree"] for p in report["partitions"])
     if final is not None:
         report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
                                       for p in report["partitions"])
+    report["snapshots"] = [dump_snapshot(run_dir, topic, kafka_version, label, at_end)
+                           for label in snapshot_labels(run_dir)]
     write_json_atomic(run_dir / "replicas.json", report)
     return report
+
+
+def dump_snapshot(run_dir: Path, topic: str, kafka_version: str, label: str,
+                  at_end: dict[int, dict[str, Replica]]) -> dict[str, Any]:
+    """One before-heal snapshot: what each node held then, and which of those records no replica holds at the end."""
+    parts = segment_files(run_dir, topic, label)
+    files = [seg for segments in parts.values() for _, seg in segments]
+    if not files:
+        return {"label": label, "partitions": []}
+    with dump_lines(files, kafka_version) as lines:
+        dumped = parse_dump(lines)
+    out = []
+    for partition, segments in sorted(parts.items()):
+        kept = set().union(*(r.values.values() for r in at_end.get(partition, {}).values()))
+        nodes = {}
+        for node, replica in sorted(merge_segments(segments, dumped).items()):
+            gone = sorted((o, v) for o, v in replica.values.items() if v not in kept)
+            nodes[node] = {**replica.summary(), "gone": len(gone),
+                           "gone_examples": [{"offset": o, "value": v} for o, v in gone[:MAX_EXAMPLES]]}
+        out.append({"partition": partition, "nodes": nodes})
+    return {"label": label, "partitions": out}
 
 
 def kept_raw(lines: Iterable[str], run_dir: Path, name: str) -> Iterator[str]:

@@ -24,6 +24,7 @@ class ReplicaView:
     error: str = ""
     rows: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
@@ -39,7 +40,22 @@ def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
     for part in partitions:
         view.rows += [_row(part, node, rep, final_checked) for node, rep in sorted(part.get("replicas", {}).items())]
         view.differences += _differences(part)
+    view.snapshots = [row for snap in data.get("snapshots") or [] for row in _snapshot_rows(snap)]
     return view
+
+
+def _snapshot_rows(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per partition and node of a before-heal snapshot, with what of it is gone by the end."""
+    rows = []
+    for part in snap.get("partitions", []):
+        for node, rep in sorted(part.get("nodes", {}).items()):
+            first, last = rep.get("first_offset"), rep.get("last_offset")
+            examples = ", ".join(f"{e.get('value')}@{e.get('offset')}" for e in rep.get("gone_examples", [])[:3])
+            rows.append({"label": snap.get("label"), "partition": part.get("partition"), "node": node,
+                         "records": rep.get("records", 0), "offsets": "—" if first is None else f"{first}–{last}",
+                         "epochs": ", ".join(str(e) for e in rep.get("leader_epochs", [])),
+                         "gone": rep.get("gone", 0), "examples": examples})
+    return rows
 
 
 def _row(part: dict[str, Any], node: str, rep: dict[str, Any], final_checked: bool) -> dict[str, Any]:

@@ -51,12 +51,15 @@ def _replicas(run: Run) -> list[str]:
         return []
     if view.state == "error":
         return [f"  replicas:   not dumped ({view.error})"]
+    gone = [f"  truncated:  {r['node']} held {r['gone']} records of partition {r['partition']} before undoing "
+            f"{r['label']} that no replica holds at the end (e.g. {r['examples']})"
+            for r in view.snapshots if r["gone"]]
     if view.state == "agree":
         final = ", and the final log read exactly them" if view.final_checked else ""
-        return [f"  replicas:   every replica on disk holds the same records{final}"]
+        return [f"  replicas:   every replica on disk holds the same records{final}"] + gone
     final = " or the final log" if view.final_checked else ""
     return [f"  replicas:   the replicas on disk{final} differ:"] + [
-        f"              {d}" for d in view.differences[:MAX_FAULTS]]
+        f"              {d}" for d in view.differences[:MAX_FAULTS]] + gone
 
 
 def _volume(stats: dict[str, object]) -> list[str]:

@@ -8,11 +8,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.errors import FaultError
 from harness.kafka.cluster import KafkaCluster
+from harness.kafka.replicas import snapshot_segments
 from harness.kafka.zk import zk_snapshot
 from harness.runtime.base import Runtime
 from harness.runtime.netns import NetnsRuntime
@@ -98,6 +100,35 @@ def test_unresolvable_target_is_journaled_and_changes_nothing(nemesis: Nemesis) 
     rows = read_journal(nemesis.journal.path)
     assert [r["type"] for r in rows] == ["info"] and "az9" in rows[0]["detail"]["error"]
     assert nemesis.active == []
+
+
+def test_a_snapshot_is_taken_before_each_undo_and_never_holds_it_back(
+        live_cluster: tuple[KafkaCluster, NetnsRuntime], tmp_path: Path) -> None:
+    cluster, runtime = live_cluster
+    cluster.wait_topic_ready(SETTLE_S)
+    seen: list[tuple[str, bool]] = []
+
+    def snapshot(label: str) -> dict[str, Any]:
+        seen.append((label, "DROP" in rules_on(runtime)["az1-node"]))  # still cut off when copied
+        if len(seen) == 2:
+            raise OSError("No space left on device")
+        return snapshot_segments(cluster.run_dir, cluster.topic, label)
+
+    nem = Nemesis(cluster, runtime, tmp_path / "nemesis.jsonl", seed=1, snapshot=snapshot)
+    try:
+        for name in ("iso", "iso-again"):
+            nem.start({"fault": "isolate-az", "target": "az1"}, name=name)
+            nem.stop(name)
+    finally:
+        nem.heal_all()
+        nem.close()
+    assert seen == [("01-iso", True), ("02-iso-again", True)]
+    assert all("DROP" not in saved for saved in rules_on(runtime).values()), "the failed snapshot did not stop the heal"
+    stops = [r["detail"]["snapshot"] for r in read_journal(tmp_path / "nemesis.jsonl") if r["type"] == "stop"]
+    assert stops[0]["files"] > 0 and stops[0]["label"] == "01-iso" and "took_ms" in stops[0]
+    assert stops[1] == {"label": "02-iso-again", "error": "No space left on device"}
+    copied = cluster.run_dir / "nodes" / "az1-node" / "before-heal" / "01-iso"
+    assert sorted(d.name for d in copied.iterdir()) == [f"{cluster.topic}-{p}" for p in range(cluster.settings.partitions)]
 
 
 def test_spawn_returns_once_the_command_runs_as_the_runs(
