@@ -230,10 +230,19 @@ def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
     if final is not None:
         report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
                                       for p in report["partitions"])
-    report["snapshots"] = [dump_snapshot(run_dir, topic, kafka_version, label, at_end)
+    report["snapshots"] = [_dump_snapshot_or_say(run_dir, topic, kafka_version, label, at_end)
                            for label in snapshot_labels(run_dir)]
     write_json_atomic(run_dir / "replicas.json", report)
     return report
+
+
+def _dump_snapshot_or_say(run_dir: Path, topic: str, kafka_version: str, label: str,
+                          at_end: dict[int, dict[str, Replica]]) -> dict[str, Any]:
+    """A snapshot that cannot be dumped (a copy cut short by a killed harness, say) is said, not fatal."""
+    try:
+        return dump_snapshot(run_dir, topic, kafka_version, label, at_end)
+    except (OSError, RuntimeError, ValueError) as exc:
+        return {"label": label, "error": str(exc), "partitions": []}
 
 
 def dump_snapshot(run_dir: Path, topic: str, kafka_version: str, label: str,

@@ -46,6 +46,9 @@ def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
 
 def _snapshot_rows(snap: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per partition and node of a before-heal snapshot, with what of it is gone by the end."""
+    if snap.get("error"):
+        return [{"label": snap.get("label"), "partition": "", "node": "", "records": "", "offsets": "",
+                 "epochs": "", "gone": "", "examples": f"not dumped: {snap['error']}"}]
     rows = []
     for part in snap.get("partitions", []):
         for node, rep in sorted(part.get("nodes", {}).items()):

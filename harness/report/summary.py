@@ -53,7 +53,7 @@ def _replicas(run: Run) -> list[str]:
         return [f"  replicas:   not dumped ({view.error})"]
     gone = [f"  truncated:  {r['node']} held {r['gone']} records of partition {r['partition']} before undoing "
             f"{r['label']} that no replica holds at the end (e.g. {r['examples']})"
-            for r in view.snapshots if r["gone"]]
+            for r in view.snapshots if isinstance(r["gone"], int) and r["gone"]]
     if view.state == "agree":
         final = ", and the final log read exactly them" if view.final_checked else ""
         return [f"  replicas:   every replica on disk holds the same records{final}"] + gone

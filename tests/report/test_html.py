@@ -297,10 +297,12 @@ def test_what_a_broker_held_before_a_heal_and_lost_by_the_end_is_shown(run_copy:
     data["snapshots"] = [{"label": "01-isolate-leader", "partitions": [{"partition": 0, "nodes": {
         "az1-node": {**held, "gone": 4, "gone_examples": [{"offset": 5, "value": "p-az1-0-7"},
                                                           {"offset": 6, "value": "p-az1-0-8"}]},
-        "az2-node": {**held, "records": 5, "last_offset": 4, "gone": 0, "gone_examples": []}}}]}]
+        "az2-node": {**held, "records": 5, "last_offset": 4, "gone": 0, "gone_examples": []}}}]},
+        {"label": "02-kill", "error": "DumpLogSegments exited 1: truncated", "partitions": []}]
     (run_copy / "replicas.json").write_text(json.dumps(data))
     section = section_html(render_report(run_copy).read_text(encoding="utf-8"), "replicas")
     assert "Before each heal" in section and "01-isolate-leader" in section
     assert "p-az1-0-7@5, p-az1-0-8@6" in section and section.count('<tr class="split">') == 1
+    assert "02-kill" in section and "not dumped: DumpLogSegments exited 1: truncated" in section
     assert ("truncated:  az1-node held 4 records of partition 0 before undoing 01-isolate-leader that no "
             "replica holds at the end (e.g. p-az1-0-7@5, p-az1-0-8@6)") in summary(run_copy)
