@@ -52,21 +52,23 @@ def _snapshot_rows(snap: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for part in snap.get("partitions", []):
         for node, rep in sorted(part.get("nodes", {}).items()):
-            first, last = rep.get("first_offset"), rep.get("last_offset")
             examples = ", ".join(f"{e.get('value')}@{e.get('offset')}" for e in rep.get("gone_examples", [])[:3])
-            rows.append({"label": snap.get("label"), "partition": part.get("partition"), "node": node,
-                         "records": rep.get("records", 0), "offsets": "—" if first is None else f"{first}–{last}",
-                         "epochs": ", ".join(str(e) for e in rep.get("leader_epochs", [])),
-                         "gone": rep.get("gone", 0), "examples": examples})
+            rows.append({"label": snap.get("label"), **_held(part, node, rep), "gone": rep.get("gone", 0),
+                         "examples": examples})
     return rows
 
 
-def _row(part: dict[str, Any], node: str, rep: dict[str, Any], final_checked: bool) -> dict[str, Any]:
+def _held(part: dict[str, Any], node: str, rep: dict[str, Any]) -> dict[str, Any]:
+    """What one replica held: its records, offset span and leader epochs, as table cells."""
     first, last = rep.get("first_offset"), rep.get("last_offset")
+    return {"partition": part.get("partition"), "node": node, "records": rep.get("records", 0),
+            "offsets": "—" if first is None else f"{first}–{last}",
+            "epochs": ", ".join(str(e) for e in rep.get("leader_epochs", []))}
+
+
+def _row(part: dict[str, Any], node: str, rep: dict[str, Any], final_checked: bool) -> dict[str, Any]:
     return {
-        "partition": part.get("partition"), "node": node, "records": rep.get("records", 0),
-        "offsets": "—" if first is None else f"{first}–{last}",
-        "epochs": ", ".join(str(e) for e in rep.get("leader_epochs", [])),
+        **_held(part, node, rep),
         "invalid": rep.get("invalid_batches", 0),
         "agree": bool(part.get("agree", True)),
         "not_in_final": part.get("not_in_final") if final_checked else None,
