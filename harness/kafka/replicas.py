@@ -45,8 +45,7 @@ MAX_EXAMPLES = 20
 DUMP_DIR = "replica-dump"
 SNAPSHOT_DIR = "before-heal"
 SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
-BATCH_RE = re.compile(r"^baseOffset: (\d+) .*?producerId: (-?\d+) .*?partitionLeaderEpoch: (-?\d+) "
-                      r".*?isControl: (\w+) .*?isvalid: (\w+)")
+BATCH_RE = re.compile(r"^baseOffset: .*?partitionLeaderEpoch: (-?\d+) .*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
 
 
@@ -157,9 +156,9 @@ def parse_dump(lines: Iterable[str]) -> dict[Path, Replica]:
             b = BATCH_RE.match(line)
             if b is None:
                 continue
-            current.epochs.add(int(b.group(3)))
-            control = b.group(4) == "true"
-            current.invalid_batches += b.group(5) != "true"
+            current.epochs.add(int(b.group(1)))
+            control = b.group(2) == "true"
+            current.invalid_batches += b.group(3) != "true"
     return out
 
 
@@ -190,10 +189,9 @@ def compare_replicas(topic: str, partition: int, replicas: dict[str, Replica],
         held = {node: r.values[offset] for node, r in replicas.items() if offset in r.values}
         if len(held) > 1 and len(set(held.values())) > 1:
             differing.append({"offset": offset, "values": held})
-    ends = {node: r.summary()["last_offset"] for node, r in replicas.items()}
-    same_end = len(set(ends.values())) <= 1
-    out = {"topic": topic, "partition": partition,
-           "replicas": {node: r.summary() for node, r in sorted(replicas.items())},
+    summaries = {node: r.summary() for node, r in sorted(replicas.items())}
+    same_end = len({s["last_offset"] for s in summaries.values()}) <= 1
+    out = {"topic": topic, "partition": partition, "replicas": summaries,
            "agree": not differing and same_end, "same_end": same_end,
            "differing_offsets": len(differing), "examples": differing[:MAX_EXAMPLES]}
     if final is not None:
