@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from checkers.anomalies import MAX_EXAMPLES, example_positions
 from harness.kafka.dist import classpath
 from harness.state import write_json_atomic
 
 DUMP_CLASS = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 600.0
-MAX_EXAMPLES = 20
 DUMP_DIR = "replica-dump"
 SNAPSHOT_DIR = "before-heal"
 SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
@@ -64,6 +64,15 @@ class Replica:
         return {"records": len(self.values), "first_offset": min(offsets, default=None),
                 "last_offset": max(offsets, default=None), "leader_epochs": sorted(self.epochs),
                 "invalid_batches": self.invalid_batches, "control_records": self.control_records}
+
+
+def spread(items: list[Any]) -> list[Any]:
+    """Up to MAX_EXAMPLES of `items`, spread from the first to the last as the verdict's examples are.
+
+    The first few of a truncated tail or of a run of differing offsets sit at
+    the instant a fault began, and say little about the rest.
+    """
+    return [items[i] for i in example_positions(len(items), len(items), MAX_EXAMPLES)]
 
 
 def segment_files(run_dir: Path, topic: str, snapshot: str | None = None) -> dict[int, list[tuple[str, Path]]]:
@@ -193,7 +202,7 @@ def compare_replicas(topic: str, partition: int, replicas: dict[str, Replica],
     same_end = len({s["last_offset"] for s in summaries.values()}) <= 1
     out = {"topic": topic, "partition": partition, "replicas": summaries,
            "agree": not differing and same_end, "same_end": same_end,
-           "differing_offsets": len(differing), "examples": differing[:MAX_EXAMPLES]}
+           "differing_offsets": len(differing), "examples": spread(differing)}
     if final is not None:
         out.update(against_final(replicas, final))
     return out
@@ -205,8 +214,8 @@ def against_final(replicas: dict[str, Replica], final: dict[int, set[str]]) -> d
     not_drained = sorted(everywhere - final.keys())
     unbacked = sorted(o for o, values in final.items()
                       if any(all(r.values.get(o) != v for r in replicas.values()) for v in values))
-    return {"not_in_final": len(not_drained), "not_in_final_examples": not_drained[:MAX_EXAMPLES],
-            "final_not_on_disk": len(unbacked), "final_not_on_disk_examples": unbacked[:MAX_EXAMPLES]}
+    return {"not_in_final": len(not_drained), "not_in_final_examples": spread(not_drained),
+            "final_not_on_disk": len(unbacked), "final_not_on_disk_examples": spread(unbacked)}
 
 
 def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
@@ -259,7 +268,7 @@ def dump_snapshot(run_dir: Path, topic: str, kafka_version: str, label: str,
         for node, replica in sorted(merge_segments(segments, dumped).items()):
             gone = sorted((o, v) for o, v in replica.values.items() if v not in kept)
             nodes[node] = {**replica.summary(), "gone": len(gone),
-                           "gone_examples": [{"offset": o, "value": v} for o, v in gone[:MAX_EXAMPLES]]}
+                           "gone_examples": [{"offset": o, "value": v} for o, v in spread(gone)]}
         out.append({"partition": partition, "nodes": nodes})
     return {"label": label, "partitions": out}
 

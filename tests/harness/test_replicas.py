@@ -95,3 +95,10 @@ def test_the_raw_dump_is_kept_per_node_as_kafka_printed_it(tmp_path: Path) -> No
             for node in ("az1-node", "az2-node")}
     assert kept["az1-node"] + kept["az2-node"] == text
     assert kept["az2-node"].startswith(f"Dumping {tmp_path}/nodes/az2-node/")
+
+
+def test_examples_spread_over_every_difference_first_and_last_included() -> None:
+    reps = {"az1-node": replica("az1-node", {o: f"a-{o}" for o in range(50)}),
+            "az2-node": replica("az2-node", {o: f"b-{o}" for o in range(50)})}
+    offsets = [e["offset"] for e in compare_replicas("t", 0, reps)["examples"]]
+    assert len(offsets) == 20 and offsets[0] == 0 and offsets[-1] == 49 and offsets == sorted(set(offsets))
