@@ -22,7 +22,7 @@ setup-venv:
 	@$(PY) -m pip install -q --no-deps -e .
 
 setup-kafka:
-	@$(PY) -m harness.kafka.dist $(KAFKA_VERSION)
+	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
 
 lint:
 	$(PY) -m ruff check .

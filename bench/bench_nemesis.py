@@ -34,13 +34,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.kafka.config import ClusterSettings  # noqa: E402
-from harness.lifecycle import provision  # noqa: E402
-from harness.runtime.netns import NetnsRuntime  # noqa: E402
 from nemesis import shapes  # noqa: E402
 from nemesis.firewall import apply_grudge, heal, reset  # noqa: E402
 from nemesis.journal import read_journal  # noqa: E402
 from nemesis.nemesis import Nemesis  # noqa: E402
+from testbed.kafka.config import ClusterSettings  # noqa: E402
+from testbed.lifecycle import provision  # noqa: E402
+from testbed.runtime.netns import NetnsRuntime  # noqa: E402
 
 TARGET_MS = 50.0
 PAUSE_S = 0.1  # between operations, so one does not queue behind the last

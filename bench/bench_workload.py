@@ -39,11 +39,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.kafka.cluster import KafkaCluster
-from harness.kafka.config import ClusterSettings
-from harness.kafka.dist import classpath
-from harness.lifecycle import cluster_from_state, provision
-from harness.runtime.netns import NetnsRuntime
+from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.config import ClusterSettings
+from testbed.kafka.dist import classpath
+from testbed.lifecycle import cluster_from_state, provision
+from testbed.runtime.netns import NetnsRuntime
 
 PERF_CLASS = "org.apache.kafka.tools.ProducerPerformance"
 PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec .*?([\d.]+) ms avg latency")

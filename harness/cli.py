@@ -15,13 +15,13 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from harness.errors import HarnessError, UsageError
-from harness.kafka.config import ClusterSettings
-from harness.kafka.dist import DEFAULT_VERSION
-from harness.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
-from harness.paths import ACTIVE_FILE, REPO_ROOT
-from harness.runtime.netns import clean_leftovers
-from harness.status import cluster_status, format_status
+from testbed.errors import HarnessError, UsageError
+from testbed.kafka.config import ClusterSettings
+from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
+from testbed.paths import ACTIVE_FILE, REPO_ROOT
+from testbed.runtime.netns import clean_leftovers
+from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
 

@@ -19,16 +19,16 @@ from typing import Any
 
 import yaml
 
-from harness.addressing import Host
-from harness.errors import HarnessError, SpecError
-from harness.lifecycle import cluster_from_state, hosts_exist, tear_down
 from harness.progress import Progress
 from harness.run import finish
 from harness.runlog import run_log
 from harness.spec import parse_spec
-from harness.state import RunState, claim_active, read_active
 from harness.verdicts import RunOutcome, judge
 from harness.workloadset import Workload, WorkloadSet
+from testbed.addressing import Host
+from testbed.errors import HarnessError, SpecError
+from testbed.lifecycle import cluster_from_state, hosts_exist, tear_down
+from testbed.state import RunState, claim_active, read_active
 
 log = logging.getLogger("faultline.recover")
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import yaml
 
-from harness.errors import ClusterError, HarnessError
-from harness.kafka.cluster import KafkaCluster, wait_for
-from harness.lifecycle import provision
 from harness.progress import Progress
 from harness.runlog import run_log
-from harness.runtime.netns import NetnsRuntime
 from harness.spec import Spec
 from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
+from testbed.errors import ClusterError, HarnessError
+from testbed.kafka.cluster import KafkaCluster, wait_for
+from testbed.lifecycle import provision
+from testbed.runtime.netns import NetnsRuntime
 
 log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
@@ -81,8 +81,8 @@ def _execute(spec: Spec, run_dir: Path, engine: str | None, log_handler: logging
 def _make_nemesis(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, journal_dir: Path) -> Any:
     if not spec.nemesis:
         return None
-    from harness.kafka.replicas import snapshot_segments
     from nemesis.nemesis import Nemesis
+    from testbed.kafka.replicas import snapshot_segments
 
     return Nemesis(cluster, runtime, journal_dir / "nemesis.jsonl", spec.seed,
                    snapshot=lambda label: snapshot_segments(cluster.run_dir, cluster.topic, label))

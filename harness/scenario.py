@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from harness.lifecycle import timestamp
-from harness.paths import RESULTS_DIR
 from harness.run import execute_run
 from harness.spec import Spec
 from harness.verdicts import RunOutcome
+from testbed.lifecycle import timestamp
+from testbed.paths import RESULTS_DIR
 
 
 @dataclass

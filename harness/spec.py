@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from harness.errors import SpecError
-from harness.kafka.config import ClusterSettings
+from testbed.errors import SpecError
+from testbed.kafka.config import ClusterSettings
 
 AZ_PREFIX = "az"
 PRODUCER_SETTINGS: dict[str, type | tuple[type, ...]] = {

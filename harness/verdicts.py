@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.spec import Expectation, Spec
-from harness.state import write_json_atomic
+from testbed.errors import HarnessError
+from testbed.state import write_json_atomic
 
 log = logging.getLogger("faultline.verdicts")
 STATUS = {True: 0, False: 1, "unknown": 2}
@@ -44,7 +44,7 @@ def check_replicas(run_dir: Path, history_dir: Path, topic: str, kafka_version: 
     Forensics beside the verdict, not part of it: a dump that fails is said in the
     file and the log, and the run's verdict stands on the history alone.
     """
-    from harness.kafka.replicas import dump_replicas, final_log
+    from testbed.kafka.replicas import dump_replicas, final_log
 
     started = time.monotonic()
     try:

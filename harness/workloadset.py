@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.addressing import Host
-from harness.errors import WorkloadError
-from harness.kafka import config as kcfg
-from harness.kafka.cluster import KafkaCluster, log_tail
-from harness.runtime.netns import NetnsRuntime
-from harness.runtime.procs import is_alive, run_of, wait_dead
 from harness.spec import Spec
+from testbed.addressing import Host
+from testbed.errors import WorkloadError
+from testbed.kafka import config as kcfg
+from testbed.kafka.cluster import KafkaCluster, log_tail
+from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.procs import is_alive, run_of, wait_dead
 
 DRAIN_INCOMPLETE = 2  # workloads.exits.DRAIN_INCOMPLETE
 

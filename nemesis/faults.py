@@ -17,15 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.addressing import AddressPlan, Host
-from harness.errors import ClusterError, FaultError
-from harness.kafka.cluster import ROLES, KafkaCluster, Role
-from harness.kafka.zk import zk_snapshot
-from harness.runtime.procs import is_alive, is_stopped, wait_dead
 from nemesis import shapes
 from nemesis.firewall import Firewall
 from nemesis.spec import FaultSpec
 from nemesis.targets import Resolver
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import ClusterError, FaultError
+from testbed.kafka.cluster import ROLES, KafkaCluster, Role
+from testbed.kafka.zk import zk_snapshot
+from testbed.runtime.procs import is_alive, is_stopped, wait_dead
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0

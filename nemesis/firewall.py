@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from harness.addressing import AddressPlan, Host
-from harness.errors import FaultError, HarnessError
-from harness.runtime.base import Firewalled
 from nemesis.shapes import Grudge, Scope, firewall_rules
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import FaultError, HarnessError
+from testbed.runtime.base import Firewalled
 
 
 class FirewalledRuntime(Firewalled, Protocol):

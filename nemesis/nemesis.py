@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import FaultError, HarnessError
-from harness.kafka.cluster import ROLES, KafkaCluster, Role
-from harness.runtime.procs import is_stopped
 from nemesis.faults import FaultEnv, Injected, fault_for, start_again
 from nemesis.firewall import Firewall, FirewalledRuntime
 from nemesis.journal import NemesisJournal
 from nemesis.schedule import HealEvent, Schedule, StartEvent, StopEvent
 from nemesis.spec import FaultSpec, parse_fault
 from nemesis.targets import Resolver, observe
+from testbed.errors import FaultError, HarnessError
+from testbed.kafka.cluster import ROLES, KafkaCluster, Role
+from testbed.runtime.procs import is_stopped
 
 log = logging.getLogger("faultline.nemesis")
 POLL_S = 0.05

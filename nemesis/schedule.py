@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import SpecError
 from nemesis.spec import FaultSpec, parse_fault
+from testbed.errors import SpecError
 
 HEAL_ALL = "all"
 DEFAULT_CHAOS: tuple[dict[str, Any], ...] = (

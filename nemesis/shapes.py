@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
-from harness.addressing import AddressPlan
-from harness.kafka.config import BROKER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
+from testbed.addressing import AddressPlan
+from testbed.kafka.config import BROKER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
 
 Grudge = Mapping[str, frozenset[str]]
 Scope = Literal["all", "kafka", "zookeeper"]

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from harness.errors import SpecError
 from nemesis.shapes import SCOPES, Scope
+from testbed.errors import SpecError
 
 PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")

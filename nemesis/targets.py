@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.addressing import AddressPlan, Host
-from harness.errors import ClusterError, FaultError
-from harness.kafka.cluster import KafkaCluster
-from harness.kafka.wire import BrokerView
-from harness.kafka.zk import zk_snapshot
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import ClusterError, FaultError
+from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.wire import BrokerView
+from testbed.kafka.zk import zk_snapshot
 
 ZK_TIMEOUT_S = 3.0
 

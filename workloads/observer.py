@@ -1,7 +1,7 @@
 """The observer: every `interval_s`, its broker's own view of the topic, asked of that broker alone.
 
 It runs inside the broker's node namespace and sends one Metadata request to
-its broker (harness.kafka.wire.broker_view), so a network partition does not
+its broker (testbed.kafka.wire.broker_view), so a network partition does not
 blind it and no other broker's answer is mistaken for this one's. Each answer
 becomes one ``observation`` line (leader, ISR, leader epoch per partition,
 and the controller). When the broker does not answer, it journals an
@@ -15,7 +15,7 @@ import json
 import struct
 import time
 
-from harness.kafka.wire import broker_view
+from testbed.kafka.wire import broker_view
 from workloads import exits
 from workloads.config import ObserverConfig
 from workloads.journal import JournalSink

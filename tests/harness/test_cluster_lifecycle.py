@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kafka.zk import zk_snapshot
+from testbed.kafka.zk import zk_snapshot
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.addressing import make_plan
-from harness.errors import UsageError
-from harness.kafka.config import ClusterSettings, server_properties, zoo_cfg
-from harness.kafka.wire import _parse_metadata
+from testbed.addressing import make_plan
+from testbed.errors import UsageError
+from testbed.kafka.config import ClusterSettings, server_properties, zoo_cfg
+from testbed.kafka.wire import _parse_metadata
 
 
 def test_plan_puts_a_node_and_a_client_host_in_every_az() -> None:

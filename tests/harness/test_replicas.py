@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from harness.kafka.replicas import (
+from testbed.kafka.replicas import (
     Replica,
     against_final,
     compare_replicas,

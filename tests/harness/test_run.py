@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.kafka.dist import DEFAULT_VERSION
-from harness.kafka.replicas import dump_replicas
+from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.kafka.replicas import dump_replicas
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.errors import SpecError
 from harness.spec import load_specs, merge, parse_spec
+from testbed.errors import SpecError
 
 BASE: dict[str, Any] = {
     "name": "t",

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.kafka.cluster import KafkaCluster
-from harness.kafka.config import ClusterSettings
-from harness.lifecycle import provision
-from harness.runtime.netns import NetnsRuntime
+from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.config import ClusterSettings
+from testbed.lifecycle import provision
+from testbed.runtime.netns import NetnsRuntime
 
 TEST_NETWORK = os.environ.get("FAULTLINE_TEST_NETWORK", "198.18.2.0/24")
 

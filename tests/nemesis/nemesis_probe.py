@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from harness.addressing import AddressPlan, Host
 from nemesis import shapes
+from testbed.addressing import AddressPlan, Host
 
 CLONE_NEWNET = 0x40000000
 NEUTRAL_PORT = 7070  # no scope names it

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from harness.addressing import AddressPlan
-from harness.kafka.cluster import KafkaCluster
-from harness.runtime.netns import NetnsRuntime
 from nemesis import shapes
 from nemesis.firewall import Firewall, apply_grudge, heal, reset
+from testbed.addressing import AddressPlan
+from testbed.kafka.cluster import KafkaCluster
+from testbed.runtime.netns import NetnsRuntime
 from tests.nemesis import nemesis_probe as probes
 
 pytestmark = pytest.mark.cluster

@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-from harness.addressing import make_plan
-from harness.errors import FaultError
 from nemesis import shapes
 from nemesis.faults import partition_shape
 from nemesis.journal import NemesisJournal, read_journal
@@ -19,6 +17,8 @@ from nemesis.nemesis import ScheduleRun
 from nemesis.schedule import parse_schedule
 from nemesis.spec import parse_fault
 from nemesis.targets import ClusterFacts, PartitionFacts, Resolver
+from testbed.addressing import make_plan
+from testbed.errors import FaultError
 
 PLAN = make_plan("198.18.2.0/24", 3)
 # Partition 0 led by broker 0 (az1); broker 1 (az2) is the controller.

@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from harness.errors import FaultError
-from harness.kafka.cluster import KafkaCluster
-from harness.kafka.replicas import snapshot_segments
-from harness.kafka.zk import zk_snapshot
-from harness.runtime.base import Runtime
-from harness.runtime.netns import NetnsRuntime
-from harness.runtime.procs import command_of, is_alive, is_stopped, run_of
 from nemesis import shapes
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
 from nemesis.schedule import parse_schedule
 from nemesis.targets import Resolver, observe
+from testbed.errors import FaultError
+from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.replicas import snapshot_segments
+from testbed.kafka.zk import zk_snapshot
+from testbed.runtime.base import Runtime
+from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.procs import command_of, is_alive, is_stopped, run_of
 
 pytestmark = pytest.mark.cluster
 SETTLE_S = 120.0

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from harness.addressing import make_plan
 from nemesis import shapes
+from testbed.addressing import make_plan
 
 PLAN = make_plan("198.18.2.0/24", 3)
 PLAN5 = make_plan("198.18.2.0/24", 5)
@@ -96,7 +96,7 @@ def test_majorities_ring_three_azs_is_a_one_way_ring() -> None:
 
 @pytest.mark.parametrize("plan", [PLAN, PLAN5, make_plan("198.18.2.0/24", 7)])
 def test_majorities_ring_every_az_hears_a_distinct_majority(plan: object) -> None:
-    from harness.addressing import AddressPlan
+    from testbed.addressing import AddressPlan
 
     assert isinstance(plan, AddressPlan)
     g = shapes.majorities_ring(plan)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import SpecError
 from nemesis.schedule import DEFAULT_CHAOS, HealEvent, StartEvent, StopEvent, parse_schedule
 from nemesis.spec import FAULT_KINDS, parse_fault
+from testbed.errors import SpecError
 
 
 def test_parse_fault_fills_defaults() -> None:

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from harness.addressing import make_plan
-from harness.errors import FaultError
-from harness.kafka.wire import BrokerView, PartitionView
 from nemesis.targets import ClusterFacts, PartitionFacts, Resolver, facts_from_views, facts_from_zookeeper
+from testbed.addressing import make_plan
+from testbed.errors import FaultError
+from testbed.kafka.wire import BrokerView, PartitionView
 
 PLAN = make_plan("198.18.2.0/24", 3)
 # Partition 0 led by broker 1, controller broker 0; partition 1 led by the controller.

@@ -22,10 +22,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from harness.addressing import Host
-from harness.kafka.config import BROKER_PORT, ClusterSettings
-from harness.lifecycle import provision
-from harness.runtime.netns import NetnsRuntime
+from testbed.addressing import Host
+from testbed.kafka.config import BROKER_PORT, ClusterSettings
+from testbed.lifecycle import provision
+from testbed.runtime.netns import NetnsRuntime
 from workloads.history import build_history
 from workloads.journal import JournalReader
 

@@ -23,10 +23,10 @@ import threading
 import time
 from pathlib import Path
 
-from harness.addressing import AddressPlan, Host
-from harness.errors import RuntimeFailure
-from harness.runtime.procs import PREFIX_RE, RUN_ENV, command_of, is_alive, pids_of_runs, run_of, wait_dead
-from harness.state import RunState
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import RuntimeFailure
+from testbed.runtime.procs import PREFIX_RE, RUN_ENV, command_of, is_alive, pids_of_runs, run_of, wait_dead
+from testbed.state import RunState
 
 FAULT_CHAIN = "FAULTLINE"
 # Hearing nftables commits (linux/netfilter/nfnetlink.h, nf_tables.h).

@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.addressing import AddressPlan, Host
-from harness.kafka.dist import DEFAULT_VERSION
+from testbed.addressing import AddressPlan, Host
+from testbed.kafka.dist import DEFAULT_VERSION
 
 ZK_CLIENT_PORT = 2181
 ZK_PEER_PORT = 2888

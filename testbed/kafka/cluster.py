@@ -20,14 +20,14 @@ from typing import Any, Literal, TypeVar
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.addressing import AddressPlan, Host
-from harness.errors import ClusterError
-from harness.kafka import config as kcfg
-from harness.kafka.dist import classpath
-from harness.kafka.wire import BrokerView, broker_view, zookeeper_mode
-from harness.kafka.zk import zk_snapshot
-from harness.runtime.base import Runtime
-from harness.runtime.procs import is_alive, run_of, wait_dead
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import ClusterError
+from testbed.kafka import config as kcfg
+from testbed.kafka.dist import classpath
+from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
+from testbed.kafka.zk import zk_snapshot
+from testbed.runtime.base import Runtime
+from testbed.runtime.procs import is_alive, run_of, wait_dead
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")

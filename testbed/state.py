@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ClusterBusy
-from harness.paths import ACTIVE_FILE
+from testbed.errors import ClusterBusy
+from testbed.paths import ACTIVE_FILE
 
 STATE_NAME = "state.json"
 

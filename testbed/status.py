@@ -11,15 +11,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.errors import RuntimeFailure
-from harness.kafka import config as kcfg
-from harness.kafka.cluster import KafkaCluster
-from harness.runtime.netns import NetnsRuntime
+from testbed.errors import RuntimeFailure
+from testbed.kafka import config as kcfg
+from testbed.kafka.cluster import KafkaCluster
+from testbed.runtime.netns import NetnsRuntime
 
 
 def cluster_status(cluster: KafkaCluster, runtime: NetnsRuntime) -> dict[str, Any]:
     def ask(node: Any) -> dict[str, Any]:
-        argv = [sys.executable, "-m", "harness.kafka.probe", node.address, str(kcfg.BROKER_PORT),
+        argv = [sys.executable, "-m", "testbed.kafka.probe", node.address, str(kcfg.BROKER_PORT),
                 node.address, str(kcfg.ZK_CLIENT_PORT), cluster.topic]
         try:
             proc = runtime.execute(node, argv, timeout=10.0)

@@ -13,7 +13,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 
-from harness.errors import UsageError
+from testbed.errors import UsageError
 
 DEFAULT_NETWORK = "198.18.0.0/24"
 MAX_NODES = 9

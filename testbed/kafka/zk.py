@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from harness.errors import ClusterError
+from testbed.errors import ClusterError
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 

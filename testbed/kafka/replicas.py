@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from checkers.anomalies import MAX_EXAMPLES, example_positions
-from harness.kafka.dist import classpath
-from harness.state import write_json_atomic
+from testbed.kafka.dist import classpath
+from testbed.state import write_json_atomic
 
 DUMP_CLASS = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 600.0

@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.errors import DistributionError
-from harness.paths import CACHE_DIR, POM
+from testbed.errors import DistributionError
+from testbed.paths import CACHE_DIR, POM
 
 DEFAULT_VERSION = "2.7.2"
 SCALA_BINARY = "2.13"
@@ -73,10 +73,10 @@ def classpath(version: str) -> str:
     return ":".join(sorted(str(p) for p in libs_dir(version).glob("*.jar")))
 
 
-if __name__ == "__main__":  # `python -m harness.kafka.dist VERSION`: used by `make setup`
+if __name__ == "__main__":  # `python -m testbed.kafka.dist VERSION`: used by `make setup`
     import sys
 
-    from harness.errors import HarnessError
+    from testbed.errors import HarnessError
 
     try:
         print(f"Kafka {sys.argv[1] if len(sys.argv) > 1 else DEFAULT_VERSION} in "

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from harness.addressing import AddressPlan, Host
+from testbed.addressing import AddressPlan, Host
 
 
 @runtime_checkable

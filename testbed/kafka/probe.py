@@ -1,4 +1,4 @@
-"""`python -m harness.kafka.probe HOST PORT ZKHOST ZKPORT [TOPIC...]`: one node's own view, as JSON.
+"""`python -m testbed.kafka.probe HOST PORT ZKHOST ZKPORT [TOPIC...]`: one node's own view, as JSON.
 
 Run inside a node's host (`ip netns exec`), so what it reports is what that
 node can see, whatever faults are in place.
@@ -10,7 +10,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from harness.kafka.wire import broker_view, zookeeper_mode
+from testbed.kafka.wire import broker_view, zookeeper_mode
 
 
 def probe(host: str, port: int, zk_host: str, zk_port: int, topics: list[str] | None) -> dict[str, object]:

@@ -19,14 +19,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from harness.addressing import check_no_overlap, make_plan
-from harness.errors import UsageError
-from harness.kafka.cluster import KafkaCluster
-from harness.kafka.config import ClusterSettings
-from harness.kafka.dist import ensure_kafka
-from harness.paths import RESULTS_DIR
-from harness.runtime.netns import NetnsRuntime, list_namespaces
-from harness.state import RunState, claim_active, read_active, refuse_if_busy, release_active
+from testbed.addressing import check_no_overlap, make_plan
+from testbed.errors import UsageError
+from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.config import ClusterSettings
+from testbed.kafka.dist import ensure_kafka
+from testbed.paths import RESULTS_DIR
+from testbed.runtime.netns import NetnsRuntime, list_namespaces
+from testbed.state import RunState, claim_active, read_active, refuse_if_busy, release_active
 
 log = logging.getLogger("faultline")
 
