@@ -35,12 +35,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nemesis import shapes  # noqa: E402
-from nemesis.firewall import apply_grudge, heal, reset  # noqa: E402
+from nemesis.firewall import (  # noqa: E402
+    FirewalledRuntime,  # noqa: E402
+    apply_grudge,
+    heal,
+    reset,
+)
 from nemesis.journal import read_journal  # noqa: E402
 from nemesis.nemesis import Nemesis  # noqa: E402
 from testbed.kafka.config import ClusterSettings  # noqa: E402
 from testbed.lifecycle import provision  # noqa: E402
-from testbed.runtime.netns import NetnsRuntime  # noqa: E402
+from testbed.runtime.base import Firewalled  # noqa: E402
 
 TARGET_MS = 50.0
 PAUSE_S = 0.1  # between operations, so one does not queue behind the last
@@ -59,7 +64,7 @@ def summary(samples: list[float]) -> dict[str, float]:
             "max_ms": round(ordered[-1], 2), "n": len(ordered)}
 
 
-def bench_firewall(runtime: NetnsRuntime, grudge: shapes.Grudge, rounds: int) -> dict[str, Any]:
+def bench_firewall(runtime: FirewalledRuntime, grudge: shapes.Grudge, rounds: int) -> dict[str, Any]:
     applies, heals = [], []
     for _ in range(rounds):
         applies.append(timed(lambda: apply_grudge(runtime, grudge)))
@@ -84,7 +89,7 @@ def bench_nemesis(nemesis: Nemesis, spec: dict[str, Any], rounds: int) -> dict[s
     return {"apply": summary(starts), "heal": summary(stops), "resolve": summary(resolves)}
 
 
-def bench_reset(runtime: NetnsRuntime, grudge: shapes.Grudge, rounds: int) -> dict[str, Any]:
+def bench_reset(runtime: FirewalledRuntime, grudge: shapes.Grudge, rounds: int) -> dict[str, Any]:
     """The cold path: rules on hosts without a channel (one-shot restore each), then the full reset."""
     applies, resets = [], []
     for _ in range(rounds):
@@ -104,6 +109,7 @@ def main() -> int:
     results: dict[str, Any] = {"rounds": args.rounds, "cpus": os.cpu_count(), "network": network}
     with tempfile.TemporaryDirectory() as tmp, \
             provision(ClusterSettings(network=network), Path(tmp) / "run") as (cluster, runtime):
+        assert isinstance(runtime, Firewalled), f"the {runtime.kind} runtime has no firewall"
         plan = runtime.plan
         cases = {"isolate-az": shapes.isolate_az(plan, "az1"),
                  "split majority/minority": shapes.split(plan, ["az1", "az2"], ["az3"])}

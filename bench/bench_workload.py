@@ -41,9 +41,8 @@ from typing import Any
 
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import classpath
 from testbed.lifecycle import cluster_from_state, provision
-from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.base import Runtime, wait_ended
 
 PERF_CLASS = "org.apache.kafka.tools.ProducerPerformance"
 PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec .*?([\d.]+) ms avg latency")
@@ -51,7 +50,7 @@ VALUE_SIZE = 100
 
 
 @contextlib.contextmanager
-def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaCluster, NetnsRuntime]]:
+def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaCluster, Runtime]]:
     if args.attach:
         yield cluster_from_state(Path(args.attach))
         return
@@ -60,7 +59,7 @@ def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaClu
         yield cluster, runtime
 
 
-def run_producer(cluster: KafkaCluster, runtime: NetnsRuntime, work: Path, name: str, journal: bool,
+def run_producer(cluster: KafkaCluster, runtime: Runtime, work: Path, name: str, journal: bool,
                  duration: float) -> dict[str, Any]:
     """Run one producer workload for `duration` s, stop it, and return its summary plus records/s."""
     config = {"process": name, "role": "producer", "az": "az1", "journal": str(work / "journal" / f"{name}.jsonl"),
@@ -70,11 +69,12 @@ def run_producer(cluster: KafkaCluster, runtime: NetnsRuntime, work: Path, name:
     path = work / f"{name}.json"
     path.write_text(json.dumps(config))
     log = work / f"{name}.log"
-    child = runtime.spawn(runtime.plan.client_of_az("az1"), name,
-                          [sys.executable, "-m", "workloads", str(path)], log)
+    host = runtime.plan.client_of_az("az1")
+    child = runtime.spawn(host, name, [*cluster.software(host).python, "-m", "workloads", str(path)], log)
     time.sleep(duration)
-    runtime.signal(child.pid, signal.SIGTERM)
-    status = child.wait(timeout=600)
+    child.signal(signal.SIGTERM)
+    wait_ended([child], 600)
+    status = child.exit_status()
     summary = next((json.loads(line) for line in reversed(log.read_text().splitlines())
                     if line.startswith("{") and '"role": "producer"' in line), None)
     if status != 0 or summary is None:
@@ -84,9 +84,10 @@ def run_producer(cluster: KafkaCluster, runtime: NetnsRuntime, work: Path, name:
     return summary
 
 
-def run_perf(cluster: KafkaCluster, runtime: NetnsRuntime, records: int, duration: float) -> dict[str, Any]:
+def run_perf(cluster: KafkaCluster, runtime: Runtime, records: int, duration: float) -> dict[str, Any]:
     """Run ProducerPerformance for `records` records in the az1 client host; parse its final line."""
-    argv = ["java", "-Xmx512m", "-cp", classpath(cluster.settings.kafka_version), PERF_CLASS,
+    software = cluster.software(runtime.plan.client_of_az("az1"))
+    argv = [software.java, "-Xmx512m", "-cp", software.kafka_classpath, PERF_CLASS,
             "--topic", cluster.topic, "--num-records", str(records), "--record-size", str(VALUE_SIZE),
             "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "acks=all"]
     proc = runtime.execute(runtime.plan.client_of_az("az1"), argv, timeout=duration * 20 + 120)

@@ -20,7 +20,7 @@ from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
-from testbed.runtime.netns import clean_leftovers
+from testbed.runtime.factory import DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
 from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
@@ -44,6 +44,7 @@ def build_parser() -> Parser:
     up.add_argument("--network", default="198.18.0.0/24")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
+    up.add_argument("--runtime", choices=RUNTIMES, default=DEFAULT_RUNTIME, help="where the hosts live")
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
@@ -53,6 +54,7 @@ def build_parser() -> Parser:
     run.add_argument("--configuration", help="run only this configuration of the spec")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
+    run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
@@ -74,8 +76,8 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        settings = ClusterSettings(nodes=args.nodes, network=args.network, kafka_version=args.kafka_version,
-                                   partitions=args.partitions)
+        settings = ClusterSettings(nodes=args.nodes, runtime=args.runtime, network=args.network,
+                                   kafka_version=args.kafka_version, partitions=args.partitions)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -104,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.scenario import run_specs
     from harness.spec import load_specs
 
-    specs = load_specs(args.spec, args.configuration)
+    specs = load_specs(args.spec, args.configuration, args.runtime)
     status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
     return status
 

@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -22,21 +21,23 @@ from harness.runlog import run_log
 from harness.spec import Spec
 from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
-from testbed.errors import ClusterError, HarnessError
+from nemesis.nemesis import Nemesis
+from testbed.errors import ClusterError, HarnessError, RuntimeFailure
 from testbed.kafka.cluster import KafkaCluster, wait_for
+from testbed.kafka.replicas import snapshot_segments
 from testbed.lifecycle import provision
-from testbed.runtime.netns import NetnsRuntime
+from testbed.runfolder import RunFolder
+from testbed.runtime.base import Firewalled
 
 log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
 
 
-def write_spec(spec: Spec, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
+def write_spec(spec: Spec, folder: RunFolder) -> None:
     resolved = dict(spec.raw)
     resolved.pop("configurations", None)
     resolved["configuration"] = spec.configuration
-    (run_dir / "spec.yaml").write_text(yaml.safe_dump(resolved, sort_keys=True))
+    folder.spec.write_text(yaml.safe_dump(resolved, sort_keys=True))
 
 
 def producer_stop_timeout(spec: Spec) -> float:
@@ -48,53 +49,48 @@ def producer_stop_timeout(spec: Spec) -> float:
 
 def execute_run(spec: Spec, run_dir: Path, engine: str | None = None) -> RunOutcome:
     """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown)."""
-    write_spec(spec, run_dir)
-    with run_log(run_dir) as log_handler:
+    folder = RunFolder(run_dir).make()
+    write_spec(spec, folder)
+    with run_log(folder) as log_handler:
         log.info("run %s into %s", spec.run_name, run_dir)
-        return _execute(spec, run_dir, engine, log_handler)
+        return _execute(spec, folder, engine, log_handler)
 
 
-def _execute(spec: Spec, run_dir: Path, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
-    journal_dir = run_dir / "journal"
-    journal_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(spec.run_name, journal_dir, log=log_handler)
+def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
+    progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
-    with provision(spec.cluster, run_dir) as (cluster, runtime):
-        workloads = WorkloadSet(runtime, run_dir)
+    with provision(spec.cluster, folder.root) as (cluster, runtime):
+        workloads = WorkloadSet(runtime, folder, cluster)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)
-            nemesis = _make_nemesis(spec, cluster, runtime, journal_dir)
+            nemesis = make_nemesis(spec, cluster) if not spec.nemesis.empty else None
             if nemesis is not None:
+                undo.callback(nemesis.close)
                 undo.callback(nemesis.heal_all)
-            workloads.start(plan_workloads(spec, cluster, journal_dir))
+            workloads.start(plan_workloads(spec, cluster))
             progress.phase("running", spec.duration_s)
             _run_phase(spec, workloads, nemesis, progress)
             progress.phase("healing")
             if nemesis is not None:
                 nemesis.heal_all()
-            notes += finish(spec, cluster, runtime, workloads, progress)
+            notes += finish(spec, cluster, workloads, progress)
     progress.phase("checking")
-    return judge(spec, run_dir, journal_dir, notes, engine)
+    return judge(spec, folder, notes, engine)
 
 
-def _make_nemesis(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, journal_dir: Path) -> Any:
-    if not spec.nemesis:
-        return None
-    from nemesis.nemesis import Nemesis
-    from testbed.kafka.replicas import snapshot_segments
+def make_nemesis(spec: Spec, cluster: KafkaCluster) -> Nemesis:
+    """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo."""
+    runtime = cluster.runtime
+    if not isinstance(runtime, Firewalled):
+        raise RuntimeFailure(f"the {runtime.kind} runtime has no firewall per host: no nemesis can run on it")
+    return Nemesis(cluster, runtime, cluster.folder.nemesis_journal, spec.seed,
+                   snapshot=lambda label: snapshot_segments(cluster, label))
 
-    return Nemesis(cluster, runtime, journal_dir / "nemesis.jsonl", spec.seed,
-                   snapshot=lambda label: snapshot_segments(cluster.run_dir, cluster.topic, label))
 
-
-def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Any, progress: Progress) -> None:
+def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Nemesis | None, progress: Progress) -> None:
     stop = threading.Event()
-    schedule_thread = None
-    if nemesis is not None:
-        from nemesis.schedule import parse_schedule
-
-        schedule_thread = nemesis.run(parse_schedule("nemesis", spec.nemesis), time.monotonic(), stop)
+    schedule_run = nemesis.run(spec.nemesis, time.monotonic(), stop) if nemesis is not None else None
     deadline = time.monotonic() + spec.duration_s
     try:
         while time.monotonic() < deadline:
@@ -103,12 +99,12 @@ def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Any, progress: Progr
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     finally:
         stop.set()
-        if schedule_thread is not None:
-            schedule_thread.join()  # re-raises a fault that failed
+        if schedule_run is not None:
+            schedule_run.join()  # re-raises a fault that failed
 
 
-def finish(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, workloads: WorkloadSet,
-           progress: Progress, drain_suffix: str = "") -> list[str]:
+def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: Progress,
+           drain_suffix: str = "") -> list[str]:
     """The end of a run after healing: settle, stop clients, final drain. Returns reasons for 'unknown'."""
     notes: list[str] = []
     cluster.power_on_all()
@@ -123,14 +119,14 @@ def finish(spec: Spec, cluster: KafkaCluster, runtime: NetnsRuntime, workloads: 
     workloads.stop("producer", producer_stop_timeout(spec))
     workloads.stop("consumer", STOP_GRACE_S)
     progress.phase("draining")
-    journal_dir = cluster.run_dir / "journal"
-    codes = workloads.run_to_completion(drain_workloads(cluster, journal_dir, spec.drain_timeout_s, drain_suffix),
+    codes = workloads.run_to_completion(drain_workloads(cluster, spec.drain_timeout_s, drain_suffix),
                                         spec.drain_timeout_s + STOP_GRACE_S)
     for name, code in sorted(codes.items()):
         if code != 0:
             notes.append(f"{name} did not read every partition to its high watermark within "
                          f"{spec.drain_timeout_s:.0f} s (exit {code})")
     workloads.stop("observer", STOP_GRACE_S)
+    workloads.collect()
     return notes
 
 
@@ -138,3 +134,5 @@ def _kill_workloads(workloads: WorkloadSet) -> None:
     for role in ("producer", "consumer", "drain", "observer"):
         with contextlib.suppress(HarnessError):
             workloads.stop(role, 5.0)
+    with contextlib.suppress(HarnessError):
+        workloads.collect()

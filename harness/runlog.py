@@ -12,16 +12,17 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from pathlib import Path
+
+from testbed.runfolder import RunFolder
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 @contextlib.contextmanager
-def run_log(run_dir: Path) -> Iterator[logging.Handler]:
-    """Append every faultline log record of INFO and above to `run_dir/harness.log` until the block ends."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / "harness.log", encoding="utf-8")
+def run_log(folder: RunFolder) -> Iterator[logging.Handler]:
+    """Append every faultline log record of INFO and above to the run's `harness.log` until the block ends."""
+    folder.root.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(folder.harness_log, encoding="utf-8")
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter(FORMAT))
     logger = logging.getLogger("faultline")

@@ -15,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from nemesis.schedule import Schedule, parse_schedule
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
+from testbed.runtime.factory import RUNTIMES
 
 AZ_PREFIX = "az"
 PRODUCER_SETTINGS: dict[str, type | tuple[type, ...]] = {
@@ -29,7 +31,7 @@ CONSUMER_MODES = ("assign", "group")
 COMMIT_MODES = ("auto", "sync")
 TOP_KEYS = {"name", "description", "seed", "duration_s", "settle_timeout_s", "drain_timeout_s", "cluster",
             "workloads", "nemesis", "configurations", "checker", "expect", "notes"}
-CLUSTER_KEYS = {"nodes", "kafka_version", "network", "topic", "partitions", "replication_factor",
+CLUSTER_KEYS = {"nodes", "runtime", "kafka_version", "network", "topic", "partitions", "replication_factor",
                 "min_insync_replicas", "unclean_leader_election", "replica_lag_time_max_ms",
                 "zookeeper_session_timeout_ms", "replica_assignment", "broker_overrides", "controller",
                 "broker_heap_mb", "zookeeper_heap_mb"}
@@ -83,7 +85,7 @@ class Spec:
     cluster: ClusterSettings
     producers: tuple[ProducerGroup, ...]
     consumers: tuple[ConsumerGroup, ...]
-    nemesis: list[Any]
+    nemesis: Schedule
     checker: str
     expect: Expectation
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
@@ -156,8 +158,12 @@ def parse_cluster(raw: Any) -> ClusterSettings:
     overrides = raw.get("broker_overrides", {})
     if not isinstance(overrides, dict):
         raise _fail(f"{where}.broker_overrides", "must be a mapping of server.properties keys to values")
+    runtime = _get(raw, where, "runtime", str, d.runtime)
+    if runtime not in RUNTIMES:
+        raise _fail(f"{where}.runtime", f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     settings = ClusterSettings(
         nodes=nodes,
+        runtime=runtime,
         kafka_version=str(_get(raw, where, "kafka_version", str, d.kafka_version)),
         network=_get(raw, where, "network", str, d.network),
         topic=_get(raw, where, "topic", str, d.topic),
@@ -289,9 +295,7 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
         expect_raw = conf.get("expect", expect_raw)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
-    nemesis = resolved.get("nemesis") or []
-    if not isinstance(nemesis, list):
-        raise _fail("nemesis", "must be a list of fault events")
+    nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     checker = _get(resolved, "spec", "checker", str, "spark")
     if checker not in ("spark", "pandas"):
         raise _fail("checker", f"must be spark or pandas, got {checker!r}")
@@ -304,17 +308,7 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
         cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis, checker=checker,
         expect=parse_expect(f"configurations.{configuration}.expect" if configuration else "expect", expect_raw),
         raw=resolved)
-    validate_nemesis(spec)
     return spec
-
-
-def validate_nemesis(spec: Spec) -> None:
-    """Hand the schedule to the nemesis's own parser, which names the key path of any error."""
-    if not spec.nemesis:
-        return
-    from nemesis.schedule import parse_schedule  # the nemesis owns its vocabulary
-
-    parse_schedule("nemesis", spec.nemesis)
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:
@@ -339,9 +333,13 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return raw
 
 
-def load_specs(path: Path, only: str | None = None) -> list[Spec]:
-    """Every configuration of the spec file (or just `only`), validated, file name in each error."""
+def load_specs(path: Path, only: str | None = None, runtime: str | None = None) -> list[Spec]:
+    """Every configuration of the spec file (or just `only`), validated, file name in each error.
+
+    `runtime` (the CLI's --runtime) replaces the spec's `cluster.runtime`."""
     raw = load_spec_file(path)
+    if runtime is not None:
+        raw = merge(raw, {"cluster": {"runtime": runtime}})
     try:
         names = [only] if only is not None else configurations_of(raw)
         return [parse_spec(raw, name) for name in names]

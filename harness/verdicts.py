@@ -18,7 +18,8 @@ from typing import Any
 
 from harness.spec import Expectation, Spec
 from testbed.errors import HarnessError
-from testbed.state import write_json_atomic
+from testbed.files import write_json_atomic
+from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.verdicts")
 STATUS = {True: 0, False: 1, "unknown": 2}
@@ -38,7 +39,7 @@ def build_tables(journal_dir: Path, history_dir: Path) -> dict[str, Any]:
     return build_history(journal_dir, history_dir)
 
 
-def check_replicas(run_dir: Path, history_dir: Path, topic: str, kafka_version: str) -> None:
+def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> None:
     """`replicas.json`: every replica on disk, compared with the others and with the final log.
 
     Forensics beside the verdict, not part of it: a dump that fails is said in the
@@ -48,19 +49,18 @@ def check_replicas(run_dir: Path, history_dir: Path, topic: str, kafka_version: 
 
     started = time.monotonic()
     try:
-        report = dump_replicas(run_dir, topic, kafka_version, final_log(history_dir, topic))
+        report = dump_replicas(folder, topic, kafka_version, final_log(folder.history_dir, topic))
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
-        log.error("could not dump the replicas of %s: %s", run_dir, exc)
-        write_json_atomic(run_dir / "replicas.json", {"topic": topic, "error": str(exc)})
+        log.error("could not dump the replicas of %s: %s", folder.root, exc)
+        write_json_atomic(folder.replicas, {"topic": topic, "error": str(exc)})
         return
     records = sum(r["records"] for p in report["partitions"] for r in p["replicas"].values())
     log.info("replicas of %s dumped and compared in %.1f s (%d records on disk): %s", topic,
              time.monotonic() - started, records, "they agree" if report["agree"] else "they DIFFER")
     if not report["agree"]:
-        log.warning("replicas of %s differ on disk: see %s", topic, run_dir / "replicas.json")
+        log.warning("replicas of %s differ on disk: see %s", topic, folder.replicas)
     if report.get("final_matches") is False:
-        log.warning("the final log of %s differs from what the replicas hold: see %s", topic,
-                    run_dir / "replicas.json")
+        log.warning("the final log of %s differs from what the replicas hold: see %s", topic, folder.replicas)
 
 
 def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
@@ -76,10 +76,10 @@ def verdict_status(verdict: dict[str, Any]) -> int:
     return STATUS.get(verdict.get("valid"), 3)
 
 
-def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine: str | None) -> RunOutcome:
-    history_dir = run_dir / "history"
-    build_tables(journal_dir, history_dir)
-    check_replicas(run_dir, history_dir, spec.cluster.topic, spec.cluster.kafka_version)
+def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -> RunOutcome:
+    run_dir, history_dir = folder.root, folder.history_dir
+    build_tables(folder.journal_dir, history_dir)
+    check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version)
     verdict = run_checker(history_dir, engine or spec.checker)
     if notes:
         verdict["valid"] = "unknown"
@@ -87,7 +87,7 @@ def judge(spec: Spec, run_dir: Path, journal_dir: Path, notes: list[str], engine
     expectation = compare(spec.expect, verdict, observed_facts(history_dir))
     if expectation is not None:
         verdict["expectation"] = expectation
-    write_json_atomic(run_dir / "verdict.json", verdict)
+    write_json_atomic(folder.verdict, verdict)
     write_reports(run_dir)
     return RunOutcome(run_dir, verdict_status(verdict), verdict, expectation)
 

@@ -1,44 +1,56 @@
 """The run's client processes: which ones, where, with what config; start, watch, stop.
 
-A workload process that dies while it should be running fails the run loudly
-(WorkloadError with the tail of its log); it never just shrinks the history.
+`plan_workloads` turns a spec into typed `workloads.config` objects, one per
+process, each on its AZ's client host (observers on their broker's node
+host). `WorkloadSet` starts them through the runtime (the config file put on
+the host, the journal written there and fetched back) and holds them to
+account: a workload process that dies while it should be running fails the
+run loudly (WorkloadError with the tail of its log); it never just shrinks
+the history.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
-import sys
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.spec import Spec
 from testbed.addressing import Host
 from testbed.errors import WorkloadError
 from testbed.kafka import config as kcfg
-from testbed.kafka.cluster import KafkaCluster, log_tail
-from testbed.runtime.netns import NetnsRuntime
-from testbed.runtime.procs import is_alive, run_of, wait_dead
+from testbed.kafka.cluster import KafkaCluster
+from testbed.processes import ProcessGroup
+from testbed.runfolder import RunFolder
+from testbed.runtime.base import Runtime
+from workloads.config import (
+    AnyConfig,
+    ConsumerConfig,
+    DrainConfig,
+    ObserverConfig,
+    ProducerConfig,
+    config_to_json,
+)
+from workloads.exits import DRAIN_INCOMPLETE
 
-DRAIN_INCOMPLETE = 2  # workloads.exits.DRAIN_INCOMPLETE
+PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
 
 
 @dataclass
 class Workload:
     name: str
-    role: str
     host: Host
-    config: dict[str, Any]
-    pid: int | None = None
+    role: str
+    config: AnyConfig | None = None  # None for a dead harness's process, taken over by `recover`
 
 
-def plan_workloads(spec: Spec, cluster: KafkaCluster, journal_dir: Path) -> list[Workload]:
+def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
     """Every producer, consumer and observer of the run, with its config (drains come later)."""
-    plan = cluster.plan
-    base = {"topic": cluster.topic, "bootstrap": cluster.bootstrap}
+    plan, folder, topic = cluster.plan, cluster.folder, cluster.topic
+    partitions = cluster.settings.partitions
     out: list[Workload] = []
     counters: dict[tuple[str, str], int] = defaultdict(int)
 
@@ -51,105 +63,109 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster, journal_dir: Path) -> list
         for az in group.azs:
             for _ in range(group.per_az):
                 name = name_for("producer", az)
-                config = {**base, "process": name, "role": "producer", "az": az,
-                          "journal": str(journal_dir / f"{name}.jsonl"), "partitions": cluster.settings.partitions,
-                          "rate": group.rate, "value_prefix": f"{name}-", "kafka": group.settings}
-                if group.value_bytes:
-                    config["value_size"] = group.value_bytes
-                out.append(Workload(name, "producer", plan.client_of_az(az), config))
+                out.append(Workload(name, plan.client_of_az(az), "producer", ProducerConfig(
+                    process=name, role="producer", az=az, journal=folder.journal(name), topic=topic,
+                    bootstrap=cluster.bootstrap, partitions=partitions, rate=group.rate, value_prefix=f"{name}-",
+                    value_size=group.value_bytes or None, kafka=dict(group.settings))))
     for cgroup in spec.consumers:
         for az in cgroup.azs:
             for _ in range(cgroup.per_az):
                 name = name_for("consumer", az)
-                config = {**base, "process": name, "role": "consumer", "az": az, "mode": cgroup.mode,
-                          "journal": str(journal_dir / f"{name}.jsonl"), "partitions": cluster.settings.partitions}
-                if cgroup.mode == "group":
-                    config.update(group=cgroup.group, commit=cgroup.commit)
-                out.append(Workload(name, "consumer", plan.client_of_az(az), config))
+                grouped = cgroup.mode == "group"
+                out.append(Workload(name, plan.client_of_az(az), "consumer", ConsumerConfig(
+                    process=name, role="consumer", az=az, journal=folder.journal(name), topic=topic,
+                    bootstrap=cluster.bootstrap, mode="group" if grouped else "assign",
+                    group=cgroup.group if grouped else None,
+                    commit=("sync" if cgroup.commit == "sync" else "auto") if grouped else None,
+                    partitions=partitions)))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
-        out.append(Workload(name, "observer", node, {
-            "process": name, "role": "observer", "az": node.az, "topic": cluster.topic,
-            "journal": str(journal_dir / f"{name}.jsonl"), "broker_id": node.broker_id,
-            "broker_address": f"{node.address}:{kcfg.BROKER_PORT}", "interval_s": 1.0}))
+        out.append(Workload(name, node, "observer", ObserverConfig(
+            process=name, role="observer", az=node.az, journal=folder.journal(name), topic=topic, bootstrap="",
+            broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0)))
     return out
 
 
-def drain_workloads(cluster: KafkaCluster, journal_dir: Path, timeout_s: float, suffix: str = "") -> list[Workload]:
+def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "") -> list[Workload]:
     """One fresh fixed-assignment reader per AZ, from the earliest offset to the high watermark."""
-    return [Workload(f"drain-{host.az}{suffix}", "drain", host, {
-        "process": f"drain-{host.az}{suffix}", "role": "drain", "az": host.az, "topic": cluster.topic,
-        "bootstrap": cluster.bootstrap, "journal": str(journal_dir / f"drain-{host.az}{suffix}.jsonl"),
-        "partitions": cluster.settings.partitions, "timeout_s": timeout_s}) for host in cluster.plan.clients]
+    return [Workload(name, host, "drain", DrainConfig(
+        process=name, role="drain", az=host.az, journal=cluster.folder.journal(name), topic=cluster.topic,
+        bootstrap=cluster.bootstrap, partitions=cluster.settings.partitions, timeout_s=timeout_s))
+        for host in cluster.plan.clients for name in [f"drain-{host.az}{suffix}"]]
 
 
 class WorkloadSet:
     """Starts workload processes through the runtime and holds them to account."""
 
-    def __init__(self, runtime: NetnsRuntime, run_dir: Path) -> None:
+    def __init__(self, runtime: Runtime, folder: RunFolder, cluster: KafkaCluster) -> None:
         self.runtime = runtime
-        self.run_dir = run_dir
+        self.folder = folder
+        self.cluster = cluster
+        self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
         self.running: dict[str, Workload] = {}
 
-    def log_path(self, name: str) -> Path:
-        return self.run_dir / "logs" / f"{name}.log"
-
     def start(self, workloads: list[Workload]) -> None:
-        config_dir = self.run_dir / "workloads"
-        config_dir.mkdir(parents=True, exist_ok=True)
         for w in workloads:
-            path = config_dir / f"{w.name}.json"
-            path.write_text(json.dumps(w.config, indent=2, sort_keys=True) + "\n")
-            child = self.runtime.spawn(w.host, f"workload/{w.name}", [sys.executable, "-m", "workloads", str(path)],
-                                       self.log_path(w.name))
-            w.pid = child.pid
+            assert w.config is not None, w.name
+            path = self.folder.workload_config(w.name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            on_host = dataclasses.replace(w.config, journal=Path(self.runtime.host_path(w.host, w.config.journal)))
+            path.write_text(json.dumps(config_to_json(on_host), indent=2, sort_keys=True) + "\n")
+            host_config = self.runtime.put(w.host, path)
+            python = self.cluster.software(w.host).python
+            self.processes.start(w.host, PROCESS_PREFIX + w.name, [*python, "-m", "workloads", host_config])
             self.running[w.name] = w
+
+    def adopt(self) -> None:
+        """Take over the client processes a dead harness started that still run (`recover`)."""
+        for name in self.runtime.process_names():
+            process = self.processes.running(name) if name.startswith(PROCESS_PREFIX) else None
+            if process is not None:
+                short = name.removeprefix(PROCESS_PREFIX)
+                self.running[short] = Workload(short, process.host, short.split("-", 1)[0])
 
     def check_alive(self) -> None:
         """Raise WorkloadError if any process that should be running has exited."""
         for w in self.running.values():
-            if w.pid is not None and not (is_alive(w.pid) and run_of(w.pid) == self.runtime.prefix):
+            if self.processes.running(PROCESS_PREFIX + w.name) is None:
                 raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
 
     def tail(self, name: str) -> str:
-        return log_tail(self.log_path(name), lines=2)
+        return self.processes.log_tail(PROCESS_PREFIX + name, lines=2)
+
+    def collect(self) -> None:
+        """Bring every workload's journal and log from its host into the run folder."""
+        hosts = {w.host.name: w.host for w in self.running.values()} | {h.name: h for h in self.runtime.plan.hosts}
+        for host in hosts.values():
+            self.runtime.fetch(host, self.folder.journal_dir)
+            self.runtime.fetch(host, self.folder.logs_dir)
 
     def stop(self, role: str, timeout: float) -> None:
         """SIGTERM every process of `role`, wait for a clean exit; one that does not exit in time is a failure."""
-        victims = [w for w in self.running.values() if w.role == role and w.pid is not None]
-        for w in victims:
-            assert w.pid is not None
-            self.runtime.signal(w.pid, signal.SIGTERM)
-        stuck = wait_dead([w.pid for w in victims if w.pid is not None], timeout)
+        victims = [w for w in self.running.values() if w.role == role]
+        stuck = self.processes.stop([PROCESS_PREFIX + w.name for w in victims], timeout, signal.SIGTERM)
         for w in victims:
             self.running.pop(w.name, None)
         if stuck:
-            for pid in stuck:
-                self.runtime.signal(pid, signal.SIGKILL)
-            names = [w.name for w in victims if w.pid in stuck]
+            names = [s.removeprefix(PROCESS_PREFIX) for s in stuck]
             raise WorkloadError(f"workloads {', '.join(names)} did not stop within {timeout:.0f} s of SIGTERM")
         self._check_exit_codes(victims, ok=(0,))
 
     def _check_exit_codes(self, finished: list[Workload], ok: tuple[int, ...]) -> dict[str, int]:
         codes = {}
         for w in finished:
-            child = next((c for c in self.runtime.children if c.pid == w.pid), None)
-            code = child.wait(timeout=5) if child is not None else 0
-            codes[w.name] = code
-            if code not in ok:
+            code = self.processes.exit_status(PROCESS_PREFIX + w.name)
+            codes[w.name] = 0 if code is None else code
+            if codes[w.name] not in ok:
                 raise WorkloadError(f"workload {w.name} exited with status {code}: {self.tail(w.name)}")
         return codes
 
     def run_to_completion(self, workloads: list[Workload], timeout: float) -> dict[str, int]:
         """Start `workloads` (drains), wait for each to exit by itself; return exit codes."""
         self.start(workloads)
-        deadline = time.monotonic() + timeout
-        pids = [w.pid for w in workloads if w.pid is not None]
-        stuck = wait_dead(pids, max(0.0, deadline - time.monotonic()))
-        for pid in stuck:
-            self.runtime.signal(pid, signal.SIGKILL)
-        wait_dead(stuck, 10)
+        names = [PROCESS_PREFIX + w.name for w in workloads]
+        stuck = self.processes.wait(names, timeout)
+        self.processes.kill(stuck)
         for w in workloads:
             self.running.pop(w.name, None)
-        codes = self._check_exit_codes(workloads, ok=(0, DRAIN_INCOMPLETE, -signal.SIGKILL))
-        return codes
+        return self._check_exit_codes(workloads, ok=(0, DRAIN_INCOMPLETE, -signal.SIGKILL))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import ROLES, KafkaCluster, Role
 from testbed.kafka.zk import zk_snapshot
-from testbed.runtime.procs import is_alive, is_stopped, wait_dead
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0
@@ -165,7 +163,7 @@ class ProcessFault:
         elif spec.fault == "pause":
             for node, role, _ in hits:
                 cluster.pause(node, role)
-            _wait_state([pid for _, _, pid in hits], stopped=True)
+            _wait_state(cluster, [(node, role) for node, role, _ in hits], paused=True)
         elif spec.fault == "graceful-stop":
             _in_parallel([lambda n=node, r=role: cluster.stop(n, r, GRACEFUL_STOP_S) for node, role, _ in hits])
         targets = {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
@@ -177,10 +175,9 @@ class ProcessFault:
         cluster = env.cluster
         procs = [(cluster.plan.host(name), role) for name, role in injected.processes]
         if injected.fault == "pause":
-            pids = [cluster.pids(node)[role] for node, role in procs]
             for node, role in procs:
                 cluster.resume(node, role)
-            _wait_state([p for p in pids if p is not None], stopped=False)
+            _wait_state(cluster, procs, paused=False)
             return
         start_again(cluster, procs)
 
@@ -217,24 +214,24 @@ def _wait_unregistered(cluster: KafkaCluster, node: Host) -> None:
                 node.broker_id)
 
 
-def _wait_state(pids: list[int], stopped: bool) -> None:
-    """Wait until every pid is (or is no longer) stopped: a signal reaches a JVM's threads a moment later."""
+def _wait_state(cluster: KafkaCluster, procs: list[tuple[Host, Role]], paused: bool) -> None:
+    """Wait until every process is (or is no longer) paused: a signal reaches a JVM's threads a moment later.
+
+    A process that has ended meanwhile counts as done."""
     deadline = time.monotonic() + KILL_WAIT_S
-    pending = list(pids)
+    pending = list(procs)
     while pending and time.monotonic() < deadline:
-        pending = [p for p in pending if is_alive(p) and is_stopped(p) != stopped]
+        pending = [(n, r) for n, r in pending if cluster.process(n, r) is not None and cluster.paused(n, r) != paused]
         if pending:
             time.sleep(0.005)
     if pending:
-        raise FaultError(f"processes {pending} did not {'stop' if stopped else 'continue'} "
-                         f"within {KILL_WAIT_S:.0f} s")
+        names = [cluster.process_name(n, r) for n, r in pending]
+        raise FaultError(f"processes {names} did not {'stop' if paused else 'continue'} within {KILL_WAIT_S:.0f} s")
 
 
 def _kill_at_once(cluster: KafkaCluster, hits: list[tuple[Host, Role, int]]) -> None:
     """SIGKILL every hit process before waiting for any: they die at the same instant."""
-    for node, role, _ in hits:
-        cluster.signal(node, role, signal.SIGKILL)
-    stuck = wait_dead([pid for _, _, pid in hits], KILL_WAIT_S)
+    stuck = cluster.processes.kill([cluster.process_name(node, role) for node, role, _ in hits], KILL_WAIT_S)
     if stuck:
         raise FaultError(f"processes {stuck} survived SIGKILL for {KILL_WAIT_S:.0f} s")
 

@@ -29,7 +29,6 @@ from nemesis.spec import FaultSpec, parse_fault
 from nemesis.targets import Resolver, observe
 from testbed.errors import FaultError, HarnessError
 from testbed.kafka.cluster import ROLES, KafkaCluster, Role
-from testbed.runtime.procs import is_stopped
 
 log = logging.getLogger("faultline.nemesis")
 POLL_S = 0.05
@@ -179,7 +178,7 @@ class Nemesis:
         return stopped
 
     # -- everything --------------------------------------------------------------
-    def heal_all(self) -> HealReport:
+    def heal_all(self, by: str = "heal-all") -> HealReport:
         """Leave the cluster with no fault in effect; idempotent; safe on every exit path.
 
         In order: cancel any schedule this nemesis runs (so nothing starts a new
@@ -189,7 +188,8 @@ class Nemesis:
         ZooKeeper server and then every broker that is not running, including
         ones that died on their own (journaled as such). A fault whose own undo
         failed is undone by that sweep and journaled as stopped by it. Journals
-        one `info` row `heal-all` when it changed anything. Does not wait for
+        one `info` row `heal-all` when it changed anything or `by` names who
+        asked (`recover` heals what a dead harness left). Does not wait for
         the cluster to settle. FaultError after trying everything if the sweep
         itself failed (then the cluster may still be faulted).
         """
@@ -217,9 +217,9 @@ class Nemesis:
                 report.stopped.append(left.name)
             with self._state:
                 self._active.clear()
-            if report.changed:
+            if report.changed or by != "heal-all":
                 self.journal.write("info", "heal-all", {"resumed": report.resumed, "restarted": report.restarted},
-                                   {"stopped": report.stopped, "errors": report.errors})
+                                   {"stopped": report.stopped, "errors": report.errors, "by": by})
         if report.errors:
             raise FaultError("heal-all: " + "; ".join(report.errors))
         return report
@@ -227,8 +227,8 @@ class Nemesis:
     def _restore_processes(self, report: HealReport, by_faults: set[tuple[str, Role]]) -> None:
         cluster = self.cluster
         for node in cluster.nodes:
-            for role, pid in cluster.pids(node).items():
-                if pid is not None and is_stopped(pid):
+            for role in ROLES:
+                if cluster.paused(node, role):
                     try:
                         cluster.resume(node, role)
                         report.resumed.append(cluster.process_name(node, role))

@@ -35,6 +35,7 @@ from typing import Literal
 
 from testbed.addressing import AddressPlan
 from testbed.kafka.config import BROKER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
+from testbed.runtime.base import FAULT_IN_CHAIN, FAULT_OUT_CHAIN
 
 Grudge = Mapping[str, frozenset[str]]
 Scope = Literal["all", "kafka", "zookeeper"]
@@ -44,8 +45,7 @@ SCOPE_PORTS: dict[Scope, tuple[int, ...]] = {
     "kafka": (BROKER_PORT,),
     "zookeeper": (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT),
 }
-IN_CHAIN = "FAULTLINE-IN"
-OUT_CHAIN = "FAULTLINE-OUT"
+IN_CHAIN, OUT_CHAIN = FAULT_IN_CHAIN, FAULT_OUT_CHAIN  # the chains a Firewalled runtime hooks in
 
 
 # -- hosts ------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """The address plan: which host of a run gets which address on the run's network.
 
-Pure data, plus one check against the machine's routes so a plan never shadows
-a network the machine already uses. Hosts per AZ i (1-based): a node (one
+Pure data (each runtime checks the plan against what its hosts live on). Hosts per AZ i (1-based): a node (one
 ZooKeeper server, one broker with id i-1) at .10+i and a client host at .20+i;
 the control plane (the harness) at .1 on the bridge.
 """
@@ -9,8 +8,6 @@ the control plane (the harness) at .1 on the bridge.
 from __future__ import annotations
 
 import ipaddress
-import json
-import subprocess
 from dataclasses import dataclass
 
 from testbed.errors import UsageError
@@ -88,32 +85,3 @@ def make_plan(network: str = DEFAULT_NETWORK, nodes: int = 3) -> AddressPlan:
         hosts.append(Host(f"az{i}-node", "node", f"az{i}", i, str(base + 10 + i)))
         hosts.append(Host(f"az{i}-client", "client", f"az{i}", i, str(base + 20 + i)))
     return AddressPlan(str(net), str(base + 1), net.prefixlen, tuple(hosts))
-
-
-def machine_networks() -> list[tuple[str, ipaddress.IPv4Network]]:
-    """(where, network) for every IPv4 route and interface address on the machine."""
-    found: list[tuple[str, ipaddress.IPv4Network]] = []
-    routes = json.loads(subprocess.run(["ip", "-j", "-4", "route", "show", "table", "main"],
-                                       capture_output=True, text=True, check=True).stdout or "[]")
-    for r in routes:
-        dst = r.get("dst", "")
-        if dst and dst != "default":
-            found.append((f"route {dst} dev {r.get('dev', '?')}", ipaddress.IPv4Network(dst, strict=False)))
-    addrs = json.loads(subprocess.run(["ip", "-j", "-4", "addr", "show"],
-                                      capture_output=True, text=True, check=True).stdout or "[]")
-    for link in addrs:
-        for a in link.get("addr_info", []):
-            if a.get("local", "").startswith("127."):
-                continue
-            net = ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False)
-            found.append((f"address {a['local']}/{a['prefixlen']} on {link.get('ifname', '?')}", net))
-    return found
-
-
-def check_no_overlap(plan: AddressPlan) -> None:
-    """Refuse a plan whose network overlaps a route or address already on the machine."""
-    net = ipaddress.IPv4Network(plan.network)
-    for where, other in machine_networks():
-        if net.overlaps(other):
-            raise UsageError(f"--network {plan.network} overlaps {where} already on this machine; "
-                             f"choose another range (or run 'python -m harness clean' if a dead run left it)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import signal
 import time
 from collections.abc import Iterator
@@ -19,20 +18,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from testbed.addressing import check_no_overlap, make_plan
+from testbed.addressing import make_plan
 from testbed.errors import UsageError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import ensure_kafka
 from testbed.paths import RESULTS_DIR
-from testbed.runtime.netns import NetnsRuntime, list_namespaces
+from testbed.runfolder import RunFolder
+from testbed.runtime.base import Runtime, new_prefix
+from testbed.runtime.factory import make_runtime, preflight, runtime_of
 from testbed.state import RunState, claim_active, read_active, refuse_if_busy, release_active
 
 log = logging.getLogger("faultline")
-
-
-def new_prefix() -> str:
-    return "fl" + secrets.token_hex(3)
 
 
 def timestamp() -> str:
@@ -44,9 +41,13 @@ def require_root() -> None:
         raise UsageError("faultline must run as root (it creates network namespaces and iptables rules)")
 
 
-def hosts_exist(prefix: str) -> bool:
-    """Whether any host (namespace) of the run with this prefix is still on the machine."""
-    return any(ns.startswith(prefix + "-") for ns in list_namespaces())
+def hosts_exist(run_dir: Path) -> bool:
+    """Whether any host of the run recorded in `run_dir` is still there."""
+    try:
+        _, runtime = cluster_from_state(run_dir)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return runtime.exists()
 
 
 def live_active_cluster() -> dict[str, Any] | None:
@@ -54,7 +55,7 @@ def live_active_cluster() -> dict[str, Any] | None:
     current = read_active()
     if current is None:
         return None
-    return current if hosts_exist(str(current["prefix"])) else None
+    return current if hosts_exist(Path(current["run_dir"])) else None
 
 
 class TerminationRequested(BaseException):
@@ -72,12 +73,13 @@ def terminate_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def cluster_from_state(run_dir: Path) -> tuple[KafkaCluster, NetnsRuntime]:
+def cluster_from_state(run_dir: Path) -> tuple[KafkaCluster, Runtime]:
+    """The cluster and runtime recorded in a run folder's state file, as the harness that made them saw them."""
     state = RunState.load(run_dir)
     settings = settings_from_json(state.data["settings"])
     plan = make_plan(settings.network, settings.nodes)
-    runtime = NetnsRuntime(state.prefix, plan, state)
-    return KafkaCluster(runtime, settings, run_dir), runtime
+    runtime = runtime_of(state, plan)
+    return KafkaCluster(runtime, settings, RunFolder(run_dir)), runtime
 
 
 def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
@@ -89,7 +91,7 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
 
 @contextlib.contextmanager
 def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False
-              ) -> Iterator[tuple[KafkaCluster, NetnsRuntime]]:
+              ) -> Iterator[tuple[KafkaCluster, Runtime]]:
     """Yield a ready cluster; tear it down on the way out unless `keep` (then the caller owns it).
 
     Raises before changing anything for: a busy machine, a bad address plan, an
@@ -97,20 +99,22 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
     """
     plan = make_plan(settings.network, settings.nodes)
     refuse_if_busy(live_active_cluster())
-    check_no_overlap(plan)
+    preflight(settings.runtime, plan)
     ensure_kafka(settings.kafka_version)
     prefix = new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as undo, terminate_on_sigterm():
-        state = RunState.create(run_dir, prefix, settings=settings.to_json(), harness_pid=os.getpid())
+        state = RunState.create(run_dir, prefix, runtime=settings.runtime, settings=settings.to_json(),
+                                harness_pid=os.getpid())
         claim_active(run_dir, prefix)
         undo.callback(release_active, prefix)
-        runtime = NetnsRuntime(prefix, plan, state)
+        runtime = make_runtime(settings.runtime, prefix, plan, state)
         undo.callback(runtime.destroy)
         started = time.monotonic()
         runtime.create()
-        cluster = KafkaCluster(runtime, settings, run_dir)
+        cluster = KafkaCluster(runtime, settings, RunFolder(run_dir))
+        undo.callback(cluster.collect)  # before the hosts go (the stack unwinds last in, first out)
         cluster.bring_up()
         log.info("cluster %s ready in %.1f s (run dir %s)", prefix, time.monotonic() - started, run_dir)
         if keep:
@@ -119,7 +123,8 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
 
 
 def tear_down(run_dir: Path) -> None:
-    """Remove a cluster recorded in `run_dir` and release the machine."""
-    _, runtime = cluster_from_state(run_dir)
+    """Remove a cluster recorded in `run_dir` (its logs and data fetched first) and release the machine."""
+    cluster, runtime = cluster_from_state(run_dir)
+    cluster.collect()
     runtime.destroy()
     release_active(runtime.prefix)

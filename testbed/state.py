@@ -9,28 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from testbed.errors import ClusterBusy
+from testbed.files import write_json_atomic
 from testbed.paths import ACTIVE_FILE
-
-STATE_NAME = "state.json"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from testbed.runfolder import RunFolder
 
 
 class RunState:
@@ -42,29 +27,31 @@ class RunState:
 
     @classmethod
     def create(cls, run_dir: Path, prefix: str, **fields: Any) -> RunState:
-        data: dict[str, Any] = {"prefix": prefix, "namespaces": [], "links": [], "processes": {}, **fields}
+        data: dict[str, Any] = {"prefix": prefix, "processes": {}, **fields}
         state = cls(run_dir, data)
         state.save()
         return state
 
     @classmethod
     def load(cls, run_dir: Path) -> RunState:
-        return cls(run_dir, json.loads((run_dir / STATE_NAME).read_text()))
+        return cls(run_dir, json.loads(RunFolder(run_dir).state.read_text()))
 
     @property
     def prefix(self) -> str:
         return str(self.data["prefix"])
 
     def save(self) -> None:
-        write_json_atomic(self.run_dir / STATE_NAME, self.data)
+        write_json_atomic(RunFolder(self.run_dir).state, self.data)
 
     def add(self, kind: str, name: str) -> None:
-        if name not in self.data[kind]:
-            self.data[kind].append(name)
+        """Record a resource of `kind` (a runtime's word: "namespaces", "containers", ...) the moment it exists."""
+        names = self.data.setdefault(kind, [])
+        if name not in names:
+            names.append(name)
             self.save()
 
     def discard(self, kind: str, name: str) -> None:
-        if name in self.data[kind]:
+        if name in self.data.get(kind, []):
             self.data[kind].remove(name)
             self.save()
 

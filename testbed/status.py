@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from testbed.errors import RuntimeFailure
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
-from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.base import Runtime
 
 
-def cluster_status(cluster: KafkaCluster, runtime: NetnsRuntime) -> dict[str, Any]:
+def cluster_status(cluster: KafkaCluster, runtime: Runtime) -> dict[str, Any]:
     def ask(node: Any) -> dict[str, Any]:
-        argv = [sys.executable, "-m", "testbed.kafka.probe", node.address, str(kcfg.BROKER_PORT),
+        argv = [*cluster.software(node).python, "-m", "testbed.kafka.probe", node.address, str(kcfg.BROKER_PORT),
                 node.address, str(kcfg.ZK_CLIENT_PORT), cluster.topic]
         try:
             proc = runtime.execute(node, argv, timeout=10.0)

@@ -22,6 +22,7 @@ every error names the key. Keys per role:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,3 +270,12 @@ def load_config(path: Path) -> AnyConfig:
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     return parse_config(raw)
+
+
+def config_to_json(config: AnyConfig) -> dict[str, Any]:
+    """The JSON object `parse_config` reads back as `config` (the file a workload process is started with)."""
+    raw = dataclasses.asdict(config)
+    raw["journal"] = str(config.journal)
+    if isinstance(config, ObserverConfig):
+        raw["broker_address"] = f"{raw.pop('broker_host')}:{raw.pop('broker_port')}"
+    return raw

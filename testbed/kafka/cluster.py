@@ -2,8 +2,10 @@
 
 One node per AZ runs one ZooKeeper server and one broker. Every process is a
 plain `java` started through the runtime inside its node's host, with config,
-data and logs under `RUN_DIR/nodes/<node>/`. The nemesis uses `pids`, `kill`,
-`stop`, `pause`, `resume`, `start`, `power_off` and `power_on`.
+data and logs in the node's folder of the run (`RunFolder.node`): configs are
+rendered here and put on the host, Kafka is installed on it by the runtime.
+The nemesis uses `process`, `kill`, `stop`, `pause`, `resume`, `start`,
+`power_off` and `power_on`.
 Must never: signal a process that is not this cluster's, or start a second
 copy of a process that is still alive.
 """
@@ -11,7 +13,6 @@ copy of a process that is still alive.
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,13 +22,13 @@ from typing import Any, Literal, TypeVar
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from testbed.addressing import AddressPlan, Host
-from testbed.errors import ClusterError
+from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
-from testbed.kafka.dist import classpath
 from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from testbed.kafka.zk import zk_snapshot
-from testbed.runtime.base import Runtime
-from testbed.runtime.procs import is_alive, run_of, wait_dead
+from testbed.processes import ProcessGroup
+from testbed.runfolder import NodeFolder, RunFolder
+from testbed.runtime.base import Process, Runtime, Software
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
@@ -54,14 +55,20 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
 
 
 class KafkaCluster:
-    def __init__(self, runtime: Runtime, settings: kcfg.ClusterSettings, run_dir: Path) -> None:
+    def __init__(self, runtime: Runtime, settings: kcfg.ClusterSettings, folder: RunFolder) -> None:
         self.runtime = runtime
         self.plan: AddressPlan = runtime.plan
         self.settings = settings
-        self.run_dir = run_dir
+        self.folder = folder
         self.topic = settings.topic
+        self.processes = ProcessGroup(runtime, self._log_of)
+        self._software: dict[str, Software] = {}
 
     # -- layout ------------------------------------------------------------
+    @property
+    def run_dir(self) -> Path:
+        return self.folder.root
+
     @property
     def nodes(self) -> tuple[Host, ...]:
         return self.plan.nodes
@@ -69,8 +76,8 @@ class KafkaCluster:
     def node(self, broker_id: int) -> Host:
         return next(n for n in self.nodes if n.broker_id == broker_id)
 
-    def node_dir(self, node: Host) -> Path:
-        return self.run_dir / "nodes" / node.name
+    def node_folder(self, node: Host) -> NodeFolder:
+        return self.folder.node(node.name)
 
     @property
     def bootstrap(self) -> str:
@@ -83,96 +90,116 @@ class KafkaCluster:
     def process_name(self, node: Host, role: Role) -> str:
         return f"{node.name}/{role}"
 
-    # -- configs -----------------------------------------------------------
+    def _log_of(self, name: str) -> Path:
+        node, role = name.split("/", 1)
+        return self.folder.node(node).stdout(role)
+
+    # -- configs and software ------------------------------------------------
+    def software(self, node: Host) -> Software:
+        if node.name not in self._software:
+            self._software[node.name] = self.runtime.install(node, self.settings.kafka_version)
+        return self._software[node.name]
+
     def write_configs(self) -> None:
+        """Render every node's configs into its folder, with the host's own paths, and put them on the host."""
         for node in self.nodes:
-            base = self.node_dir(node)
-            for sub in ("config", "zookeeper-data", "kafka-data", "logs/zookeeper", "logs/broker"):
-                (base / sub).mkdir(parents=True, exist_ok=True)
-            (base / "zookeeper-data" / "myid").write_text(f"{node.index}\n")
-            (base / "config" / "zoo.cfg").write_text(kcfg.zoo_cfg(self.plan, node, base / "zookeeper-data"))
-            (base / "config" / "server.properties").write_text(
-                kcfg.server_properties(self.plan, node, self.settings, base / "kafka-data"))
+            f = self.node_folder(node)
+            on_host = lambda path, node=node: self.runtime.host_path(node, path)  # noqa: E731
+            for d in (f.config_dir, f.data("zookeeper"), f.data("broker"), f.logs("zookeeper"), f.logs("broker")):
+                d.mkdir(parents=True, exist_ok=True)
+            (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
+            f.config("zookeeper").write_text(kcfg.zoo_cfg(self.plan, node, on_host(f.data("zookeeper"))))
+            f.config("broker").write_text(
+                kcfg.server_properties(self.plan, node, self.settings, on_host(f.data("broker"))))
             for role in ROLES:
-                (base / "config" / f"log4j-{role}.properties").write_text(
-                    kcfg.log4j_properties(base / "logs" / role))
+                f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
+            self.runtime.put(node, f.root)
 
     def _argv(self, node: Host, role: Role) -> list[str]:
-        base = self.node_dir(node)
+        f, sw = self.node_folder(node), self.software(node)
+        on_host = lambda path: self.runtime.host_path(node, path)  # noqa: E731
         heap = self.settings.broker_heap_mb if role == "broker" else self.settings.zookeeper_heap_mb
-        conf = base / "config" / ("server.properties" if role == "broker" else "zoo.cfg")
-        return ["java", f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k",
-                f"-Dlog4j.configuration=file:{base / 'config' / f'log4j-{role}.properties'}",
-                f"-Dkafka.logs.dir={base / 'logs' / role}", f"-Dfaultline.node={node.name}",
-                "-cp", classpath(self.settings.kafka_version), MAIN_CLASS[role], str(conf)]
+                f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
+                f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
+                "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
+
+    def collect(self) -> None:
+        """Bring every node's logs, data and before-heal copies from its host into the run folder.
+
+        Forensics: a node that cannot be read is logged, and the others are still fetched."""
+        for node in self.nodes:
+            f = self.node_folder(node)
+            for path in (f.logs_dir, f.data("broker"), f.before_heal_dir):
+                try:
+                    self.runtime.fetch(node, path)
+                except RuntimeFailure as exc:
+                    log.warning("could not fetch %s from %s: %s", path, node.name, exc)
 
     # -- process control ---------------------------------------------------
-    def pids(self, node: Host) -> dict[Role, int | None]:
-        """The live pid of each of the node's processes (None where it is not running)."""
-        procs = self.runtime_state_processes()
-        out: dict[Role, int | None] = {}
-        for role in ROLES:
-            info = procs.get(self.process_name(node, role))
-            pid = int(info["pid"]) if info else None
-            # Threads share the pid space, so a dead process's pid is soon reused: check it is still ours.
-            ours = pid is not None and is_alive(pid) and run_of(pid) == self.runtime.prefix
-            out[role] = pid if ours else None
-        return out
+    def process(self, node: Host, role: Role) -> Process | None:
+        """The node's running process of `role`, or None."""
+        return self.processes.running(self.process_name(node, role))
 
-    def runtime_state_processes(self) -> dict[str, Any]:
-        state = getattr(self.runtime, "state", None)
-        return dict(state.data.get("processes", {})) if state is not None else {}
+    def pids(self, node: Host) -> dict[Role, int | None]:
+        """The pid (on its host) of each of the node's running processes; None where it is not running."""
+        return {role: (p.pid if (p := self.process(node, role)) is not None else None) for role in ROLES}
 
     def start(self, node: Host, role: Role) -> int:
-        if self.pids(node)[role] is not None:
-            raise ClusterError(f"{self.process_name(node, role)} is already running")
-        child = self.runtime.spawn(node, self.process_name(node, role), self._argv(node, role),
-                                   self.node_dir(node) / "logs" / role / "stdout.log")
-        return child.pid
+        try:
+            return self.processes.start(node, self.process_name(node, role), self._argv(node, role)).pid
+        except RuntimeFailure as exc:
+            raise ClusterError(str(exc)) from exc
 
     def signal(self, node: Host, role: Role, signum: int) -> int | None:
-        pid = self.pids(node)[role]
-        if pid is not None:
-            self.runtime.signal(pid, signum)
-        return pid
+        process = self.processes.signal(self.process_name(node, role), signum)
+        return None if process is None else process.pid
 
     def kill(self, node: Host, role: Role) -> None:
-        pid = self.signal(node, role, signal.SIGKILL)
-        if pid is not None and wait_dead([pid], 10.0):
-            raise ClusterError(f"{self.process_name(node, role)} (pid {pid}) survived SIGKILL")
+        if self.processes.kill([self.process_name(node, role)]):
+            raise ClusterError(f"{self.process_name(node, role)} survived SIGKILL")
 
     def stop(self, node: Host, role: Role, timeout: float = 60.0) -> None:
         """Graceful stop (SIGTERM: a broker does a controlled shutdown); SIGKILL past `timeout`."""
-        pid = self.signal(node, role, signal.SIGTERM)
-        if pid is not None and wait_dead([pid], timeout):
-            log.warning("%s did not stop within %.0f s; killing it", self.process_name(node, role), timeout)
-            self.kill(node, role)
+        if self.processes.stop([self.process_name(node, role)], timeout):
+            log.warning("%s did not stop within %.0f s; killed it", self.process_name(node, role), timeout)
 
     def pause(self, node: Host, role: Role) -> None:
-        self.signal(node, role, signal.SIGSTOP)
+        process = self._pausable(node, role)
+        if process is not None:
+            process.pause()
 
     def resume(self, node: Host, role: Role) -> None:
-        self.signal(node, role, signal.SIGCONT)
+        process = self._pausable(node, role)
+        if process is not None:
+            process.resume()
+
+    def paused(self, node: Host, role: Role) -> bool:
+        process = self._pausable(node, role)
+        return process is not None and process.paused()
+
+    def _pausable(self, node: Host, role: Role) -> Any:
+        try:
+            return self.processes.pausable(self.process_name(node, role))
+        except RuntimeFailure as exc:
+            raise ClusterError(str(exc)) from exc
 
     def power_off(self, node: Host) -> None:
         """Both processes of the node die at the same instant (SIGKILL; the page cache survives)."""
-        pids = [p for p in self.pids(node).values() if p is not None]
-        for pid in pids:
-            self.runtime.signal(pid, signal.SIGKILL)
-        if wait_dead(pids, 10.0):
+        if self.processes.kill([self.process_name(node, role) for role in ROLES]):
             raise ClusterError(f"{node.name} survived power-off")
 
     def power_on(self, node: Host) -> None:
         for role in ROLES:
-            if self.pids(node)[role] is None:
+            if self.process(node, role) is None:
                 self.start(node, role)
 
     def power_on_all(self) -> None:
         """Start every process that is not running: ZooKeeper servers first, then brokers."""
         for role in ROLES:
             for node in self.nodes:
-                if self.pids(node)[role] is None:
+                if self.process(node, role) is None:
                     self.start(node, role)
 
     # -- bring-up and readiness --------------------------------------------
@@ -190,7 +217,7 @@ class KafkaCluster:
             wait_for(f"broker {wanted} to become controller", lambda: self._controller_is(wanted),
                      deadline - time.monotonic())
         for node in self.nodes:
-            if self.pids(node)["broker"] is None:
+            if self.process(node, "broker") is None:
                 self.start(node, "broker")
         self.wait_brokers(deadline - time.monotonic())
         self.create_topic()
@@ -202,10 +229,11 @@ class KafkaCluster:
 
     def _check_processes(self) -> None:
         for node in self.nodes:
-            for role, pid in self.pids(node).items():
-                if pid is None and self.process_name(node, role) in self.runtime_state_processes():
-                    tail = log_tail(self.node_dir(node) / "logs" / role / "stdout.log")
-                    raise ClusterError(f"{self.process_name(node, role)} exited during start-up: {tail}")
+            for role in ROLES:
+                name = self.process_name(node, role)
+                process = self.processes.get(name)
+                if process is not None and not process.alive():
+                    raise ClusterError(f"{name} exited during start-up: {self.processes.log_tail(name)}")
 
     def wait_quorum(self, timeout: float) -> dict[str, str]:
         def quorum() -> dict[str, str] | None:
@@ -288,12 +316,3 @@ class KafkaCluster:
 
 def _leadership(view: BrokerView) -> list[tuple[int, int | None, tuple[int, ...]]]:
     return [(p.partition, p.leader, tuple(sorted(p.isr))) for parts in view.partitions.values() for p in parts]
-
-
-def log_tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a process's log, joined on one line, for an error message."""
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except FileNotFoundError:
-        return "(no output)"
-    return " | ".join(text[-lines:]) or "(no output)"

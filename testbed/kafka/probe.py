@@ -1,6 +1,6 @@
 """`python -m testbed.kafka.probe HOST PORT ZKHOST ZKPORT [TOPIC...]`: one node's own view, as JSON.
 
-Run inside a node's host (`ip netns exec`), so what it reports is what that
+Run inside a node's host (through the runtime), so what it reports is what that
 node can see, whatever faults are in place.
 """
 

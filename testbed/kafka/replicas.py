@@ -2,7 +2,7 @@
 
 The final drain says what the leaders served; the replicas say what each
 broker actually holds. After a run (the brokers stopped, the segment files
-still under `RUN_DIR/nodes/<node>/kafka-data/`), `kafka.tools.DumpLogSegments`
+fetched from the hosts into `RUN_DIR/nodes/<node>/kafka-data/`), `kafka.tools.DumpLogSegments`
 reads every segment of every replica, one JVM per partition, its output
 streamed: parsed as it comes and kept gzipped per node and partition
 (`nodes/<node>/replica-dump/<topic>-<partition>.txt.gz`), so memory grows
@@ -13,8 +13,8 @@ agree; where they do not (a follower that was never truncated, a dump taken
 after an unsettled end), the differing offsets and examples say where to
 look.
 
-Before each fault is undone, the nemesis copies every node's segments
-(`nodes/<node>/before-heal/<NN>-<fault>/`, `snapshot_segments`): what a
+Before each fault is undone, the nemesis copies every node's segments on its
+host (`nodes/<node>/before-heal/<NN>-<fault>/`, `snapshot_segments`): what a
 deposed leader or a broker about to restart held before it truncated. Those
 copies are dumped too, and `replicas.json` says per node how many of their
 records no replica holds at the end, with examples: where lost writes went.
@@ -27,23 +27,25 @@ from __future__ import annotations
 import contextlib
 import gzip
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from checkers.anomalies import MAX_EXAMPLES, example_positions
+from testbed.addressing import Host
+from testbed.errors import RuntimeFailure
+from testbed.files import write_json_atomic
+from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.dist import classpath
-from testbed.state import write_json_atomic
+from testbed.runfolder import RunFolder
 
 DUMP_CLASS = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 600.0
-DUMP_DIR = "replica-dump"
-SNAPSHOT_DIR = "before-heal"
 SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
 BATCH_RE = re.compile(r"^baseOffset: .*?partitionLeaderEpoch: (-?\d+) .*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
@@ -75,46 +77,70 @@ def spread(items: list[Any]) -> list[Any]:
     return [items[i] for i in example_positions(len(items), len(items), MAX_EXAMPLES)]
 
 
-def segment_files(run_dir: Path, topic: str, snapshot: str | None = None) -> dict[int, list[tuple[str, Path]]]:
+def segment_files(folder: RunFolder, topic: str, snapshot: str | None = None) -> dict[int, list[tuple[str, Path]]]:
     """partition -> (node, segment) for every segment of `topic` on every node, each node's in offset order.
 
-    With `snapshot`, the segments of that before-heal snapshot instead of the live data directories.
+    With `snapshot`, the segments of that before-heal snapshot instead of the data directories.
     """
-    where = "kafka-data" if snapshot is None else f"{SNAPSHOT_DIR}/{snapshot}"
     found: dict[int, list[tuple[str, Path]]] = {}
-    for node_dir in sorted((run_dir / "nodes").glob("*")):
-        for part_dir in sorted((node_dir / where).glob(f"{topic}-*")):
+    for node in folder.node_folders():
+        where = node.data("broker") if snapshot is None else node.before_heal(snapshot)
+        for part_dir in sorted(where.glob(f"{topic}-*")):
             suffix = part_dir.name[len(topic) + 1:]
             if suffix.isdigit():
                 found.setdefault(int(suffix), []).extend(
-                    (node_dir.name, seg) for seg in sorted(part_dir.glob("*.log")))
+                    (node.name, seg) for seg in sorted(part_dir.glob("*.log")))
     return found
 
 
-def snapshot_segments(run_dir: Path, topic: str, label: str, limit_bytes: int = SNAPSHOT_LIMIT_BYTES
-                      ) -> dict[str, Any]:
-    """Copy every node's segments of `topic` as they are now, before a fault is undone; what was copied.
+SNAPSHOT_SCRIPT = """set -e
+cd "$1"
+total=$(du -cb "$2"-[0-9]*/*.log 2>/dev/null | tail -n 1 | cut -f 1)
+total=${total:-0}
+if [ "$total" -gt "$4" ]; then echo "skipped $total"; exit 0; fi
+files=0
+for d in "$2"-[0-9]*; do
+  [ -d "$d" ] || continue
+  mkdir -p "$3/$d"
+  for f in "$d"/*.log; do [ -e "$f" ] && cp "$f" "$3/$d/" && files=$((files + 1)); done
+done
+echo "copied $total $files"
+"""
+
+
+def snapshot_segments(cluster: KafkaCluster, label: str, limit_bytes: int = SNAPSHOT_LIMIT_BYTES) -> dict[str, Any]:
+    """Copy every node's segments of the topic, on its host, as they are now (before a fault is undone).
 
     A deposed leader truncates its divergent tail, and a restarted broker its
     unreplicated one, once the fault heals: the copy keeps what they held, for
-    `dump_replicas` to hold against the end. Skipped (and said) above `limit_bytes`.
+    `dump_replicas` to hold against the end (it is fetched with the data).
+    A node holding more than `limit_bytes` is skipped and said. OSError if a copy failed.
     """
-    segments = [(node, seg) for parts in segment_files(run_dir, topic).values() for node, seg in parts]
-    total = sum(seg.stat().st_size for _, seg in segments if seg.exists())
-    if total > limit_bytes:
-        return {"label": label, "skipped": f"{total} bytes of segments, above the {limit_bytes} a snapshot copies"}
-    copied = 0
-    for node, seg in segments:
-        target = run_dir / "nodes" / node / SNAPSHOT_DIR / label / seg.parent.name / seg.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):  # a segment deleted since it was listed
-            shutil.copyfile(seg, target)
-            copied += 1
-    return {"label": label, "files": copied, "bytes": total}
+    def copy(node: Host) -> tuple[str, str]:
+        f = cluster.node_folder(node)
+        on_host = lambda path: cluster.runtime.host_path(node, path)  # noqa: E731
+        try:
+            out = cluster.runtime.execute(node, ["sh", "-c", SNAPSHOT_SCRIPT, "snapshot", on_host(f.data("broker")),
+                                                 cluster.topic, on_host(f.before_heal(label)), str(limit_bytes)])
+        except RuntimeFailure as exc:
+            raise OSError(f"{node.name}: {exc}") from exc
+        return node.name, out.stdout.strip()
+
+    with ThreadPoolExecutor(len(cluster.nodes)) as pool:
+        said = dict(pool.map(copy, cluster.nodes))
+    copied = [s.split() for s in said.values() if s.startswith("copied")]
+    skipped = {node: f"{s.split()[1]} bytes of segments, above the {limit_bytes} a snapshot copies"
+               for node, s in said.items() if s.startswith("skipped")}
+    out: dict[str, Any] = {"label": label, "files": sum(int(c[2]) for c in copied),
+                           "bytes": sum(int(c[1]) for c in copied)}
+    if skipped:
+        out["skipped"] = "; ".join(f"{node}: {why}" for node, why in sorted(skipped.items()))
+    return out
 
 
-def snapshot_labels(run_dir: Path) -> list[str]:
-    return sorted({d.name for d in (run_dir / "nodes").glob(f"*/{SNAPSHOT_DIR}/*") if d.is_dir()})
+def snapshot_labels(folder: RunFolder) -> list[str]:
+    return sorted({d.name for node in folder.node_folders() if node.before_heal_dir.is_dir()
+                   for d in node.before_heal_dir.iterdir() if d.is_dir()})
 
 
 @contextlib.contextmanager
@@ -218,18 +244,18 @@ def against_final(replicas: dict[str, Replica], final: dict[int, set[str]]) -> d
             "final_not_on_disk": len(unbacked), "final_not_on_disk_examples": spread(unbacked)}
 
 
-def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
+def dump_replicas(folder: RunFolder, topic: str, kafka_version: str,
                   final: dict[int, dict[int, set[str]]] | None = None) -> dict[str, Any]:
-    """Dump every replica of `topic` under `run_dir`, keep the raw dumps, write and return `replicas.json`.
+    """Dump every replica of `topic` in the run folder (fetched from the hosts), keep the raw dumps, write and return `replicas.json`.
 
     `final`: partition -> offset -> values of the final drain, to hold against the disks (None: no drain).
     Each before-heal snapshot is dumped too and held against the replicas at the end.
     """
     report: dict[str, Any] = {"topic": topic, "partitions": [], "agree": True}
     at_end: dict[int, dict[str, Replica]] = {}
-    for partition, segments in sorted(segment_files(run_dir, topic).items()):
+    for partition, segments in sorted(segment_files(folder, topic).items()):
         with dump_lines([seg for _, seg in segments], kafka_version) as lines:
-            dumped = parse_dump(kept_raw(lines, run_dir, f"{topic}-{partition}"))
+            dumped = parse_dump(kept_raw(lines, folder, f"{topic}-{partition}"))
         at_end[partition] = merge_segments(segments, dumped)
         report["partitions"].append(compare_replicas(
             topic, partition, at_end[partition], None if final is None else final.get(partition, {})))
@@ -237,25 +263,25 @@ def dump_replicas(run_dir: Path, topic: str, kafka_version: str,
     if final is not None:
         report["final_matches"] = all(p["not_in_final"] == 0 and p["final_not_on_disk"] == 0
                                       for p in report["partitions"])
-    report["snapshots"] = [_dump_snapshot_or_say(run_dir, topic, kafka_version, label, at_end)
-                           for label in snapshot_labels(run_dir)]
-    write_json_atomic(run_dir / "replicas.json", report)
+    report["snapshots"] = [_dump_snapshot_or_say(folder, topic, kafka_version, label, at_end)
+                           for label in snapshot_labels(folder)]
+    write_json_atomic(folder.replicas, report)
     return report
 
 
-def _dump_snapshot_or_say(run_dir: Path, topic: str, kafka_version: str, label: str,
+def _dump_snapshot_or_say(folder: RunFolder, topic: str, kafka_version: str, label: str,
                           at_end: dict[int, dict[str, Replica]]) -> dict[str, Any]:
     """A snapshot that cannot be dumped (a copy cut short by a killed harness, say) is said, not fatal."""
     try:
-        return dump_snapshot(run_dir, topic, kafka_version, label, at_end)
+        return dump_snapshot(folder, topic, kafka_version, label, at_end)
     except (OSError, RuntimeError, ValueError) as exc:
         return {"label": label, "error": str(exc), "partitions": []}
 
 
-def dump_snapshot(run_dir: Path, topic: str, kafka_version: str, label: str,
+def dump_snapshot(folder: RunFolder, topic: str, kafka_version: str, label: str,
                   at_end: dict[int, dict[str, Replica]]) -> dict[str, Any]:
     """One before-heal snapshot: what each node held then, and which of those records no replica holds at the end."""
-    parts = segment_files(run_dir, topic, label)
+    parts = segment_files(folder, topic, label)
     files = [seg for segments in parts.values() for _, seg in segments]
     if not files:
         return {"label": label, "partitions": []}
@@ -273,9 +299,9 @@ def dump_snapshot(run_dir: Path, topic: str, kafka_version: str, label: str,
     return {"label": label, "partitions": out}
 
 
-def kept_raw(lines: Iterable[str], run_dir: Path, name: str) -> Iterator[str]:
+def kept_raw(lines: Iterable[str], folder: RunFolder, name: str) -> Iterator[str]:
     """Pass the dump's lines on, each also written as Kafka printed it to its node's `<name>.txt.gz`."""
-    nodes_dir = (run_dir / "nodes").resolve()
+    nodes_dir = folder.nodes_dir.resolve()
     files: dict[str, IO[str]] = {}
     out: IO[str] | None = None
     with contextlib.ExitStack() as closing:
@@ -283,7 +309,7 @@ def kept_raw(lines: Iterable[str], run_dir: Path, name: str) -> Iterator[str]:
             if line.startswith("Dumping "):
                 node = Path(line[len("Dumping "):].strip()).resolve().relative_to(nodes_dir).parts[0]
                 if node not in files:
-                    target = run_dir / "nodes" / node / DUMP_DIR / f"{name}.txt.gz"
+                    target = folder.node(node).replica_dump_dir / f"{name}.txt.gz"
                     target.parent.mkdir(parents=True, exist_ok=True)
                     files[node] = closing.enter_context(gzip.open(target, "wt", encoding="utf-8", compresslevel=3))
                 out = files[node]

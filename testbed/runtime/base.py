@@ -1,26 +1,102 @@
-"""What a runtime is: hosts with addresses, processes on them, a firewall per host.
+"""What a runtime is: the only way to a host. Hosts with addresses, processes on them, files, a firewall per host.
+
+Everything above `testbed/runtime/` reaches a host through these protocols
+and nothing else (as Jepsen's control layer is the only way to a node): it
+never reads /proc, never assumes a host shares the harness's disk, and never
+names an implementation (`testbed.runtime.factory` picks one by kind).
 
 Contracts (every implementation):
 - Every resource it creates carries the run's prefix and is recorded in the
-  run's state file the moment it exists.
+  run's state file the moment it exists; `clean` finds it again by prefix.
 - `destroy` removes everything of this run and nothing else; it is idempotent
   and safe to call after a partial `create`.
 - Processes are started inside their host, so they see exactly the network
-  their host sees (faults included).
+  their host sees (faults included), with RUN_ENV=<prefix> in their
+  environment. A process handle never signals anything but the process it
+  started (a pid reused by another process is not it).
+- Files: the run folder on the harness's machine is the record. A host keeps
+  its copy of a run-folder path at `host_path(host, path)`; `put` makes the
+  host's copy match the run folder's, `fetch` brings the host's copy back.
+  Where a host shares the disk (netns), both are no-ops.
 - Failures raise `RuntimeFailure` with the command and what it said.
 """
 
 from __future__ import annotations
 
+import re
+import secrets
 import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from testbed.addressing import AddressPlan, Host
+
+RUN_ENV = "FAULTLINE_RUN"  # every process a runtime starts carries FAULTLINE_RUN=<prefix>
+PREFIX_RE = re.compile(r"^fl[0-9a-f]{6}$")
+# The fault chains a Firewalled runtime hooks into INPUT and OUTPUT; rules are written for them.
+FAULT_IN_CHAIN = "FAULTLINE-IN"
+FAULT_OUT_CHAIN = "FAULTLINE-OUT"
+
+
+def new_prefix() -> str:
+    """A fresh run prefix: `fl` and six hex digits; every name a run gives carries it."""
+    return "fl" + secrets.token_hex(3)
+
+
+def owned_names(prefix: str | None = None) -> re.Pattern[str]:
+    """Names a run gave (`<prefix>-...`), of one run or of any of the project's runs."""
+    return re.compile(rf"^{re.escape(prefix)}-" if prefix else rf"^{PREFIX_RE.pattern[1:-1]}-")
+
+
+@dataclass(frozen=True)
+class Software:
+    """What the runtime installed on a host, as that host names it."""
+
+    java: str  # the java executable
+    kafka_classpath: str  # every jar of the Kafka version, joined with ':'
+    python: tuple[str, ...]  # argv prefix running this project's Python modules (`-m workloads ...`)
+
+
+@runtime_checkable
+class Process(Protocol):
+    """A handle on one process a runtime started (or found again from the run's state file)."""
+
+    name: str
+    host: Host
+    pid: int  # as the process's own host numbers it
+
+    def alive(self) -> bool:
+        """True while the process runs (a stopped process is alive; a zombie is not)."""
+
+    def exit_status(self) -> int | None:
+        """Its exit status once it has ended (negative: the signal that ended it); None while it runs,
+        and 0 for a process this harness did not start (a dead harness's, found again), whose status
+        nobody can read."""
+
+    def signal(self, signum: int) -> None:
+        """Send `signum` to this process if it is still this run's; nothing if it has ended."""
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    """A process that can be frozen in place: it keeps its sockets but answers nothing."""
+
+    def pause(self) -> None:
+        """Freeze it (SIGSTOP)."""
+
+    def resume(self) -> None:
+        """Undo `pause` (SIGCONT)."""
+
+    def paused(self) -> bool:
+        """True while it is frozen."""
 
 
 @runtime_checkable
 class Runtime(Protocol):
+    kind: str  # "netns", ...: recorded in state.json, so `clean` and `recover` build the same kind
     prefix: str
     plan: AddressPlan
 
@@ -30,31 +106,54 @@ class Runtime(Protocol):
     def destroy(self) -> None:
         """Stop every process of the run and remove every host and link; idempotent."""
 
-    def spawn(self, host: Host, name: str, argv: list[str], log_path: Path,
-              env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start a long-running process on `host`, output to `log_path`; record it as `name`."""
+    def exists(self) -> bool:
+        """Whether any host of this run is still there."""
+
+    def install(self, host: Host, kafka_version: str) -> Software:
+        """Make Kafka `kafka_version` and this project's client code runnable on `host`; say where."""
+
+    def host_path(self, host: Host, path: Path) -> str:
+        """Where `host` keeps its copy of `path`, a path inside the run folder."""
+
+    def put(self, host: Host, path: Path) -> str:
+        """Make `host`'s copy of the run-folder file or directory `path` match it; return the host's path."""
+
+    def fetch(self, host: Host, path: Path) -> None:
+        """Bring `host`'s copy of `path` (a file or a directory, if it exists there) into the run folder."""
+
+    def spawn(self, host: Host, name: str, argv: list[str], log: Path,
+              env: dict[str, str] | None = None) -> Process:
+        """Start a long-running process on `host` as `name`, its output to (the host's copy of) `log`."""
+
+    def process(self, name: str) -> Process | None:
+        """The process last started as `name` in this run (by this harness or a dead one), if any."""
+
+    def process_names(self) -> list[str]:
+        """The names of every process started in this run (by this harness or a dead one)."""
 
     def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
                 input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run a short command on `host` and wait for it."""
-
-    def signal(self, pid: int, signum: int) -> None:
-        """Send `signum` to one process of this run (never to anything else)."""
-
-
-@runtime_checkable
-class Pausable(Protocol):
-    def pause(self, pid: int) -> None:
-        """Freeze a process (SIGSTOP); it keeps its sockets but answers nothing."""
-
-    def resume(self, pid: int) -> None:
-        """Undo `pause` (SIGCONT)."""
+        """Run a short command on `host` and wait for it; RuntimeFailure on a timeout (or a failure, with check)."""
 
 
 @runtime_checkable
 class Firewalled(Protocol):
     def set_firewall(self, host: Host, rules: str) -> None:
-        """Replace the host's fault rules with `rules` (iptables-restore lines of the fault chains) in one step."""
+        """Make the host's fault chains (FAULT_IN_CHAIN, FAULT_OUT_CHAIN) hold exactly `rules`
+        (iptables-restore lines) in one step."""
 
     def clear_firewall(self, host: Host) -> None:
-        """Remove every fault rule on `host`; idempotent."""
+        """Remove every fault rule, chain and hook on `host`; idempotent."""
+
+
+P = TypeVar("P", bound=Process)
+
+
+def wait_ended(processes: Iterable[P], timeout: float, interval: float = 0.02) -> list[P]:
+    """Wait until every process has ended; return those still alive at the deadline."""
+    remaining = [p for p in processes if p.alive()]
+    deadline = time.monotonic() + timeout
+    while remaining and time.monotonic() < deadline:
+        time.sleep(interval)
+        remaining = [p for p in remaining if p.alive()]
+    return remaining

@@ -2,42 +2,44 @@
 
 The control plane (this process) keeps the bridge address, so it reaches every
 host and no fault rule (always inside a host's namespace) can cut it off.
-Nothing here touches the machine's own firewall, enables forwarding or adds a
-route off the machine. Must never: signal a process that does not carry this
-run's prefix, or delete a namespace or link without it.
+Hosts share this machine's disk, so `put` and `fetch` have nothing to copy and
+`install` points at the local Kafka cache and Python. Nothing here touches the
+machine's own firewall, enables forwarding or adds a route off the machine.
+Must never: signal a process that does not carry this run's prefix, or delete
+a namespace or link without it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import ipaddress
 import json
 import logging
 import os
-import re
 import signal
-import socket
-import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 from testbed.addressing import AddressPlan, Host
-from testbed.errors import RuntimeFailure
-from testbed.runtime.procs import PREFIX_RE, RUN_ENV, command_of, is_alive, pids_of_runs, run_of, wait_dead
+from testbed.errors import RuntimeFailure, UsageError
+from testbed.kafka.dist import classpath
+from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, owned_names
+from testbed.runtime.netns_firewall import FirewallChannel, fault_table, nftables_monitor
+from testbed.runtime.procs import (
+    LocalProcess,
+    command_of,
+    is_alive,
+    pids_of_runs,
+    run_of,
+    start_time,
+    wait_dead,
+)
 from testbed.state import RunState
 
-FAULT_CHAIN = "FAULTLINE"
-# Hearing nftables commits (linux/netfilter/nfnetlink.h, nf_tables.h).
-NETLINK_NETFILTER = 12
-NFNLGRP_NFTABLES = 7
-NFT_MSG_NEWGEN = (10 << 8) | 15  # NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWGEN
-NFTA_GEN_PROC_PID = 2
-CLONE_NEWNET = 0x40000000
-FIREWALL_ACK_S = 5.0
 EXEC_WAIT_S = 5.0  # from Popen until `ip netns exec` has become the command
-_libc = ctypes.CDLL(None, use_errno=True)
 log = logging.getLogger("faultline.runtime")
 
 
@@ -65,7 +67,9 @@ def namespace_pids(ns: str) -> list[int]:
 
 
 class NetnsRuntime:
-    """Hosts as network namespaces; implements Runtime, Pausable and Firewalled."""
+    """Hosts as network namespaces; implements Runtime and Firewalled; its processes are Pausable."""
+
+    kind = "netns"
 
     def __init__(self, prefix: str, plan: AddressPlan, state: RunState) -> None:
         if not PREFIX_RE.match(prefix):
@@ -73,15 +77,10 @@ class NetnsRuntime:
         self.prefix = prefix
         self.plan = plan
         self.state = state
-        self._children: list[subprocess.Popen[bytes]] = []
+        self._processes: dict[str, LocalProcess] = {}
         self._firewalls: dict[str, FirewallChannel] = {}
         self._firewall_locks: dict[str, threading.Lock] = {}
         self._firewalls_guard = threading.Lock()
-
-    @property
-    def children(self) -> list[subprocess.Popen[bytes]]:
-        """Processes this harness process started (and so can reap and read exit codes of)."""
-        return list(self._children)
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -95,6 +94,15 @@ class NetnsRuntime:
         return f"{self.prefix}-{host.tag}"
 
     # -- lifecycle ---------------------------------------------------------
+    @staticmethod
+    def preflight(plan: AddressPlan) -> None:
+        """Refuse a plan whose network overlaps a route or address already on the machine."""
+        net = ipaddress.IPv4Network(plan.network)
+        for where, other in machine_networks():
+            if net.overlaps(other):
+                raise UsageError(f"--network {plan.network} overlaps {where} already on this machine; "
+                                 f"choose another range (or run 'python -m harness clean' if a dead run left it)")
+
     def create(self) -> None:
         plan = self.plan
         self.state.add("links", self.bridge)
@@ -118,6 +126,9 @@ class NetnsRuntime:
                 "link set lo up",
             ]) + "\n")
 
+    def exists(self) -> bool:
+        return any(ns.startswith(self.prefix + "-") for ns in list_namespaces())
+
     def destroy(self) -> None:
         self._close_firewall_channels()
         namespaces = sorted(set(self.state.data.get("namespaces", []))
@@ -128,8 +139,8 @@ class NetnsRuntime:
         for ns in namespaces:
             pids |= set(namespace_pids(ns))
         kill_all(sorted(pids))
-        for child in self._children:
-            child.poll()
+        for process in self._processes.values():
+            process.exit_status()  # reap
         for ns in namespaces:
             if ns in list_namespaces():
                 ip("netns", "del", ns, check=False)
@@ -141,6 +152,19 @@ class NetnsRuntime:
             self.state.discard("links", link)
         self.state.update(processes={})
 
+    # -- software and files: one disk, nothing to copy ---------------------
+    def install(self, host: Host, kafka_version: str) -> Software:
+        return Software(java="java", kafka_classpath=classpath(kafka_version), python=(sys.executable,))
+
+    def host_path(self, host: Host, path: Path) -> str:
+        return str(path)
+
+    def put(self, host: Host, path: Path) -> str:
+        return str(path)
+
+    def fetch(self, host: Host, path: Path) -> None:
+        return None
+
     # -- processes ---------------------------------------------------------
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         merged = dict(os.environ)
@@ -148,26 +172,43 @@ class NetnsRuntime:
         merged[RUN_ENV] = self.prefix
         return merged
 
-    def spawn(self, host: Host, name: str, argv: list[str], log_path: Path,
-              env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
+    def spawn(self, host: Host, name: str, argv: list[str], log: Path,
+              env: dict[str, str] | None = None) -> LocalProcess:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
             # `ip netns exec` execs the command: the pid we get is the process itself.
             child = subprocess.Popen(["ip", "netns", "exec", self.namespace(host), *argv],
-                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                      env=self._env(env), start_new_session=True)
-        self._children.append(child)
-        self.state.set_process(name, {"pid": child.pid, "host": host.name, "argv0": argv[0]})
         self._await_exec(child, argv[0])
-        return child
+        process = LocalProcess(name, host, child.pid, self.prefix, start_time(child.pid), child)
+        self._processes[name] = process
+        self.state.set_process(name, {"pid": child.pid, "host": host.name, "argv0": argv[0],
+                                      "start_time": process.started})
+        return process
+
+    def process(self, name: str) -> LocalProcess | None:
+        if name in self._processes:
+            return self._processes[name]
+        info = self.state.data.get("processes", {}).get(name)
+        if info is None:
+            return None
+        # A dead harness's process: no Popen, so its exit status cannot be read.
+        process = LocalProcess(name, self.plan.host(info["host"]), int(info["pid"]), self.prefix,
+                               info.get("start_time"))
+        self._processes[name] = process
+        return process
+
+    def process_names(self) -> list[str]:
+        return sorted(set(self._processes) | set(self.state.data.get("processes", {})))
 
     def _await_exec(self, child: subprocess.Popen[bytes], argv0: str) -> None:
         """Return once `ip` has exec'd the command (or it ended, or EXEC_WAIT_S passed).
 
         Until then the pid is `ip`'s, and while the kernel loads the new image
         /proc/PID/environ reads empty, so the process does not yet show as this
-        run's: `pids` would call a process just started not running, and
-        `signal` would refuse it. The command name changes first, the
+        run's: `alive` would call a process just started not running, and
+        `signal` would skip it. The command name changes first, the
         environment is readable again last.
         """
         want = os.path.basename(argv0)[:15]
@@ -189,20 +230,6 @@ class NetnsRuntime:
             raise RuntimeFailure(f"{' '.join(argv)} on {host.name}: exit {proc.returncode}: "
                                  f"{(proc.stderr or proc.stdout).strip()[-300:]}")
         return proc
-
-    def signal(self, pid: int, signum: int) -> None:
-        if run_of(pid) != self.prefix:
-            raise RuntimeFailure(f"pid {pid} is not a process of run {self.prefix}; refusing to signal it")
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
-        for child in self._children:
-            child.poll()
-
-    def pause(self, pid: int) -> None:
-        self.signal(pid, signal.SIGSTOP)
-
-    def resume(self, pid: int) -> None:
-        self.signal(pid, signal.SIGCONT)
 
     # -- firewall ----------------------------------------------------------
     def set_firewall(self, host: Host, rules: str) -> None:
@@ -228,7 +255,7 @@ class NetnsRuntime:
             monitor = nftables_monitor(self.namespace(host))
             try:
                 self.execute(host, ["iptables-restore"], input_text=fault_table(rules))
-                self._firewalls[host.name] = FirewallChannel(self, host, monitor, rules)
+                self._firewalls[host.name] = FirewallChannel(self.namespace(host), self._env(None), monitor, rules)
             except BaseException:
                 monitor.close()
                 raise
@@ -256,158 +283,20 @@ class NetnsRuntime:
             return self._firewall_locks.setdefault(host.name, threading.Lock())
 
 
-def fault_table(rules: str) -> str:
-    """A whole filter table: the fault chains, hooked from INPUT and OUTPUT, holding `rules`."""
-    return (f"*filter\n:{FAULT_CHAIN}-IN - [0:0]\n:{FAULT_CHAIN}-OUT - [0:0]\n"
-            f"-A INPUT -j {FAULT_CHAIN}-IN\n-A OUTPUT -j {FAULT_CHAIN}-OUT\n{rules}COMMIT\n")
-
-
-def nftables_monitor(namespace: str) -> socket.socket:
-    """A netfilter netlink socket in `namespace` that hears every nftables change made there."""
-    made: list[socket.socket | BaseException] = []
-
-    def make() -> None:
-        # setns(2) moves only the calling thread, so a throwaway thread does it and ours stays put;
-        # the socket belongs to the namespace it was created in.
-        try:
-            fd = os.open(f"/run/netns/{namespace}", os.O_RDONLY)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns into {namespace}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            sock.bind((0, 1 << (NFNLGRP_NFTABLES - 1)))
-            made.append(sock)
-        except BaseException as exc:
-            made.append(exc)
-
-    worker = threading.Thread(target=make, name=f"netns-{namespace}")
-    worker.start()
-    worker.join()
-    if isinstance(made[0], BaseException):
-        raise RuntimeFailure(f"cannot watch the firewall of {namespace}: {made[0]}") from made[0]
-    return made[0]
-
-
-def committed_by(datagram: bytes) -> list[int]:
-    """The pids named by the NEWGEN messages (one per committed nftables transaction) in a netlink datagram."""
-    pids, off = [], 0
-    while off + 20 <= len(datagram):
-        length, kind = struct.unpack_from("=IH", datagram, off)
-        if length < 16:
-            break
-        if kind == NFT_MSG_NEWGEN:
-            attr = off + 20  # after nlmsghdr (16) and nfgenmsg (4)
-            while attr + 4 <= off + length:
-                alen, atype = struct.unpack_from("=HH", datagram, attr)
-                if alen < 4:
-                    break
-                if atype == NFTA_GEN_PROC_PID:
-                    pids.append(struct.unpack_from(">I", datagram, attr + 4)[0])
-                attr += (alen + 3) & ~3
-        off += (length + 3) & ~3
-    return pids
-
-
-class FirewallChannel:
-    """One host's fault chains, rewritten by a long-lived `iptables-restore --noflush` in its namespace.
-
-    Each `install` writes one COMMIT block to the process's stdin: one atomic
-    nftables transaction that replaces both fault chains. The kernel announces
-    every committed transaction in the namespace with a NEWGEN message naming
-    the committing process; ours is the acknowledgement, anyone else's means
-    the rules are no longer what this channel last installed. Spawning a
-    process per change costs tens of milliseconds (its netlink socket's close
-    waits for an RCU grace period); this costs a pipe write and a netlink read.
-    The process carries the run's prefix, so teardown and `clean` find it.
-    """
-
-    def __init__(self, runtime: NetnsRuntime, host: Host, monitor: socket.socket, installed: str) -> None:
-        self.host = host
-        self.monitor = monitor
-        self.process = subprocess.Popen(
-            ["ip", "netns", "exec", runtime.namespace(host), "iptables-restore", "--noflush"],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=runtime._env(None), start_new_session=True)
-        self.installed: str | None = installed
-        self._drain()  # the one-shot restore that made the table was not ours: forget its announcement
-
-    def _drain(self) -> list[int]:
-        """Every committing pid announced since the last read, without waiting."""
-        pids: list[int] = []
-        self.monitor.setblocking(False)
-        try:
-            while True:
-                pids += committed_by(self.monitor.recv(1 << 16))
-        except BlockingIOError:
-            return pids
-        except OSError as exc:  # ENOBUFS: announcements were lost, so were possibly foreign ones
-            raise RuntimeFailure(f"lost track of the firewall ({exc})") from exc
-
-    def install(self, rules: str) -> None:
-        """Make the fault chains hold `rules`; RuntimeFailure if it cannot be sure they do."""
-        if any(pid != self.process.pid for pid in self._drain()):
-            raise RuntimeFailure("another process changed the rules")
-        if rules == self.installed:
-            return  # an identical transaction would be empty, and the kernel announces no empty one
-        if self.process.poll() is not None:
-            raise RuntimeFailure(f"iptables-restore exited {self.process.returncode}: {self._stderr()}")
-        self.installed = None
-        block = f"*filter\n:{FAULT_CHAIN}-IN - [0:0]\n:{FAULT_CHAIN}-OUT - [0:0]\n{rules}COMMIT\n"
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(block)
-            self.process.stdin.flush()
-        except OSError as exc:
-            raise RuntimeFailure(f"iptables-restore went away: {exc}") from exc
-        self._await_commit()
-        self.installed = rules
-
-    def _await_commit(self) -> None:
-        deadline = time.monotonic() + FIREWALL_ACK_S
-        self.monitor.setblocking(True)
-        while (left := deadline - time.monotonic()) > 0:
-            self.monitor.settimeout(min(left, 0.05))
-            try:
-                pids = committed_by(self.monitor.recv(1 << 16))
-            except TimeoutError:
-                if self.process.poll() is not None:
-                    raise RuntimeFailure(f"iptables-restore exited {self.process.returncode}: "
-                                         f"{self._stderr()}") from None
+def machine_networks() -> list[tuple[str, ipaddress.IPv4Network]]:
+    """(where, network) for every IPv4 route and interface address on the machine."""
+    found: list[tuple[str, ipaddress.IPv4Network]] = []
+    for r in json.loads(ip("-j", "-4", "route", "show", "table", "main") or "[]"):
+        dst = r.get("dst", "")
+        if dst and dst != "default":
+            found.append((f"route {dst} dev {r.get('dev', '?')}", ipaddress.IPv4Network(dst, strict=False)))
+    for link in json.loads(ip("-j", "-4", "addr", "show") or "[]"):
+        for a in link.get("addr_info", []):
+            if a.get("local", "").startswith("127."):
                 continue
-            except OSError as exc:
-                raise RuntimeFailure(f"lost track of the firewall ({exc})") from exc
-            if any(pid != self.process.pid for pid in pids):
-                raise RuntimeFailure("another process changed the rules meanwhile")
-            if pids:
-                return
-        raise RuntimeFailure(f"rules not confirmed within {FIREWALL_ACK_S:.0f} s")
-
-    def _stderr(self) -> str:
-        if self.process.poll() is None or self.process.stderr is None:
-            return ""
-        return self.process.stderr.read().strip()[-300:]
-
-    def end_input(self) -> None:
-        """Tell the process there is nothing more to commit; it exits soon after."""
-        with contextlib.suppress(OSError):
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-
-    def close(self) -> None:
-        """End the process and stop listening."""
-        self.end_input()
-        try:
-            self.process.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stderr is not None:
-            self.process.stderr.close()
-        self.monitor.close()
+            net = ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False)
+            found.append((f"address {a['local']}/{a['prefixlen']} on {link.get('ifname', '?')}", net))
+    return found
 
 
 def kill_all(pids: list[int]) -> None:
@@ -426,7 +315,7 @@ def clean_leftovers(prefix: str | None = None) -> list[str]:
     Found by name and environment, not by state file: works after any crash.
     Only names matching the project's prefix pattern are touched.
     """
-    pattern = re.compile(rf"^{re.escape(prefix)}-" if prefix else r"^fl[0-9a-f]{6}-")
+    pattern = owned_names(prefix)
     removed: list[str] = []
     namespaces = [n for n in list_namespaces() if pattern.match(n)]
     pids = set(pids_of_runs(prefix))

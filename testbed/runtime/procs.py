@@ -1,18 +1,23 @@
-"""Process facts read from /proc: alive or not, and which run a process belongs to.
+"""Processes on this machine, read from /proc: alive or not, which run they belong to; and their handle.
 
-Processes the runtime starts carry FAULTLINE_RUN=<prefix> in their environment,
-so a run's processes can be found again even when its state file is lost.
+For runtimes whose hosts share this machine's kernel (netns). Processes the
+runtime starts carry RUN_ENV=<prefix> in their environment, so a run's
+processes can be found again even when its state file is lost. Must never:
+signal a pid that does not carry the run's prefix, or that was reused by
+another process since it was started (pid and start time are its identity).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
+import signal
+import subprocess
 import time
 from pathlib import Path
 
-RUN_ENV = "FAULTLINE_RUN"
-PREFIX_RE = re.compile(r"^fl[0-9a-f]{6}$")
+from testbed.addressing import Host
+from testbed.runtime.base import PREFIX_RE, RUN_ENV
 
 
 def is_alive(pid: int) -> bool:
@@ -93,3 +98,55 @@ def wait_dead(pids: list[int], timeout: float) -> list[int]:
         time.sleep(0.02)
         remaining = [p for p in remaining if same_and_alive(p)]
     return remaining
+
+
+class LocalProcess:
+    """A process on this machine's kernel: a `Process`, and `Pausable` by SIGSTOP/SIGCONT.
+
+    `child` is the Popen when this harness started it (so its exit status can
+    be read); None for a process a dead harness started, found again from the
+    state file.
+    """
+
+    def __init__(self, name: str, host: Host, pid: int, prefix: str, started: int | None,
+                 child: subprocess.Popen[bytes] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.pid = pid
+        self.prefix = prefix
+        self.started = started  # start_time(pid) when it was started: with the pid, its identity
+        self.child = child
+
+    def __repr__(self) -> str:
+        return f"<process {self.name} pid {self.pid} on {self.host.name}>"
+
+    def ours(self) -> bool:
+        """Still the process we started: alive, this run's, and not a reused pid."""
+        if self.child is not None and self.child.poll() is not None:
+            return False
+        return (is_alive(self.pid) and run_of(self.pid) == self.prefix
+                and (self.started is None or start_time(self.pid) == self.started))
+
+    def alive(self) -> bool:
+        return self.ours()
+
+    def exit_status(self) -> int | None:
+        if self.child is not None:
+            return self.child.poll()
+        return None if self.ours() else 0
+
+    def signal(self, signum: int) -> None:
+        if self.ours():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
+        if self.child is not None:
+            self.child.poll()
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def paused(self) -> bool:
+        return self.ours() and is_stopped(self.pid)

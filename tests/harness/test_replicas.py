@@ -13,6 +13,7 @@ from testbed.kafka.replicas import (
     merge_segments,
     parse_dump,
 )
+from testbed.runfolder import RunFolder
 
 # As kafka.tools.DumpLogSegments 2.7 prints it with --print-data-log --deep-iteration (fields trimmed
 # where the parser does not look; the record lines keep Kafka's order).
@@ -90,7 +91,7 @@ def test_the_raw_dump_is_kept_per_node_as_kafka_printed_it(tmp_path: Path) -> No
     text = DUMP.replace("/r/nodes", str(tmp_path / "nodes"))
     text += f"Dumping {tmp_path}/nodes/az2-node/kafka-data/t-0/00000000000000000000.log\nStarting offset: 0\n"
     lines = text.splitlines(keepends=True)
-    assert list(kept_raw(lines, tmp_path, "t-0")) == lines, "every line passes through unchanged"
+    assert list(kept_raw(lines, RunFolder(tmp_path), "t-0")) == lines, "every line passes through unchanged"
     kept = {node: gzip.decompress((tmp_path / "nodes" / node / "replica-dump" / "t-0.txt.gz").read_bytes()).decode()
             for node in ("az1-node", "az2-node")}
     assert kept["az1-node"] + kept["az2-node"] == text

@@ -1,0 +1,50 @@
+"""Which runtime a run uses: built by kind, the kind recorded in the run's state file.
+
+The one place that names implementations. `clean` and `recover` build the
+runtime a run was made with from its state file, so they find what it made.
+Must never: build a runtime of another kind than the state file says.
+"""
+
+from __future__ import annotations
+
+from testbed.addressing import AddressPlan
+from testbed.errors import UsageError
+from testbed.runtime.base import Runtime
+from testbed.state import RunState
+
+RUNTIMES = ("netns",)
+DEFAULT_RUNTIME = "netns"
+
+
+def check_kind(kind: str) -> str:
+    if kind not in RUNTIMES:
+        raise UsageError(f"runtime {kind!r} does not exist (known: {', '.join(RUNTIMES)})")
+    return kind
+
+
+def preflight(kind: str, plan: AddressPlan) -> None:
+    """Refuse, before anything is created, a plan this kind of runtime cannot lay out here."""
+    if check_kind(kind) == "netns":
+        from testbed.runtime.netns import NetnsRuntime
+
+        NetnsRuntime.preflight(plan)
+
+
+def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:
+    if check_kind(kind) == "netns":
+        from testbed.runtime.netns import NetnsRuntime
+
+        return NetnsRuntime(prefix, plan, state)
+    raise AssertionError(kind)
+
+
+def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
+    """The runtime that made the run recorded in `state` (runs from before kinds were recorded: netns)."""
+    return make_runtime(str(state.data.get("runtime", DEFAULT_RUNTIME)), state.prefix, plan, state)
+
+
+def clean_leftovers(prefix: str | None = None) -> list[str]:
+    """Remove what killed runs (or one run) left, on every kind of runtime; return what went."""
+    from testbed.runtime.netns import clean_leftovers as clean_netns
+
+    return clean_netns(prefix)
