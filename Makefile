@@ -74,3 +74,7 @@ test-power-off:
 
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))
+
+.PHONY: docs-diagram
+docs-diagram:
+	dot -Tsvg docs/architecture.dot -o docs/architecture.svg

@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from testbed.runfolder import NEMESIS_JOURNAL  # the run folder owns its names
 from workloads.journal import JournalError, JournalReader
 from workloads.tables import TableWriter
 from workloads.values import ValuePlan
 
-NEMESIS_JOURNAL = "nemesis.jsonl"
 Lines = Iterator[tuple[int, dict[str, Any]]]
 
 

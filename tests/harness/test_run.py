@@ -16,6 +16,7 @@ import yaml
 
 from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.kafka.replicas import dump_replicas
+from testbed.runfolder import RunFolder
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 
@@ -91,7 +92,7 @@ def a_damaged_replica_is_found(run_dir: Path, copy: Path, final: dict[int, dict[
     at = data.rindex(b"producer-") + len(b"producer-")  # the last record's value: producer-azN-...
     data[at:at + 2] = b"XY"
     segment.write_bytes(bytes(data))
-    report = dump_replicas(copy, "faultline", DEFAULT_VERSION, final)
+    report = dump_replicas(RunFolder(copy), "faultline", DEFAULT_VERSION, final)
     part0 = report["partitions"][0]
     assert report["agree"] is False and part0["differing_offsets"] == 1, part0
     (example,) = part0["examples"]

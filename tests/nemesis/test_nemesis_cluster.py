@@ -21,8 +21,7 @@ from testbed.errors import FaultError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.replicas import snapshot_segments
 from testbed.kafka.zk import zk_snapshot
-from testbed.runtime.base import Runtime
-from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.base import Runtime, wait_ended
 from testbed.runtime.procs import command_of, is_alive, is_stopped, run_of
 
 pytestmark = pytest.mark.cluster
@@ -30,7 +29,7 @@ SETTLE_S = 120.0
 
 
 @pytest.fixture
-def nemesis(live_cluster: tuple[KafkaCluster, NetnsRuntime], tmp_path: Path) -> Iterator[Nemesis]:
+def nemesis(live_cluster: tuple[KafkaCluster, Runtime], tmp_path: Path) -> Iterator[Nemesis]:
     cluster, runtime = live_cluster
     cluster.wait_topic_ready(SETTLE_S)  # every test starts from a settled cluster
     nem = Nemesis(cluster, runtime, tmp_path / "nemesis.jsonl", seed=42)
@@ -51,7 +50,7 @@ def rules_on(runtime: Runtime) -> dict[str, str]:
     return {h.name: runtime.execute(h, ["iptables-save"]).stdout for h in runtime.plan.hosts}
 
 
-def test_observe_agrees_with_zookeeper(live_cluster: tuple[KafkaCluster, NetnsRuntime]) -> None:
+def test_observe_agrees_with_zookeeper(live_cluster: tuple[KafkaCluster, Runtime]) -> None:
     cluster, _ = live_cluster
     cluster.wait_topic_ready(SETTLE_S)
     facts = observe(cluster)
@@ -103,7 +102,7 @@ def test_unresolvable_target_is_journaled_and_changes_nothing(nemesis: Nemesis) 
 
 
 def test_a_snapshot_is_taken_before_each_undo_and_never_holds_it_back(
-        live_cluster: tuple[KafkaCluster, NetnsRuntime], tmp_path: Path) -> None:
+        live_cluster: tuple[KafkaCluster, Runtime], tmp_path: Path) -> None:
     cluster, runtime = live_cluster
     cluster.wait_topic_ready(SETTLE_S)
     seen: list[tuple[str, bool]] = []
@@ -112,7 +111,7 @@ def test_a_snapshot_is_taken_before_each_undo_and_never_holds_it_back(
         seen.append((label, "DROP" in rules_on(runtime)["az1-node"]))  # still cut off when copied
         if len(seen) == 2:
             raise OSError("No space left on device")
-        return snapshot_segments(cluster.run_dir, cluster.topic, label)
+        return snapshot_segments(cluster, label)
 
     nem = Nemesis(cluster, runtime, tmp_path / "nemesis.jsonl", seed=1, snapshot=snapshot)
     try:
@@ -132,7 +131,7 @@ def test_a_snapshot_is_taken_before_each_undo_and_never_holds_it_back(
 
 
 def test_spawn_returns_once_the_command_runs_as_the_runs(
-        live_cluster: tuple[KafkaCluster, NetnsRuntime], tmp_path: Path) -> None:
+        live_cluster: tuple[KafkaCluster, Runtime], tmp_path: Path) -> None:
     """Right after spawn, the pid is the command itself (not `ip`), and carries the run's prefix."""
     _, runtime = live_cluster
     host = runtime.plan.hosts[0]
@@ -140,9 +139,10 @@ def test_spawn_returns_once_the_command_runs_as_the_runs(
         child = runtime.spawn(host, f"probe/sleep-{i}", ["sleep", "30"], tmp_path / "sleep.log")
         try:
             assert command_of(child.pid) == "sleep" and run_of(child.pid) == runtime.prefix
+            assert child.alive() and runtime.process(f"probe/sleep-{i}") is child
         finally:
-            runtime.signal(child.pid, signal.SIGKILL)
-            child.wait(5)
+            child.signal(signal.SIGKILL)
+            assert not wait_ended([child], 5) and child.exit_status() == -signal.SIGKILL
 
 
 def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> None:

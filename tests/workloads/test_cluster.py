@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -25,7 +24,7 @@ import pytest
 from testbed.addressing import Host
 from testbed.kafka.config import BROKER_PORT, ClusterSettings
 from testbed.lifecycle import provision
-from testbed.runtime.netns import NetnsRuntime
+from testbed.runtime.base import Process, Runtime, wait_ended
 from workloads.history import build_history
 from workloads.journal import JournalReader
 
@@ -34,10 +33,10 @@ TEST_NETWORK = os.environ.get("FAULTLINE_TEST_NETWORK", "198.18.1.0/24")
 
 
 class Workloads:
-    def __init__(self, runtime: NetnsRuntime, bootstrap: str, work: Path) -> None:
+    def __init__(self, runtime: Runtime, bootstrap: str, work: Path) -> None:
         self.runtime, self.bootstrap, self.work = runtime, bootstrap, work
 
-    def start(self, name: str, host: Host, role: str, **extra: Any) -> subprocess.Popen[bytes]:
+    def start(self, name: str, host: Host, role: str, **extra: Any) -> Process:
         config = {
             "process": name,
             "role": role,
@@ -53,9 +52,13 @@ class Workloads:
             host, name, [sys.executable, "-m", "workloads", str(path)], self.work / "logs" / f"{name}.log"
         )
 
-    def stop(self, child: subprocess.Popen[bytes], timeout: float = 60) -> int:
-        self.runtime.signal(child.pid, signal.SIGTERM)
-        return child.wait(timeout=timeout)
+    def stop(self, child: Process, timeout: float = 60) -> int | None:
+        child.signal(signal.SIGTERM)
+        return self.wait(child, timeout)
+
+    def wait(self, child: Process, timeout: float = 60) -> int | None:
+        assert not wait_ended([child], timeout), f"{child.name} still running after {timeout} s"
+        return child.exit_status()
 
     def log(self, name: str) -> str:
         return (self.work / "logs" / f"{name}.log").read_text()[-2000:]
@@ -99,7 +102,7 @@ def test_a_clean_run_keeps_every_acknowledged_write(tmp_path: Path) -> None:
         ):
             assert w.stop(child) == 0, w.log(name)
         drain = w.start("drain-az3", plan.client_of_az("az3"), "drain", timeout_s=30)
-        assert drain.wait(timeout=60) == 0, w.log("drain-az3")
+        assert w.wait(drain, timeout=60) == 0, w.log("drain-az3")
 
     summary = build_history(tmp_path / "journal", tmp_path / "history")
     assert summary["drains"] == {"drain-az3": "complete"} and summary["unfinished"] == []
