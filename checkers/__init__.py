@@ -3,12 +3,29 @@
 Reads history files only and never imports the harness, so it can judge a
 history copied from anywhere. ``check`` returns the verdict; ``write_verdict``
 writes it; ``python -m checkers`` does both.
+
+The anomaly names (``checkers.anomalies``), the verdict's format and exit
+statuses (``checkers.verdict``) are owned here and imported by the harness;
+``check`` is loaded only when first used, since it pulls in pyarrow and the
+engines, so importing those names costs the harness nothing.
 """
 
 from __future__ import annotations
 
-from checkers.api import check
+from typing import TYPE_CHECKING, Any
+
 from checkers.errors import CheckerError, HistoryError
 from checkers.verdict import exit_status, write_verdict
 
+if TYPE_CHECKING:
+    from checkers.api import check
+
 __all__ = ["CheckerError", "HistoryError", "check", "exit_status", "write_verdict"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "check":
+        from checkers.api import check
+
+        return check
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,7 @@
-"""The anomalies of spec/history.md: their names and how examples are ordered.
+"""The anomalies of spec/history.md: their names, what each means, and how examples are ordered.
+
+The one list of anomaly names: the harness (spec validation, the report)
+imports it from here rather than keeping its own.
 
 Each anomaly is counted in units (values, positions or adjacent pairs); an
 engine reports one *instance* row per unit. Instances are ordered errors
@@ -33,6 +36,22 @@ ANOMALIES: tuple[str, ...] = (
     NONMONOTONIC_POLL,
     POLL_SKIP,
 )
+
+# Each anomaly in a sentence, for a person reading a verdict (spec/history.md has the exact definitions).
+DESCRIPTIONS: dict[str, str] = {
+    LOST: "Writes the broker acknowledged that are missing from the final log.",
+    DUPLICATE: "Values that sit at two or more positions of the final log: one send, written twice.",
+    DIVERGENCE: "Positions (topic, partition, offset) that held different values across acknowledgements and "
+    "reads: two replicas wrote different logs at the same offsets.",
+    PHANTOM: "Values read that no producer ever sent.",
+    VANISHED_READ: "Values a consumer read while the test ran that are missing from the final log.",
+    FAILED_PRESENT: "Writes the client was told definitely failed, which were read all the same.",
+    RECOVERED: "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
+    REORDERED: "Pairs of acknowledged writes from one producer to one partition that landed in the log in "
+    "the opposite order.",
+    NONMONOTONIC_POLL: "Consecutive live reads by one consumer whose offset went backwards or repeated.",
+    POLL_SKIP: "Consecutive live reads by one consumer that skipped records present in the final log.",
+}
 
 MAX_EXAMPLES = 20
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from checkers.classify import ClientConfig, known_configs
 from checkers.sources import TableSource
 from checkers.tables import load_table
+
+Payload = TypeVar("Payload")
 
 
 def _canonical(text: str | None) -> tuple[str, Any]:
@@ -56,6 +59,27 @@ class FaultWindow:
         }
 
 
+def pair_faults(
+    events: Iterable[tuple[int, str | None, Hashable, Payload]],
+) -> list[tuple[int, int | None, Payload]]:
+    """Windows (start_ns, stop_ns, the start's payload) from `nemesis` rows (time_ns, type, key, payload).
+
+    The one pairing rule (the report uses it too): rows in time order; a `stop` closes the earliest
+    open `start` with the same key (fault and targets), a `stop` with none open is ignored, and a
+    start never stopped gets stop_ns None. Closed windows come first, each in stop order.
+    """
+    open_starts: dict[Hashable, deque[tuple[int, Payload]]] = defaultdict(deque)
+    windows: list[tuple[int, int | None, Payload]] = []
+    for time_ns, kind, key, payload in events:
+        if kind == "start":
+            open_starts[key].append((time_ns, payload))
+        elif kind == "stop" and open_starts[key]:
+            start_ns, started = open_starts[key].popleft()
+            windows.append((start_ns, time_ns, started))
+    windows += [(start_ns, None, started) for starts in open_starts.values() for start_ns, started in starts]
+    return windows
+
+
 class FaultTimeline:
     """The faults of a `nemesis` table as windows."""
 
@@ -70,17 +94,12 @@ class FaultTimeline:
                 strict=True,
             )
         )
-        open_faults: dict[tuple[str | None, str], deque[tuple[int, Any]]] = defaultdict(deque)
-        windows: list[FaultWindow] = []
+        events = []
         for time_ns, _, kind, fault, targets in rows:
             key, shown = _canonical(targets)
-            if kind == "start":
-                open_faults[(fault, key)].append((time_ns, shown))
-            elif kind == "stop" and open_faults[(fault, key)]:
-                start_ns, shown = open_faults[(fault, key)].popleft()
-                windows.append(FaultWindow(fault, shown, key, start_ns, time_ns))
-        for (fault, key), starts in open_faults.items():
-            windows.extend(FaultWindow(fault, shown, key, start_ns, None) for start_ns, shown in starts)
+            events.append((time_ns, kind, (fault, key), (fault, shown, key)))
+        windows = [FaultWindow(fault, shown, key, start_ns, stop_ns)
+                   for start_ns, stop_ns, (fault, shown, key) in pair_faults(events)]
         self.windows = sorted(windows, key=lambda w: (w.start_ns, w.fault or "", w.key, w.stop_ns or -1))
 
     def active(self, lo: int, hi: int) -> list[dict[str, Any]]:

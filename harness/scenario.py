@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from checkers.verdict import EXIT_INVALID, EXIT_VALID
 from harness.run import execute_run
 from harness.spec import Spec
 from harness.verdicts import RunOutcome
@@ -56,7 +57,7 @@ def run_specs(specs: list[Spec], results: Path | None, engine: str | None, out: 
         out.flush()
     write_junit(top, cases)
     if any(not spec.expect.empty for spec in specs):
-        return (0 if all(c.passed for c in cases) else 1), cases
+        return (EXIT_VALID if all(c.passed for c in cases) else EXIT_INVALID), cases
     return max(c.status for c in cases), cases
 
 

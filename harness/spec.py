@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from checkers.anomalies import ANOMALIES
+from harness.facts import OBSERVED_FACTS
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
@@ -38,10 +40,6 @@ CLUSTER_KEYS = {"nodes", "runtime", "kafka_version", "network", "topic", "partit
 PRODUCER_KEYS = {"azs", "per_az", "rate", "value_bytes", "settings"}
 CONSUMER_KEYS = {"azs", "per_az", "mode", "group", "commit"}
 EXPECT_KEYS = {"absent", "present", "valid", "observed"}
-# Facts about the run besides anomaly counts that a scenario may require (see harness.verdicts).
-OBSERVED_FACTS = ("two-leaders", "two-controllers", "leader-disagreement", "unavailability")
-ANOMALIES = ("lost", "duplicate", "divergence", "phantom", "vanished-read", "failed-present", "recovered",
-             "reordered", "nonmonotonic-poll", "poll-skip")
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,20 @@ reasons, whatever the checker found.
 from __future__ import annotations
 
 import logging
-import re
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import exit_status, write_verdict
+from harness.facts import observed_facts
 from harness.spec import Expectation, Spec
 from testbed.errors import HarnessError
 from testbed.files import write_json_atomic
 from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.verdicts")
-STATUS = {True: 0, False: 1, "unknown": 2}
 
 
 @dataclass
@@ -72,10 +72,6 @@ def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
         raise HarnessError(f"checker failed on {history_dir}: {exc}") from exc
 
 
-def verdict_status(verdict: dict[str, Any]) -> int:
-    return STATUS.get(verdict.get("valid"), 3)
-
-
 def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -> RunOutcome:
     run_dir, history_dir = folder.root, folder.history_dir
     build_tables(folder.journal_dir, history_dir)
@@ -87,9 +83,9 @@ def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -
     expectation = compare(spec.expect, verdict, observed_facts(history_dir))
     if expectation is not None:
         verdict["expectation"] = expectation
-    write_json_atomic(folder.verdict, verdict)
+    write_verdict(verdict, run_dir)
     write_reports(run_dir)
-    return RunOutcome(run_dir, verdict_status(verdict), verdict, expectation)
+    return RunOutcome(run_dir, exit_status(verdict), verdict, expectation)
 
 
 def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]) -> dict[str, Any] | None:
@@ -111,44 +107,6 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
     observed.append(f"valid = {verdict.get('valid')}")
     return {"expected": expected, "observed": ", ".join(observed), "passed": not mismatches,
             "mismatches": mismatches, "facts": facts}
-
-
-def observed_facts(history_dir: Path) -> dict[str, bool]:
-    """Facts from the observations and writes tables that scenarios may require.
-
-    Each observer's view holds from one poll to its next, as the report draws
-    it; "at once" means two views overlapping for at least one polling period,
-    so observers that poll a moment apart across an ordinary leader change do
-    not count (the report's disagreements use the same rule).
-    """
-    import pandas as pd
-
-    from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
-
-    facts = dict.fromkeys(("two-leaders", "two-controllers", "leader-disagreement", "unavailability"), False)
-    writes_path = history_dir / "writes.parquet"
-    if writes_path.exists():
-        status = pd.read_parquet(writes_path, columns=["status"])["status"]
-        facts["unavailability"] = bool((status != "ok").any())
-    obs_path = history_dir / "observations.parquet"
-    if not obs_path.exists():
-        return facts
-    obs = pd.read_parquet(obs_path)
-    if obs.empty:
-        return facts
-    period = observation_period(obs)
-    views = partition_views(obs).values()
-    facts["two-leaders"] = any(disagreements([s for s in segs if s.broker == _broker_id(s.observer)], period)
-                               for segs in views)
-    facts["leader-disagreement"] = any(disagreements(segs, period) for segs in views)
-    facts["two-controllers"] = bool(disagreements(controller_views(obs), period))
-    return facts
-
-
-def _broker_id(observer: str) -> int | None:
-    """The broker an observer speaks for ("broker-2" -> 2), None for any other observer."""
-    match = re.search(r"(\d+)$", observer)
-    return int(match.group(1)) if match and not observer.startswith("zookeeper") else None
 
 
 def write_reports(run_dir: Path) -> None:

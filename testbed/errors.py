@@ -8,11 +8,15 @@ this tree with `raise ... from exc` where they cross a module boundary.
 
 from __future__ import annotations
 
+# The one exit-status map is the checker's (0 valid, 1 invalid, 2 unknown, 3 failed); importing it
+# pulls in no engine (see checkers/__init__.py).
+from checkers.verdict import EXIT_FAILED
+
 
 class HarnessError(Exception):
     """Base of every error the harness reports; `exit_status` is what the CLI exits with."""
 
-    exit_status = 3
+    exit_status = EXIT_FAILED
 
 
 class UsageError(HarnessError):

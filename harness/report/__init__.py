@@ -1,8 +1,11 @@
 """The reports of a finished run: report.html, junit.xml and the text summary.
 
 Reads only the files of a run folder (spec.yaml, history/, verdict.json);
-never imports the workloads, the nemesis or the checker, so a run copied
-from anywhere can be reported on again.
+never imports the workloads or the nemesis, and of the checker only the facts
+it owns (the anomaly names, the verdict file, how a fault's start and stop
+pair up), never its engines, so a run copied from anywhere can be reported on
+again. The split brains it shows are harness.facts', the ones a scenario's
+expectation is held to.
 
 - `render_report(run_dir)` writes run_dir/report.html (self-contained, deterministic).
 - `render_junit(target, cases=None)` writes junit.xml: one case per scenario configuration

@@ -16,28 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from checkers.anomalies import ANOMALIES
 from harness.report.faults import FaultWindow, relation, windows_around
 from harness.report.run import Run
-
-ANOMALIES: tuple[str, ...] = (
-    "lost", "duplicate", "divergence", "phantom", "vanished-read", "failed-present", "recovered",
-    "reordered", "nonmonotonic-poll", "poll-skip",
-)
-
-DESCRIPTIONS: dict[str, str] = {
-    "lost": "Writes the broker acknowledged that are missing from the final log.",
-    "duplicate": "Values that sit at two or more positions of the final log: one send, written twice.",
-    "divergence": "Positions (topic, partition, offset) that held different values across acknowledgements and "
-                  "reads: two replicas wrote different logs at the same offsets.",
-    "phantom": "Values read that no producer ever sent.",
-    "vanished-read": "Values a consumer read while the test ran that are missing from the final log.",
-    "failed-present": "Writes the client was told definitely failed, which were read all the same.",
-    "recovered": "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
-    "reordered": "Pairs of acknowledged writes from one producer to one partition that landed in the log in "
-                 "the opposite order.",
-    "nonmonotonic-poll": "Consecutive live reads by one consumer whose offset went backwards or repeated.",
-    "poll-skip": "Consecutive live reads by one consumer that skipped records present in the final log.",
-}
 
 # Shown in their own columns; everything else goes to "details".
 MAIN_FIELDS = ("value", "topic", "partition", "offset", "process")

@@ -2,19 +2,20 @@
 
 A fault is active from its ``start`` row to the next ``stop`` row with the same
 fault name and the same targets (compared as parsed JSON; first started,
-first stopped), as the checker pairs them. A start never stopped is active
-to the end of the run. ``info`` rows are single moments.
+first stopped): the checker's rule, ``checkers.context.pair_faults``, so an
+example's faults and the report's agree. A start never stopped is active to
+the end of the run. ``info`` rows are single moments.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from checkers.context import pair_faults
 from harness.report import fmt
 from harness.report.run import parse_json
 
@@ -65,17 +66,10 @@ def fault_windows(nemesis: pd.DataFrame) -> list[FaultWindow]:
         )
         if not pd.isna(t)
     )
-    open_starts: dict[tuple[str, str], deque[tuple[int, Any, Any]]] = defaultdict(deque)
-    windows: list[FaultWindow] = []
-    for time_ns, _, kind, fault, targets, detail in rows:
-        key = _key(fault, targets)
-        if kind == "start":
-            open_starts[key].append((time_ns, targets, detail))
-        elif kind == "stop" and open_starts[key]:
-            start_ns, shown, start_detail = open_starts[key].popleft()
-            windows.append(FaultWindow(fault, shown, start_ns, time_ns, start_detail))
-    for (fault, _), starts in open_starts.items():
-        windows.extend(FaultWindow(fault, shown, start_ns, None, detail) for start_ns, shown, detail in starts)
+    events = [(time_ns, kind, _key(fault, targets), (fault, targets, detail))
+              for time_ns, _, kind, fault, targets, detail in rows]
+    windows = [FaultWindow(fault, targets, start_ns, stop_ns, detail)
+               for start_ns, stop_ns, (fault, targets, detail) in pair_faults(events)]
     return sorted(windows, key=lambda w: (w.start_ns, w.fault, fmt.compact(w.targets), w.stop_ns or -1))
 
 

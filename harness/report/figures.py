@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from harness.leadership import Disagreement, Segment, natural_key
 from harness.report import fmt
 from harness.report.anomalies import Example
 from harness.report.faults import FaultEvent, FaultWindow
-from harness.report.leadership import Disagreement, Segment, natural_key
 
 FONT = "system-ui, -apple-system, 'Segoe UI', 'Liberation Sans', 'DejaVu Sans', Arial, sans-serif"
 SERIES_COLORS = ("#2563eb", "#ea580c", "#059669", "#9333ea", "#db2777", "#0891b2", "#65a30d", "#b45309")

@@ -16,20 +16,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from checkers.anomalies import DESCRIPTIONS
+from checkers.verdict import VERDICT_FILE
+from harness.facts import SplitBrains, split_brains
+from harness.leadership import Disagreement, natural_key
 from harness.report import fmt
-from harness.report.anomalies import DESCRIPTIONS, Example, collect_examples
+from harness.report.anomalies import Example, collect_examples
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
-from harness.report.leadership import (
-    Disagreement,
-    controller_views,
-    disagreements,
-    natural_key,
-    observation_period,
-    partition_views,
-)
 from harness.report.replicas import read_replicas
-from harness.report.run import Run, parse_json
+from harness.report.run import HISTORY_DIR, SPEC_FILE, Run, parse_json
 from harness.report.verdict import Outcome, read_expectation, read_outcome
 
 # Example keys shown as the "when" column, so not repeated among the details.
@@ -42,7 +38,7 @@ KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.conn
 ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
 # Spec keys shown in their own places (the header, the notes), not in the key/value grid.
 SHOWN_APART = {"description", "notes"}
-RUN_INPUTS = ("spec.yaml", "verdict.json", "replicas.json", "harness.log", "history", "nodes")
+RUN_INPUTS = (SPEC_FILE, VERDICT_FILE, "replicas.json", "harness.log", HISTORY_DIR, "nodes")
 # Written beside the report, perhaps after it: always linked, so regenerating gives the same page.
 RUN_OUTPUTS = ("junit.xml",)
 
@@ -136,12 +132,13 @@ def build_context(run: Run) -> dict[str, Any]:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
             run.table("writes"), run.table("processes"), frame, windows, events, examples)),
             f"{run.scenario}-{run.run_id}-timeline")
-        lanes = _leadership_lanes(run.table("observations"))
+        brains = split_brains(run.table("observations"))
+        lanes = _leadership_lanes(brains)
         if lanes:
             context["plots"]["leadership"] = Plot("plot-leadership", figure_json(
                 leadership_figure(lanes, frame, windows, events)), f"{run.scenario}-{run.run_id}-leadership")
             context["splits"] = [_split_row(lane, split, t0) for lane in lanes for split in lane.disagreements]
-            context["period"] = fmt.duration(observation_period(run.table("observations")))
+            context["period"] = fmt.duration(brains.period)
     context["az_count"] = len({a for a in run.table("processes")["az"].dropna()} |
                               {a for a in run.table("writes")["az"].dropna()})
     return context
@@ -231,18 +228,13 @@ def _fault_rows(windows: list[FaultWindow], events: list[FaultEvent], t0: int,
     return sorted(rows, key=lambda r: (r["sort"], r["fault"], r["targets"]))
 
 
-def _leadership_lanes(observations: pd.DataFrame) -> list[Lane]:
-    """A lane per partition and one for the controller; disagreements shorter than one polling period left out."""
-    if not len(observations):
-        return []
-    period = observation_period(observations)
-    lanes = []
-    for (topic, partition), segments in partition_views(observations).items():
-        lanes.append(Lane(f"{topic}/{partition}<br>leader", f"leader of {topic}/{partition}", segments,
-                          disagreements(segments, period)))
-    controllers = controller_views(observations)
-    if any(s.broker is not None for s in controllers):
-        lanes.append(Lane("controller", "controller", controllers, disagreements(controllers, period)))
+def _leadership_lanes(brains: SplitBrains) -> list[Lane]:
+    """A lane per partition and one for the controller, each with its split brains (harness.facts)."""
+    lanes = [Lane(f"{topic}/{partition}<br>leader", f"leader of {topic}/{partition}", segments,
+                  brains.leaders[(topic, partition)])
+             for (topic, partition), segments in brains.partitions.items()]
+    if any(s.broker is not None for s in brains.controllers):
+        lanes.append(Lane("controller", "controller", brains.controllers, brains.controller_splits))
     return lanes
 
 

@@ -1,10 +1,10 @@
 """One finished run folder, loaded for reporting: spec, verdict and history tables.
 
 Reads only files (DESIGN.md's results layout and spec/history.md's tables);
-never imports the workloads, the nemesis or the checker. It is lenient where
-the checker is strict: a table that is missing or unreadable becomes an empty
-table plus a line in ``problems``, so a report of a broken run still shows
-what there is. Integer columns keep full nanosecond precision (pandas
+never imports the workloads, the nemesis or the checker's engines. It is
+lenient where the checker is strict: a table that is missing or unreadable
+becomes an empty table plus a line in ``problems``, so a report of a broken
+run still shows what there is. Integer columns keep full nanosecond precision (pandas
 ``Int64``), never float.
 """
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from checkers.verdict import VERDICT_FILE
 from harness.report.errors import ReportError
 
 Kind = Literal["str", "int", "json"]
@@ -43,7 +44,6 @@ COLUMNS: dict[str, dict[str, Kind]] = {
     },
 }
 
-VERDICT_FILE = "verdict.json"
 SPEC_FILE = "spec.yaml"
 HISTORY_DIR = "history"
 

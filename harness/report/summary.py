@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.facts import split_brains
 from harness.report import fmt
 from harness.report.faults import fault_windows
-from harness.report.leadership import controller_views, disagreements, observation_period, partition_views
 from harness.report.replicas import read_replicas
 from harness.report.run import Run, load_run
 from harness.report.verdict import read_expectation, read_outcome
@@ -93,11 +93,10 @@ def _splits(run: Run) -> list[str]:
     span = run.span_ns()
     if not len(observations) or span is None:
         return []
-    period = observation_period(observations)
-    found = []
-    for (topic, partition), segments in partition_views(observations).items():
-        found += [(f"{topic}/{partition}", "leaders", d) for d in disagreements(segments, period)]
-    found += [("cluster", "controllers", d) for d in disagreements(controller_views(observations), period)]
+    brains = split_brains(observations)
+    found = [(f"{topic}/{partition}", "leaders", d) for (topic, partition), splits in brains.leaders.items()
+             for d in splits]
+    found += [("cluster", "controllers", d) for d in brains.controller_splits]
     return [f"  split:      {where}: {len(d.brokers)} {what} at once ({', '.join(map(str, d.brokers))}) "
             f"at {fmt.rel(d.start_ns, span[0])} for {fmt.duration(d.end_ns - d.start_ns)}"
             for where, what, d in found]

@@ -31,6 +31,12 @@ def test_every_anomaly_has_a_hand_worked_case() -> None:
     assert covered == set(ANOMALIES)
 
 
+def test_every_anomaly_is_described_once_in_its_order() -> None:
+    from checkers.anomalies import ANOMALIES, DESCRIPTIONS
+
+    assert tuple(DESCRIPTIONS) == ANOMALIES and all(DESCRIPTIONS.values())
+
+
 def test_examples_locate_each_anomaly(tmp_path: Path) -> None:
     verdict = check(write(tmp_path, CASES["lost"].tables()), engine="pandas")
     assert verdict["examples"]["lost"] == [

@@ -1,4 +1,7 @@
-"""Observed facts a scenario may require, from the observations table: only overlaps of a polling period count."""
+"""Observed facts a scenario may require, from the observations table: only overlaps of a polling period count.
+
+The report's split brains are the same ones: `show` lists a split exactly where the fact says there was one.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.verdicts import observed_facts
+from harness.facts import observed_facts
+from harness.report import summary
 
 S = 1_000_000_000
 
@@ -67,3 +71,14 @@ def test_no_observations_means_no_fact(tmp_path: Path) -> None:
     pd.DataFrame({"status": ["ok", "fail"]}).to_parquet(tmp_path / "writes.parquet")
     assert observed_facts(tmp_path) == {"two-leaders": False, "two-controllers": False,
                                         "leader-disagreement": False, "unavailability": True}
+
+
+def test_the_report_lists_the_splits_the_facts_stand_on(tmp_path: Path) -> None:
+    ordinary = polls("broker-0", 0.4, [(0, 2)] * 11 + [(1, 2)] * 5) + polls("broker-1", 0.9, [(0, 2)] * 10 + [(1, 2)] * 6)
+    deposed = polls("broker-0", 0.4, [(0, 2)] * 16) + polls("broker-1", 0.9, [(0, 2)] * 5 + [(1, 2)] * 11)
+    for name, rows, split in (("ordinary", ordinary, False), ("deposed", deposed, True)):
+        (tmp_path / name / "history").mkdir(parents=True)
+        facts = observed_facts(history(tmp_path / name / "history", rows))
+        shown = [line for line in summary(tmp_path / name).splitlines() if line.strip().startswith("split:")]
+        assert facts["leader-disagreement"] is split and facts["two-leaders"] is split
+        assert bool(shown) is split, shown

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from harness.leadership import controller_views, disagreements, natural_key, partition_views
 from harness.report import fmt
 from harness.report.faults import fault_events, fault_windows, relation
-from harness.report.leadership import controller_views, disagreements, natural_key, partition_views
 from harness.report.page import flatten
 
 S = fmt.NS

@@ -6,10 +6,16 @@ than GAP_FACTOR periods its view is shown as unknown in between, not
 stretched. A *disagreement* is a stretch of time in which the observers'
 views in effect name two or more different brokers: two leaders at once
 (or two controllers), the split brain the report must make stand out.
+
+Which disagreements count as a scenario's observed facts is decided once, in
+``harness.facts``; the report and the verdict both read them from there.
+Must never: read files (it works on the table it is handed) or import the
+report.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections import defaultdict
@@ -18,11 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import fmt
-from harness.report.run import parse_json
-
 GAP_FACTOR = 3
-DEFAULT_PERIOD_NS = fmt.NS
+DEFAULT_PERIOD_NS = 1_000_000_000  # one second, where no observer polled twice
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,13 @@ def _segments(observer: str, rows: list[tuple[int, int | None, int | None, str]]
 
 
 def _isr_text(value: Any) -> str:
-    parsed = parse_json(value)
+    """The ISR as "[0, 1, 2]", whether the cell holds a list or its JSON text (report tables keep it as text)."""
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
     if isinstance(parsed, list):
         return "[" + ", ".join(str(v) for v in parsed) + "]"
     return "" if parsed is None else str(parsed)

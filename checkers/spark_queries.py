@@ -1,0 +1,199 @@
+"""The Spark engine's anomaly queries: spec/history.md's rules as DataFrame operations.
+
+Pure functions from DataFrames to DataFrames; checkers.spark_engine plans
+them, caches the intermediate tables and runs the one job (its docstring
+tells the shape of the plan). Must never: collect() or start a job, or
+use a Python UDF.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers import anomalies as a
+from checkers.classify import Rule
+
+INSTANCE_TYPES = {
+    c: ("string" if c in ("value", "topic", "process", "prev_value") else "long") for c in a.INSTANCE_COLUMNS
+}
+POS = ["topic", "partition", "offset"]
+STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
+WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
+
+
+def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
+    """Whether an instance of ``rule`` is an error, per row (by its process where the rule says so)."""
+    if rule.kind != "by-process":
+        return F.lit(rule.kind == "error")
+    if not rule.info_processes:
+        return F.lit(True)
+    return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
+
+
+def value_position_facts(w: DataFrame, r: DataFrame, parts: int) -> DataFrame:
+    """One row per (value, position): flags f (in F) and l (read live), and the value's write.
+
+    Writes and reads are shuffled together, once, by value. A write's row sits at its
+    acknowledged position (the edge its offset proves), or at a null position when it has
+    none; its columns are carried as integers so the aggregation stays a hash aggregation.
+    """
+    acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
+    status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), STATUS_IDS.items(), F)
+    writes = w.select(
+        "value",
+        *[F.when(acked, F.col(c)).alias(c) for c in POS],
+        F.lit(0).alias("kind"),
+        F.col("process").alias("w_process"),
+        F.col("op_id").alias("w_op_id"),
+        status.alias("w_status"),
+        F.col("invoke_ns").alias("w_invoke_ns"),
+        F.col("topic").alias("w_topic"),
+        F.col("partition").cast("int").alias("w_partition"),
+    )
+    reads = r.select(
+        "value",
+        *POS,
+        F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"),
+        *[
+            F.lit(None).cast("long" if c in ("w_op_id", "w_invoke_ns") else "int").alias(c)
+            for c in WRITE_FACTS
+        ],
+    )
+    kind = F.col("kind")
+    return (
+        writes.unionByName(reads)
+        .repartition(parts, "value")
+        .groupBy("value", *POS)
+        .agg(
+            F.max((kind == 2).cast("int")).alias("f"),
+            F.max((kind == 1).cast("int")).alias("l"),
+            F.sum((kind == 0).cast("int")).alias("n_writes"),
+            *[F.max(c).alias(c) for c in WRITE_FACTS],
+        )
+    )
+
+
+def value_facts(facts: DataFrame) -> DataFrame:
+    """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
+
+    ``facts`` is partitioned by value already, so this needs no shuffle.
+    """
+    status = F.col("w_status")
+    return (
+        facts.groupBy("value")
+        .agg(
+            F.sum("f").alias("n_fpos"),
+            F.max("l").alias("in_live"),
+            F.max(F.col("f") + F.col("l")).alias("n_read_kinds"),
+            F.min(F.when(F.col("f") == 1, F.col("offset"))).alias("placed"),
+            F.sum("n_writes").alias("n_writes"),
+            *[F.max(c).alias(c) for c in WRITE_FACTS],
+        )
+        .select(
+            "value",
+            "n_fpos",
+            "in_live",
+            "n_read_kinds",
+            "placed",
+            "n_writes",
+            F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
+            F.col("w_process").alias("process"),
+            F.col("w_op_id").alias("op_id"),
+            F.get(F.array(*[F.lit(name) for name in STATUS_IDS]), status).alias("status"),
+            F.col("w_invoke_ns").alias("invoke_ns"),
+            F.col("w_topic").alias("topic"),
+            F.col("w_partition").alias("partition"),
+        )
+    )
+
+
+def value_instances(v: DataFrame, table: dict[str, Rule]) -> DataFrame:
+    """The per-value anomalies in one pass: each row tagged with every anomaly it shows."""
+    n_fpos = F.coalesce(F.col("n_fpos"), F.lit(0))
+    in_reads = F.coalesce(F.col("n_read_kinds"), F.lit(0)) > 0
+    status = F.col("status")
+    conditions = {
+        a.LOST: (status == "ok") & (n_fpos == 0),
+        a.DUPLICATE: n_fpos >= 2,
+        a.PHANTOM: F.col("is_w").isNull() & in_reads,
+        a.VANISHED_READ: (F.col("in_live") == 1) & (n_fpos == 0),
+        a.FAILED_PRESENT: (status == "fail") & in_reads,
+        a.RECOVERED: (status == "info") & (n_fpos > 0),
+    }
+    tags = F.array_compact(F.array(*[F.when(cond, F.lit(name)) for name, cond in conditions.items()]))
+    tagged = v.select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
+    error = reduce(
+        lambda acc, name: acc.when(F.col("anomaly") == name, error_expr(table[name])),
+        list(conditions)[1:],
+        F.when(F.col("anomaly") == a.LOST, error_expr(table[a.LOST])),
+    )
+    # Phantoms and vanished reads are judged by no process; report none.
+    process = F.when(F.col("anomaly").isin(a.PHANTOM, a.VANISHED_READ), F.lit(None)).otherwise(
+        F.col("process")
+    )
+    cols = [
+        (F.col(c) if c in ("value", "invoke_ns") else process if c == "process" else F.lit(None))
+        .cast(INSTANCE_TYPES[c])
+        .alias(c)
+        for c in a.INSTANCE_COLUMNS
+    ]
+    return tagged.select("anomaly", error.alias("is_error"), *cols)
+
+
+def reordered(v: DataFrame) -> DataFrame:
+    ok = v.filter((F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("placed").isNotNull())
+    order = Window.partitionBy("process", "topic", "partition").orderBy("op_id", "value")
+    pairs = ok.select(
+        "process",
+        "topic",
+        "partition",
+        "op_id",
+        "value",
+        F.col("placed").alias("offset"),
+        F.lag("placed").over(order).alias("prev_offset"),
+        F.lag("value").over(order).alias("prev_value"),
+        F.lag("op_id").over(order).alias("prev_op_id"),
+    )
+    return pairs.filter(F.col("offset") < F.col("prev_offset"))
+
+
+def odd_polls(r: DataFrame) -> DataFrame:
+    """Adjacent live-read pairs that do not advance by exactly one offset (usually few)."""
+    order = Window.partitionBy("process", "topic", "partition").orderBy("seq", "offset", "value")
+    live = r.filter(F.col("phase") == "live").select("process", *POS, "seq", "value", "poll_ns")
+    pairs = live.select(
+        "*",
+        *[F.lag(c).over(order).alias(f"prev_{c}") for c in ("offset", "value", "seq", "poll_ns")],
+    )
+    return pairs.filter(F.col("prev_offset").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1))
+
+
+def poll_anomalies(pairs: DataFrame, positions: DataFrame) -> dict[str, DataFrame]:
+    gaps = pairs.filter(F.col("offset") > F.col("prev_offset") + 1)
+    # Does the final log hold an offset strictly inside a gap? Sort gaps and final positions
+    # together per partition; the latest final offset before each gap's end must pass its start.
+    held = (
+        positions.filter(F.col("has_final") == 1)
+        .select(*POS)
+        .join(F.broadcast(gaps.select("topic", "partition").distinct()), ["topic", "partition"], "left_semi")
+    )
+    merged = gaps.withColumn("ord", F.lit(0)).unionByName(
+        held.withColumn("ord", F.lit(1)), allowMissingColumns=True
+    )
+    running = (
+        Window.partitionBy("topic", "partition")
+        .orderBy("offset", "ord")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    last_held = F.max(F.when(F.col("ord") == 1, F.col("offset"))).over(running)
+    skips = merged.withColumn("last_held", last_held).filter(
+        (F.col("ord") == 0) & (F.col("last_held") > F.col("prev_offset"))
+    )
+    return {
+        a.NONMONOTONIC_POLL: pairs.filter(F.col("offset") <= F.col("prev_offset")),
+        a.POLL_SKIP: skips,
+    }
