@@ -1,0 +1,143 @@
+"""`recover` on the fake runtime: finishing the run a dead harness left, from its run folder alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from signal import SIGCONT
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import harness.verdicts
+import nemesis.faults
+import nemesis.nemesis
+import testbed.runtime.factory
+import testbed.state
+from harness.recover import recover
+from harness.run import write_spec
+from harness.spec import Spec, parse_spec
+from harness.workloadset import WorkloadSet, plan_workloads
+from nemesis.journal import read_journal
+from nemesis.nemesis import Nemesis
+from testbed.addressing import AddressPlan, make_plan
+from testbed.kafka.cluster import KafkaCluster
+from testbed.runfolder import RunFolder
+from testbed.runtime.base import new_prefix
+from testbed.state import RunState, claim_active
+from tests.fakes import FakeRuntime, FakeTopic, exits_by_itself, workload_behaviours
+
+SPEC: dict[str, Any] = {
+    "name": "fake-recover", "seed": 5, "duration_s": 30, "settle_timeout_s": 1, "drain_timeout_s": 1,
+    "checker": "pandas",
+    "workloads": {"producers": [{"azs": ["az1"], "rate": 10}], "consumers": [{"azs": ["az3"]}]},
+    "nemesis": [{"at": 5, "fault": "isolate-az", "target": "az2", "name": "iso"}],
+}
+
+
+def dead_harness_run(run_dir: Path, spec: Spec) -> FakeRuntime:
+    """What a harness killed mid-run leaves: its run folder, and hosts with its processes and faults."""
+    folder = RunFolder(run_dir).make()
+    write_spec(spec, folder)
+    prefix = new_prefix()
+    state = RunState.create(run_dir, prefix, runtime="fake", settings=spec.cluster.to_json(), harness_pid=4242)
+    claim_active(run_dir, prefix)
+    world = FakeRuntime(make_plan(spec.cluster.network, spec.cluster.nodes), prefix, state,
+                        scripts={"workload/drain-": exits_by_itself(0)}, behaviours=workload_behaviours(FakeTopic()))
+    world.create()
+    cluster = KafkaCluster(world, spec.cluster, folder)
+    cluster.write_configs()
+    cluster.power_on_all()
+    WorkloadSet(world, folder, cluster).start(plan_workloads(spec, cluster))
+    dead = Nemesis(cluster, world, folder.nemesis_journal, spec.seed)
+    dead.start({"fault": "isolate-az", "target": "az2"}, name="iso")
+    dead.start({"fault": "pause", "target": "az3"}, name="pause")
+    dead.start({"fault": "kill", "target": "az1"}, name="kill")
+    dead.close()  # the harness dies here: none of them is stopped, nothing is healed
+    return world
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The factory gives back the dead harness's hosts (as the netns runtime finds them by prefix)."""
+    found: dict[str, Any] = {"unregistered": [], "replica_checks": 0}
+
+    def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> FakeRuntime:
+        world = found["world"]
+        assert (kind, prefix, plan) == ("fake", world.prefix, world.plan), "built from the state file"
+        world.state = state
+        return world
+
+    def no_live_state(cluster: KafkaCluster) -> Any:
+        raise AssertionError("recover's heal must not need the cluster's live state")
+
+    def replicas(*args: Any) -> None:
+        found["replica_checks"] += 1
+
+    monkeypatch.setattr(testbed.state, "ACTIVE_FILE", tmp_path / "active.json")
+    monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
+    monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})
+    monkeypatch.setattr(harness.verdicts, "check_replicas", replicas)
+    monkeypatch.setattr(nemesis.faults, "_wait_unregistered",
+                        lambda cluster, node: found["unregistered"].append(node.name))
+    monkeypatch.setattr(nemesis.nemesis, "observe", no_live_state)
+    return found
+
+
+def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
+        machine: dict[str, Any], tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    folder = RunFolder(run_dir)
+    paused = world.process("az3-node/broker")
+    producer = world.process("workload/producer-az1-0")
+    assert paused is not None and paused.paused() and producer is not None
+
+    outcome = recover(run_dir, engine="pandas")
+
+    # The nemesis journal stays one the history reads: every row's targets and detail are JSON objects.
+    for line in folder.nemesis_journal.read_text().splitlines():
+        row = json.loads(line)
+        assert isinstance(json.loads(row["detail"]), dict) and isinstance(json.loads(row["targets"]), dict)
+    rows = read_journal(folder.nemesis_journal)
+    assert [(r["type"], r["fault"]) for r in rows] == [
+        ("start", "isolate-az"), ("start", "pause"), ("start", "kill"), ("info", "heal-all")]
+    heal = rows[-1]
+    assert heal["detail"]["by"] == "recover"
+    assert heal["targets"] == {"resumed": ["az3-node/broker"], "restarted": ["az1-node/broker"]}
+    assert world.cleared_last() == sorted(h.name for h in world.plan.hosts)
+    assert SIGCONT in [s for s, _ in paused.signals]
+    assert machine["unregistered"] == ["az1-node"], "the killed broker waited for ZooKeeper to let it go"
+
+    # Its clients were stopped gracefully (so they journal their end), a fresh drain read the log.
+    assert producer.ended_by == "SIGTERM"
+    assert world.processes["workload/consumer-az3-0"].ended_by == "SIGTERM"
+    for table in ("writes", "reads", "processes", "observations", "nemesis"):
+        assert folder.table(table).exists(), table
+    reads = pd.read_parquet(folder.table("reads"))
+    assert sorted(reads.loc[reads["phase"] == "final", "process"].unique()) == [
+        "drain-az1-recover", "drain-az2-recover", "drain-az3-recover"]
+    assert outcome.verdict["valid"] is True and outcome.status == 0, outcome.verdict
+    assert len(pd.read_parquet(folder.table("writes"))) == 3
+    assert machine["replica_checks"] == 1
+    assert len(pd.read_parquet(folder.table("nemesis"))) == 4
+
+    # And nothing is left: hosts gone, every process dead, the machine's cluster record released.
+    assert world.destroyed == 1 and not world.exists() and world.alive() == []
+    assert not testbed.state.ACTIVE_FILE.exists()
+
+
+def test_recover_without_hosts_judges_the_journals_alone(machine: dict[str, Any], tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    world.destroy()  # the machine was rebooted: the run folder is all there is
+    before = RunFolder(run_dir).nemesis_journal.read_text()
+
+    outcome = recover(run_dir, engine="pandas")
+
+    assert outcome.verdict["valid"] == "unknown" and outcome.status == 2
+    assert "already gone" in outcome.verdict["reason"]
+    assert RunFolder(run_dir).table("writes").exists()
+    assert RunFolder(run_dir).nemesis_journal.read_text() == before, "nothing to heal, nothing journaled"
+    assert world.created == 1 and world.firewall_calls[-1][0] == "set", "no host was touched"

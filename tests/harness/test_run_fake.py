@@ -1,0 +1,206 @@
+"""A whole run on the fake runtime: spec in, history tables and verdict out; teardown when any phase fails.
+
+Kafka itself is replaced where only a live cluster can answer (bring-up,
+settling, topic creation, the replica dump: the cluster tests cover them);
+everything else is the harness's own code, through the runtime interface.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import harness.verdicts
+import nemesis.faults
+import nemesis.nemesis
+import testbed.lifecycle
+import testbed.runtime.factory
+import testbed.state
+from harness.run import execute_run
+from harness.spec import parse_spec
+from harness.workloadset import PROCESS_PREFIX
+from nemesis.journal import read_journal
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import ClusterError, FaultError, HarnessError, RuntimeFailure, WorkloadError
+from testbed.kafka.cluster import KafkaCluster
+from testbed.runfolder import RunFolder
+from testbed.state import RunState
+from tests.fakes import FakeRuntime, FakeTopic, Script, exits_by_itself, workload_behaviours
+
+SPEC: dict[str, Any] = {
+    "name": "fake-run", "seed": 3, "duration_s": 1, "settle_timeout_s": 1, "drain_timeout_s": 1,
+    "checker": "pandas",
+    "workloads": {"producers": [{"azs": ["az1"], "rate": 10}], "consumers": [{"azs": ["az2"]}]},
+    "nemesis": [{"at": 0, "fault": "isolate-az", "target": "az2", "name": "iso"}],
+}
+TABLES = ("writes", "reads", "processes", "observations", "nemesis")
+
+
+@dataclass
+class Machine:
+    """What the tests change about the fake machine before a run, and what they find on it after."""
+
+    active_file: Path
+    scripts: dict[str, Script] = field(default_factory=lambda: {"workload/drain-": exits_by_itself(0)})
+    prepare: list[Callable[[FakeRuntime], None]] = field(default_factory=list)
+    bring_up_fails: bool = False
+    runtimes: list[FakeRuntime] = field(default_factory=list)
+    replica_checks: list[str] = field(default_factory=list)
+
+    @property
+    def runtime(self) -> FakeRuntime:
+        (runtime,) = self.runtimes
+        return runtime
+
+
+def snapshot_answer(host: Host, argv: list[str], input_text: str | None) -> subprocess.CompletedProcess[str]:
+    """What the segment snapshot script says on a node: two files, 100 bytes."""
+    return subprocess.CompletedProcess(argv, 0, "copied 100 2\n" if "snapshot" in argv else "", "")
+
+
+def install_fake_machine(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provision builds a FakeRuntime; Kafka-only steps answer as a healthy cluster would."""
+    topic = FakeTopic()
+
+    def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> FakeRuntime:
+        runtime = FakeRuntime(plan, prefix, state, scripts=machine.scripts, behaviours=workload_behaviours(topic),
+                              execute=snapshot_answer)
+        for step in machine.prepare:
+            step(runtime)
+        machine.runtimes.append(runtime)
+        return runtime
+
+    def bring_up(cluster: KafkaCluster, timeout: float = 90.0) -> None:
+        cluster.write_configs()
+        cluster.power_on_all()
+        if machine.bring_up_fails:
+            raise ClusterError("timed out after 90 s waiting for a ZooKeeper quorum")
+
+    def no_live_state(cluster: KafkaCluster) -> Any:
+        raise AssertionError("explicit targets must not need the cluster's live state")
+
+    monkeypatch.setattr(testbed.state, "ACTIVE_FILE", machine.active_file)
+    monkeypatch.setattr(testbed.lifecycle, "make_runtime", make_runtime)
+    monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
+    monkeypatch.setattr(testbed.lifecycle, "preflight", lambda kind, plan: None)
+    monkeypatch.setattr(testbed.lifecycle, "ensure_kafka", lambda version: None)
+    monkeypatch.setattr(KafkaCluster, "bring_up", bring_up)
+    monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})
+    monkeypatch.setattr(KafkaCluster, "create_topic", lambda cluster: None)
+    monkeypatch.setattr(harness.verdicts, "check_replicas",
+                        lambda folder, topic, version: machine.replica_checks.append(topic))
+    monkeypatch.setattr(nemesis.faults, "_wait_unregistered", lambda cluster, node: None)
+    monkeypatch.setattr(nemesis.nemesis, "observe", no_live_state)
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
+    machine = Machine(tmp_path / "run" / "active.json")
+    install_fake_machine(machine, monkeypatch)
+    return machine
+
+
+def workload_processes(runtime: FakeRuntime) -> dict[str, Any]:
+    return {p.name.removeprefix(PROCESS_PREFIX): p for p in runtime.spawned if p.name.startswith(PROCESS_PREFIX)}
+
+
+def test_a_run_goes_from_spec_to_history_tables_and_a_valid_verdict(machine: Machine, tmp_path: Path) -> None:
+    run_dir = tmp_path / "results" / "fake-run"
+    outcome = execute_run(parse_spec(SPEC), run_dir, engine="pandas")
+    folder, runtime = RunFolder(run_dir), machine.runtime
+
+    assert outcome.status == 0 and outcome.verdict["valid"] is True, outcome.verdict
+    assert outcome.verdict["engine"] == "pandas" and outcome.verdict["errors"] == {}
+    assert json.loads(folder.verdict.read_text())["valid"] is True
+    for table in TABLES:
+        assert folder.table(table).exists(), table
+    writes = pd.read_parquet(folder.table("writes"))
+    assert sorted(writes["value"]) == ["producer-az1-0-0", "producer-az1-0-1", "producer-az1-0-2"]
+    assert set(writes["status"]) == {"ok"}
+    reads = pd.read_parquet(folder.table("reads"))
+    final = reads[reads["phase"] == "final"]
+    assert sorted(final["process"].unique()) == ["drain-az1", "drain-az2", "drain-az3"]
+    assert set(final["value"]) == set(writes["value"])
+    assert set(pd.read_parquet(folder.table("processes"))["process"]) == {
+        "producer-az1-0", "consumer-az2-0", "drain-az1", "drain-az2", "drain-az3"}
+    assert machine.replica_checks == ["faultline"]
+
+    # The nemesis: its fault started and was undone by the heal, a snapshot of each node taken first.
+    start, stop, heal = read_journal(folder.nemesis_journal)
+    assert (start["type"], start["targets"]["az"]) == ("start", "az2")
+    assert (stop["type"], stop["detail"]["by"]) == ("stop", "heal-all")
+    assert stop["detail"]["snapshot"]["files"] == 2 * len(runtime.plan.nodes)
+    assert (heal["type"], heal["fault"]) == ("info", "heal-all")
+    assert runtime.cleared_last() == sorted(h.name for h in runtime.plan.hosts)
+
+    # Workloads: configs put on their hosts, stopped by SIGTERM (drains ended by themselves), then all torn down.
+    ended = {name: p.ended_by for name, p in workload_processes(runtime).items()}
+    assert ended == {"producer-az1-0": "SIGTERM", "consumer-az2-0": "SIGTERM",
+                     **{f"observer-broker-{i}": "SIGTERM" for i in range(3)},
+                     **{f"drain-az{i}": "exit" for i in range(1, 4)}}
+    put = {path for _, path in runtime.puts}
+    assert {folder.workload_config(name) for name in ended} <= put
+    assert all((h.name, folder.journal_dir) in runtime.fetches for h in runtime.plan.hosts)
+    assert runtime.destroyed == 1 and not runtime.exists() and runtime.alive() == []
+    assert not machine.active_file.exists()
+    assert "] checking" in folder.harness_log.read_text()
+
+
+def fail_bring_up(machine: Machine) -> None:
+    machine.bring_up_fails = True
+
+
+def fail_an_observer_spawn(machine: Machine) -> None:
+    machine.prepare.append(lambda runtime: runtime.break_once("spawn", "workload/observer-broker-1"))
+
+
+def kill_the_producer_mid_run(machine: Machine) -> None:
+    machine.scripts["workload/producer-"] = exits_by_itself(1, after_s=0.3)
+
+
+def fail_a_firewall_clear(machine: Machine) -> None:
+    machine.prepare.append(lambda runtime: runtime.break_once("clear_firewall", "az2-node"))
+
+
+def fail_a_drain(machine: Machine) -> None:
+    machine.scripts["workload/drain-az2"] = exits_by_itself(1)
+
+
+@pytest.mark.parametrize(("phase", "break_it", "error", "nemesis_made"), [
+    ("provisioning", fail_bring_up, ClusterError, False),
+    ("starting workloads", fail_an_observer_spawn, RuntimeFailure, True),
+    ("running", kill_the_producer_mid_run, WorkloadError, True),
+    ("healing", fail_a_firewall_clear, FaultError, True),
+    ("draining", fail_a_drain, WorkloadError, True),
+])
+def test_a_failure_in_any_phase_tears_everything_down(
+        machine: Machine, tmp_path: Path, phase: str, break_it: Callable[[Machine], None],
+        error: type[HarnessError], nemesis_made: bool) -> None:
+    break_it(machine)
+    spec = parse_spec({**SPEC, "duration_s": 2 if phase == "running" else 1})
+    with pytest.raises(error) as raised:
+        execute_run(spec, tmp_path / "run", engine="pandas")
+    assert isinstance(raised.value, HarnessError)
+    runtime = machine.runtime
+    assert runtime.spawned, "the cluster had started"
+    assert runtime.alive() == [], "every process is dead"
+    assert runtime.destroyed == 1 and not runtime.exists()
+    assert not machine.active_file.exists(), "the machine's one-cluster record is released"
+    workloads = workload_processes(runtime)
+    assert all(p.ended_by != "destroy" for p in workloads.values()), \
+        {n: p.ended_by for n, p in workloads.items()}  # stopped by the harness, so they journal their end
+    if nemesis_made:
+        assert runtime.cleared_last() == sorted(h.name for h in runtime.plan.hosts)
+    else:
+        assert runtime.firewall_calls == []
+    if phase == "running":
+        assert "producer-az1-0 died mid-run" in str(raised.value)
+    if phase == "draining":
+        assert "drain-az2 exited with status 1" in str(raised.value)
