@@ -90,7 +90,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2) if args.json else format_status(status))
         return 0
     started = time.monotonic()
-    tear_down(run_dir)
+    tear_down(cluster_from_state(run_dir)[0])
     print(f"cluster down in {time.monotonic() - started:.1f} s (run dir {run_dir})")
     return 0
 

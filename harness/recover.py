@@ -59,7 +59,7 @@ def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
         if read_active() is None:
             claim_active(folder.root, RunState.load(folder.root).prefix)
         with contextlib.ExitStack() as undo:
-            undo.callback(tear_down, folder.root)
+            undo.callback(tear_down, cluster)
             workloads = WorkloadSet(runtime, folder, cluster)
             workloads.adopt()
             progress.phase("healing")
@@ -69,6 +69,9 @@ def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
             nemesis = make_nemesis(spec, cluster)
             undo.callback(nemesis.close)
             nemesis.heal_all(by="recover")
+            closed = nemesis.close_orphans(by="recover")
+            if closed:
+                log.info("recover: the dead harness's faults %s healed", ", ".join(closed))
             notes += finish(spec, cluster, workloads, progress, drain_suffix="-recover")
     else:
         notes.append("the run's cluster was already gone: no final drain after the harness died")

@@ -55,3 +55,17 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
             row["detail"] = json.loads(row["detail"])
             rows.append(row)
     return rows
+
+
+def unstopped(path: Path) -> list[dict[str, Any]]:
+    """The `start` rows of a journal with no `stop` row of the same fault name after them (a dead harness's faults)."""
+    if not path.exists():
+        return []
+    open_: dict[str, dict[str, Any]] = {}
+    for row in read_journal(path):
+        name = row["detail"].get("name")
+        if row["type"] == "start" and name is not None:
+            open_[name] = row
+        elif row["type"] == "stop":
+            open_.pop(name, None)
+    return list(open_.values())

@@ -122,9 +122,8 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
         yield cluster, runtime
 
 
-def tear_down(run_dir: Path) -> None:
-    """Remove a cluster recorded in `run_dir` (its logs and data fetched first) and release the machine."""
-    cluster, runtime = cluster_from_state(run_dir)
+def tear_down(cluster: KafkaCluster) -> None:
+    """Remove a cluster (its logs and data fetched first, with the runtime that ran it) and release the machine."""
     cluster.collect()
-    runtime.destroy()
-    release_active(runtime.prefix)
+    cluster.runtime.destroy()
+    release_active(cluster.runtime.prefix)

@@ -66,7 +66,9 @@ class ProcessGroup:
         asked = [p for p in (self.signal(n, signum) for n in names) if p is not None]
         stuck = wait_ended(asked, timeout)
         if stuck:
-            self.kill([p.name for p in stuck])
+            survivors = self.kill([p.name for p in stuck])
+            if survivors:
+                raise RuntimeFailure(f"{', '.join(survivors)} survived SIGKILL")
         return [p.name for p in stuck]
 
     def wait(self, names: Iterable[str], timeout: float) -> list[str]:

@@ -102,8 +102,13 @@ def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
         assert isinstance(json.loads(row["detail"]), dict) and isinstance(json.loads(row["targets"]), dict)
     rows = read_journal(folder.nemesis_journal)
     assert [(r["type"], r["fault"]) for r in rows] == [
-        ("start", "isolate-az"), ("start", "pause"), ("start", "kill"), ("info", "heal-all")]
-    heal = rows[-1]
+        ("start", "isolate-az"), ("start", "pause"), ("start", "kill"), ("info", "heal-all"),
+        ("stop", "isolate-az"), ("stop", "pause"), ("stop", "kill")]
+    # Each of the dead harness's faults ends where recover healed it, not at the end of the run.
+    assert [(r["detail"]["name"], r["detail"]["by"]) for r in rows[4:]] == [
+        ("iso", "recover"), ("pause", "recover"), ("kill", "recover")]
+    assert [r["targets"] for r in rows[4:]] == [r["targets"] for r in rows[:3]]
+    heal = rows[3]
     assert heal["detail"]["by"] == "recover"
     assert heal["targets"] == {"resumed": ["az3-node/broker"], "restarted": ["az1-node/broker"]}
     assert world.cleared_last() == sorted(h.name for h in world.plan.hosts)
@@ -121,7 +126,7 @@ def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
     assert outcome.verdict["valid"] is True and outcome.status == 0, outcome.verdict
     assert len(pd.read_parquet(folder.table("writes"))) == 3
     assert machine["replica_checks"] == 1
-    assert len(pd.read_parquet(folder.table("nemesis"))) == 4
+    assert len(pd.read_parquet(folder.table("nemesis"))) == 7
 
     # And nothing is left: hosts gone, every process dead, the machine's cluster record released.
     assert world.destroyed == 1 and not world.exists() and world.alive() == []
