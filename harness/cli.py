@@ -20,6 +20,7 @@ from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
+from testbed.runfolder import RunFolder
 from testbed.runtime.factory import DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
 from testbed.status import cluster_status, format_status
 
@@ -155,7 +156,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _run_dir(path: Path) -> Path:
-    if not (path / "verdict.json").exists():
+    if not RunFolder(path).verdict.exists():
         raise UsageError(f"{path}: not a finished run folder (no verdict.json)")
     return path
 

@@ -19,6 +19,7 @@ from harness.spec import Spec
 from harness.verdicts import RunOutcome
 from testbed.lifecycle import timestamp
 from testbed.paths import RESULTS_DIR
+from testbed.runfolder import RunFolder
 
 
 @dataclass
@@ -86,4 +87,4 @@ def write_junit(top: Path, cases: list[CaseResult]) -> None:
         from harness.report.junit import render_junit_cases
     except ImportError:
         return
-    render_junit_cases(top / "junit.xml", cases)
+    render_junit_cases(RunFolder(top).junit, cases)

@@ -13,8 +13,8 @@ from plotly.offline import get_plotlyjs
 from harness.report.files import write_atomically
 from harness.report.page import build_context, plot_config
 from harness.report.run import load_run
+from testbed.runfolder import RunFolder
 
-REPORT_FILE = "report.html"
 _TEMPLATES = resources.files("harness.report") / "templates"
 
 
@@ -47,4 +47,4 @@ def report_html(run_dir: str | Path) -> str:
 def render_report(run_dir: str | Path) -> Path:
     """Write ``run_dir/report.html`` and return its path. ReportError if ``run_dir`` is not a folder."""
     root = Path(run_dir)
-    return write_atomically(root / REPORT_FILE, report_html(root))
+    return write_atomically(RunFolder(root).report, report_html(root))

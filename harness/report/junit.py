@@ -24,8 +24,8 @@ from harness.report.errors import ReportError
 from harness.report.files import write_atomically
 from harness.report.run import load_run
 from harness.report.verdict import read_expectation, read_outcome
+from testbed.runfolder import RunFolder
 
-JUNIT_FILE = "junit.xml"
 PACKAGE = "faultline"
 VALID_EXPECTATION = "a valid verdict: no anomaly that this configuration forbids"
 # XML 1.0 cannot carry most control characters, even escaped; error texts from clients may hold some.
@@ -191,7 +191,7 @@ def render_junit(target: str | Path, cases: Sequence[CaseResult] | None = None, 
     must be a run folder: its one case comes from its verdict (`case_from_run`).
     """
     path = Path(target)
-    out = path if path.suffix == ".xml" else path / JUNIT_FILE
+    out = path if path.suffix == ".xml" else RunFolder(path).junit
     if cases is None:
         if path.suffix == ".xml":
             raise ReportError(f"{path}: without test cases, name a run folder")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,7 +18,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from checkers.anomalies import DESCRIPTIONS
-from checkers.verdict import VERDICT_FILE
 from harness.facts import SplitBrains, split_brains
 from harness.leadership import Disagreement, natural_key
 from harness.report import fmt
@@ -25,8 +25,9 @@ from harness.report.anomalies import Example, collect_examples
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
 from harness.report.replicas import read_replicas
-from harness.report.run import HISTORY_DIR, SPEC_FILE, Run, parse_json
+from harness.report.run import Run, parse_json
 from harness.report.verdict import Outcome, read_expectation, read_outcome
+from testbed.runfolder import RunFolder
 
 # Example keys shown as the "when" column, so not repeated among the details.
 WHEN_KEYS = {"invoke_ns", "complete_ns", "poll_ns", "time_ns"}
@@ -38,9 +39,13 @@ KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.conn
 ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
 # Spec keys shown in their own places (the header, the notes), not in the key/value grid.
 SHOWN_APART = {"description", "notes"}
-RUN_INPUTS = (SPEC_FILE, VERDICT_FILE, "replicas.json", "harness.log", HISTORY_DIR, "nodes")
+
+
+def run_files(folder: RunFolder) -> list[Path]:
+    """The files of a run folder the report links to, inputs first, whether or not they exist."""
+    return [folder.spec, folder.verdict, folder.replicas, folder.harness_log, folder.history_dir, folder.nodes_dir,
+            folder.junit]
 # Written beside the report, perhaps after it: always linked, so regenerating gives the same page.
-RUN_OUTPUTS = ("junit.xml",)
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "anomalies": _anomaly_sections(outcome, examples, t0),
         "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),
-        "files": [name for name in RUN_INPUTS if (run.run_dir / name).exists()] + list(RUN_OUTPUTS),
+        "files": [p.name for p in run_files(RunFolder(run.run_dir)) if p.exists() or p.name == "junit.xml"],
         "plots": {},
         "splits": [],
         "period": "",

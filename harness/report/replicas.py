@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.run import load_json_object
-
-REPLICAS_FILE = "replicas.json"
+from testbed.runfolder import RunFolder
 
 
 @dataclass
@@ -28,7 +27,7 @@ class ReplicaView:
 
 
 def read_replicas(run_dir: Path, problems: list[str]) -> ReplicaView | None:
-    data = load_json_object(run_dir / REPLICAS_FILE, problems)
+    data = load_json_object(RunFolder(run_dir).replicas, problems)
     if data is None:
         return None
     if "error" in data:

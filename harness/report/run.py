@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from checkers.verdict import VERDICT_FILE
 from harness.report.errors import ReportError
+from testbed.runfolder import RunFolder
 
 Kind = Literal["str", "int", "json"]
 
@@ -44,8 +44,6 @@ COLUMNS: dict[str, dict[str, Kind]] = {
     },
 }
 
-SPEC_FILE = "spec.yaml"
-HISTORY_DIR = "history"
 
 
 @dataclass
@@ -107,10 +105,11 @@ def load_run(run_dir: str | Path, tables: Iterable[str] | None = None) -> Run:
     if not root.is_dir():
         raise ReportError(f"{root}: not a run folder")
     problems: list[str] = []
-    spec = _load_spec(root / SPEC_FILE, problems)
-    verdict = load_json_object(root / VERDICT_FILE, problems)
+    folder = RunFolder(root)
+    spec = _load_spec(folder.spec, problems)
+    verdict = load_json_object(folder.verdict, problems)
     wanted = set(COLUMNS if tables is None else tables)
-    loaded = {name: _load_table(root / HISTORY_DIR, name, problems) if name in wanted else _frame([], COLUMNS[name])
+    loaded = {name: _load_table(folder.history_dir, name, problems) if name in wanted else _frame([], COLUMNS[name])
               for name in COLUMNS}
     return Run(root, spec, verdict, loaded, problems)
 

@@ -10,6 +10,7 @@ from harness.report.faults import fault_windows
 from harness.report.replicas import read_replicas
 from harness.report.run import Run, load_run
 from harness.report.verdict import read_expectation, read_outcome
+from testbed.runfolder import RunFolder
 
 MAX_FAULTS = 6
 
@@ -39,7 +40,7 @@ def summary(run_dir: str | Path) -> str:
     lines += _splits(run)
     lines += _replicas(run)
     lines += [f"  problem:    {p}" for p in run.problems]
-    report = run.run_dir / "report.html"
+    report = RunFolder(run.run_dir).report
     lines.append(f"  report:     {report}" if report.is_file() else
                  f"  report:     not written yet (python -m harness report {run.run_dir})")
     return "\n".join(lines)

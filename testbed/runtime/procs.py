@@ -122,8 +122,10 @@ class LocalProcess:
 
     def ours(self) -> bool:
         """Still the process we started: alive, this run's, and not a reused pid."""
-        if self.child is not None and self.child.poll() is not None:
-            return False
+        if self.child is not None:
+            # Our own child: its pid cannot be reused before we reap it, and the Popen knows when it ends
+            # (/proc is no witness then: an exiting process's environ reads empty before it is a zombie).
+            return self.child.poll() is None
         return (is_alive(self.pid) and run_of(self.pid) == self.prefix
                 and (self.started is None or start_time(self.pid) == self.started))
 

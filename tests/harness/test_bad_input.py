@@ -39,6 +39,8 @@ def a_network_in_use() -> str:
         (["cluster", "up", "--kafka-version", "0.0.1"], "neither cached"),
         (["cluster", "up", "--nodes", "three"], "invalid int value"),
         (["cluster", "frob"], "invalid choice"),
+        (["cluster", "up", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),
+        (["run", "scenarios/smoke.yaml", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),
     ],
 )
 def test_bad_input_is_refused_without_changes(tmp_path: Path, args: list[str], says: str) -> None:

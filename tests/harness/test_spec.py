@@ -82,6 +82,7 @@ def test_the_base_spec_is_valid() -> None:
         ),
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
         ("checker", "excel", "checker: must be spark or pandas"),
+        ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns)"),
     ],
 )
 def test_bad_specs_name_the_key(path: str, value: Any, says: str) -> None:
@@ -141,3 +142,12 @@ def test_spec_files_report_the_file_and_the_yaml_line(tmp_path: Path) -> None:
 def test_every_scenario_in_the_catalogue_parses() -> None:
     for path in sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml")):
         assert load_specs(path), path
+
+
+def test_the_runtime_is_the_specs_and_the_cli_may_replace_it(tmp_path: Path) -> None:
+    assert parse_spec(with_("cluster.runtime", "netns")).cluster.runtime == "netns"
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(with_("cluster.runtime", "netns")))
+    with pytest.raises(SpecError, match=r"spec.yaml: cluster.runtime: unknown runtime 'podman'"):
+        load_specs(path, runtime="podman")
+    assert [s.raw["cluster"]["runtime"] for s in load_specs(path, runtime="netns")] == ["netns"]

@@ -176,3 +176,27 @@ def test_consumer_verdict_settings() -> None:
     assert effective["isolation.level"] == "read_committed" and effective["enable.auto.commit"] is False
     assert (effective["mode"], effective["commit"], effective["group.id"]) == ("group", "sync", "g")
     assert "bootstrap.servers" not in effective
+
+
+def test_every_planned_config_reads_back_as_itself() -> None:
+    """The harness writes typed configs with config_to_json; the workload process reads them with parse_config."""
+    from harness.spec import parse_spec
+    from harness.workloadset import drain_workloads, plan_workloads
+    from testbed.addressing import make_plan
+    from testbed.kafka.cluster import KafkaCluster
+    from testbed.kafka.config import ClusterSettings
+    from testbed.runfolder import RunFolder
+    from workloads.config import config_to_json, parse_config
+
+    class NoRuntime:  # plan_workloads only reads the plan and the run folder
+        plan = make_plan()
+
+    spec = parse_spec({"name": "t", "workloads": {
+        "producers": [{"azs": ["az1", "az2"], "rate": 10, "value_bytes": 64, "settings": {"acks": "all"}}],
+        "consumers": [{"azs": ["az3"], "mode": "group", "commit": "sync"}, {"azs": ["az1"], "mode": "assign"}]}})
+    cluster = KafkaCluster(NoRuntime(), ClusterSettings(), RunFolder(Path("/r")))  # type: ignore[arg-type]
+    planned = plan_workloads(spec, cluster) + drain_workloads(cluster, 30.0)
+    assert [w.role for w in planned].count("observer") == 3 and len(planned) == 2 + 2 + 3 + 3
+    for w in planned:
+        assert w.config is not None and parse_config(config_to_json(w.config)) == w.config, w.name
+        assert w.config.journal == Path("/r/journal") / f"{w.name}.jsonl"
