@@ -7,7 +7,7 @@ PYTEST_FLAGS ?=
 
 .PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
-setup: setup-debian setup-venv setup-kafka
+setup: setup-debian setup-venv setup-kafka setup-docker
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -33,7 +33,7 @@ test: lint
 
 # The fast set: everything that needs neither root nor a cluster nor Spark.
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark and not browser" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(PY) bench/bench_cluster.py --runs 5
@@ -78,3 +78,40 @@ test-scenarios:
 .PHONY: docs-diagram
 docs-diagram:
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
+
+# --- Docker images and the project's own dockerd (compose/README.md) ---
+# Built without network into DOCKER_HOST, else the default socket if a daemon answers there, else a dockerd
+# of our own (data root /var/lib/faultline/docker) started for the build and stopped after it.
+# BASE_IMAGE: use that image instead of building faultline/base:bookworm with mmdebstrap.
+# FORCE=1 (or a list such as FORCE=client,kafka) rebuilds images that exist; CLIENT_TAG names the client image;
+# OWN_DOCKERD=1 always builds into our own dockerd (the one the docker tests and runtime use).
+BASE_IMAGE ?=
+FORCE ?=
+CLIENT_TAG ?=
+OWN_DOCKERD ?=
+DOCKER_DEB_PACKAGES := docker.io mmdebstrap
+
+.PHONY: setup-docker docker-images docker-clean test-docker
+
+setup-docker:
+	@missing=$$(for p in $(DOCKER_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  if [ -d /run/systemd/system ] && echo "$$missing" | grep -q docker.io; then \
+	    echo "note: docker.io enabled its own docker.service, which changes iptables and ip_forward while it runs;"; \
+	    echo "      faultline does not need it (systemctl disable --now docker.service docker.socket)"; \
+	  fi; \
+	fi
+
+docker-images:
+	$(PY) compose/build_images.py --kafka-version $(KAFKA_VERSION) \
+	  $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) $(if $(FORCE),--force $(FORCE)) \
+	  $(if $(CLIENT_TAG),--client-tag $(CLIENT_TAG)) $(if $(OWN_DOCKERD),--daemon own)
+
+# Stop every dockerd this project started (found by pidfile and socket under /run/faultline) and nothing else.
+docker-clean:
+	$(PY) -m testbed.runtime.dockerd clean
+
+test-docker:
+	$(PY) -m pytest -m docker $(PYTEST_FLAGS)

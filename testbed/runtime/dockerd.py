@@ -1,0 +1,580 @@
+"""A Docker daemon the project owns: started, found again and stopped by its prefix.
+
+The `docker` runtime and `make docker-images` need a daemon. When the user has
+one (DOCKER_HOST, or the default socket answers) they use it through
+`docker_client`; otherwise `start_dockerd(prefix)` starts Debian's dockerd
+(package docker.io, 20.10) with everything it owns under paths named by the
+prefix, and a network that can reach nothing but itself:
+
+    /run/faultline/dockerd-<prefix>/     one directory per daemon, removed by stop()
+        docker.sock                      --host=unix://...  (OwnDockerd.host, for DOCKER_HOST)
+        dockerd.pid                      --pidfile
+        exec/                            --exec-root (its containerd's state and socket, netns files)
+        daemon.json                      --config-file: an empty one, so /etc/docker/daemon.json is never read
+        data-root                        which data root it uses (for a clean after a crash)
+        dockerd.log                      the daemon's output
+    /var/lib/faultline/docker/           --data-root, shared and kept (FAULTLINE_DOCKER_DATA_ROOT)
+    cgroup /faultline-<prefix>           --cgroup-parent: every container process of this daemon
+
+Flags that keep the machine's network as it was: --bridge=none (no docker0,
+containers get no network unless put on one), --iptables=false,
+--ip6tables=false, --ip-forward=false, --ip-masq=false, --userland-proxy=false.
+Networks are made with `create_internal_network`: `--internal`, inside
+198.19.0.0/24, named (and their host bridge named) with a prefix. The daemon's
+containerd namespace is `faultline`, so a system containerd it may share never
+mixes its containers with a system Docker's.
+
+Why the data root is shared: it holds the images (the base rootfs alone takes one
+to three minutes of mmdebstrap; all three images ~720 MB), so a daemon started for a test or a run
+finds what `make docker-images` built. The price is one own daemon at a time
+per data root: a second start on the same data root is refused, naming the
+running one. `start_dockerd(prefix, data_root=...)` gives a daemon a private
+data root instead (`stop(remove_data_root=True)` deletes it).
+
+Must never: touch the machine's iptables or sysctls, create a network that is
+not internal or outside 198.19.0.0/24, or stop, unmount or remove anything that
+is not named with a project prefix (fl + 6 hex digits; daemons found by pidfile and by
+/proc/PID/cmdline naming our socket, never by process name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests
+
+from testbed.errors import RuntimeFailure
+from testbed.runtime.procs import PREFIX_RE, is_alive, start_time
+
+RUN_ROOT = Path("/run/faultline")
+DATA_ROOT = Path(os.environ.get("FAULTLINE_DOCKER_DATA_ROOT", "/var/lib/faultline/docker"))
+DOCKERD_PATHS = (Path("/usr/sbin/dockerd"), Path("/usr/bin/dockerd"))  # Debian's docker.io, never /usr/local
+DAEMON_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # containerd, runc, docker-init from Debian only
+DEFAULT_HOST = "unix:///var/run/docker.sock"
+CONTAINERD_NAMESPACE = "faultline"
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0  # dockerd gives running containers 15 s (--shutdown-timeout) before it kills them
+KILL_TIMEOUT_S = 10.0
+NETWORK_RANGE = ipaddress.IPv4Network("198.19.0.0/24")
+NAME_RE = re.compile(r"^fl[0-9a-f]{6}(-[A-Za-z0-9_.-]+)?$")
+HOST_ARG_RE = re.compile(rf"^--host=unix://{re.escape(str(RUN_ROOT))}/dockerd-(fl[0-9a-f]{{6}})/docker\.sock$")
+NO_DAEMON_FIX = ("set DOCKER_HOST to a running daemon, or let faultline start its own "
+                 "(install Debian's docker.io: make setup-docker, or apt-get install docker.io)")
+log = logging.getLogger("faultline.runtime")
+
+
+@dataclass(frozen=True)
+class DockerdPaths:
+    """Where one own daemon keeps its socket, pidfile, exec root, config and log."""
+
+    prefix: str
+
+    @property
+    def run_dir(self) -> Path:
+        return RUN_ROOT / f"dockerd-{self.prefix}"
+
+    @property
+    def socket(self) -> Path:
+        return self.run_dir / "docker.sock"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.run_dir / "dockerd.pid"
+
+    @property
+    def exec_root(self) -> Path:
+        return self.run_dir / "exec"
+
+    @property
+    def config(self) -> Path:
+        return self.run_dir / "daemon.json"
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / "dockerd.log"
+
+    @property
+    def data_root_note(self) -> Path:
+        return self.run_dir / "data-root"
+
+    @property
+    def cgroup_parent(self) -> str:
+        return f"/faultline-{self.prefix}"
+
+    @property
+    def host_arg(self) -> str:
+        return f"--host=unix://{self.socket}"
+
+
+@dataclass
+class OwnDockerd:
+    """A dockerd this project started (now, or by an earlier process: see `find_leftover_dockerds`)."""
+
+    prefix: str
+    pid: int
+    data_root: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    started_s: float = 0.0  # how long it took to answer, when we started it
+    cleaned: list[str] = field(default_factory=list)  # leftovers of earlier daemons removed at start
+
+    @property
+    def paths(self) -> DockerdPaths:
+        return DockerdPaths(self.prefix)
+
+    @property
+    def host(self) -> str:
+        """The daemon's address, as DOCKER_HOST wants it."""
+        return f"unix://{self.paths.socket}"
+
+    def client(self, timeout: float = 120.0) -> docker.DockerClient:
+        return docker_client(self.host, timeout=timeout)
+
+    def alive(self) -> bool:
+        return _is_our_dockerd(self.pid, self.prefix)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S, remove_prefixed: bool = True,
+             remove_data_root: bool = False) -> None:
+        """Stop the daemon and remove its run directory; idempotent.
+
+        First (if it answers) its containers and networks named with its
+        prefix are removed. Then SIGTERM by pid (dockerd stops its other
+        containers itself), SIGKILL after `timeout`; then whatever a killed
+        daemon leaves is cleared: container processes in its cgroup, its
+        containerd shims, mounts under its directories. The data root is kept
+        unless `remove_data_root` (meant for a private one).
+        """
+        if remove_prefixed and self.alive():
+            try:
+                with contextlib.closing(docker_client(self.host, timeout=30.0)) as client:
+                    remove_prefixed_resources(client, self.prefix)
+            except (RuntimeFailure, docker.errors.DockerException, requests.RequestException) as exc:
+                log.warning("dockerd %s: could not remove its containers first: %s", self.prefix, exc)
+        _terminate(self.pid, self.prefix, self.process, timeout)
+        _clear_after(self.prefix, self.data_root)
+        if remove_data_root:
+            _remove_data_root(self.data_root)
+
+
+def start_dockerd(prefix: str, data_root: Path | None = None,
+                  timeout: float = START_TIMEOUT_S) -> OwnDockerd:
+    """Start Debian's dockerd for `prefix` (flags and layout: the module docstring) and wait until it answers.
+
+    No other own daemon can be using the data root (that is refused), so any
+    container or network in it named with a project prefix is a leftover of an
+    earlier daemon (one killed, or a run that crashed): they are removed once
+    the daemon answers, and listed in `.cleaned`.
+    """
+    if not PREFIX_RE.match(prefix):
+        raise RuntimeFailure(f"bad dockerd prefix {prefix!r}: expected 'fl' and 6 hex digits")
+    if os.geteuid() != 0:
+        raise RuntimeFailure("starting a dockerd needs root: run as root, or set DOCKER_HOST to a running daemon")
+    binary = dockerd_binary()
+    data_root = Path(data_root or DATA_ROOT)
+    for other in find_leftover_dockerds():
+        if other.prefix == prefix:
+            raise RuntimeFailure(f"a faultline dockerd for {prefix} already runs (pid {other.pid}, "
+                                 f"DOCKER_HOST={other.host}); stop it first (make docker-clean)")
+        if other.data_root.resolve() == data_root.resolve():
+            raise RuntimeFailure(f"data root {data_root} is in use by faultline dockerd {other.prefix} "
+                                 f"(pid {other.pid}): use DOCKER_HOST={other.host}, or stop it (make docker-clean)")
+    paths = DockerdPaths(prefix)
+    if paths.run_dir.exists():  # a stale directory of a dead daemon with this prefix
+        _clear_after(prefix, data_root)
+    paths.run_dir.mkdir(parents=True, mode=0o700)
+    paths.config.write_text("{}\n")
+    paths.data_root_note.write_text(f"{data_root}\n")  # so a clean after a crash knows which mounts were its
+    data_root.mkdir(parents=True, exist_ok=True)
+    argv = [str(binary), *dockerd_flags(paths, data_root)]
+    began = time.monotonic()
+    with open(paths.log, "ab") as out:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True, close_fds=True,
+                                   env={"PATH": DAEMON_PATH, "LANG": "C.UTF-8"})
+    own = OwnDockerd(prefix, process.pid, data_root, process)
+    try:
+        _wait_answering(own, timeout)
+        with contextlib.closing(docker_client(own.host, timeout=60.0)) as client:
+            own.cleaned = remove_prefixed_resources(client, None)
+    except BaseException:
+        own.stop(timeout=5.0, remove_prefixed=False)
+        raise
+    for item in own.cleaned:
+        log.info("dockerd %s: removed leftover %s", prefix, item)
+    own.started_s = time.monotonic() - began
+    log.info("dockerd %s: pid %d answers at %s after %.1f s", prefix, own.pid, own.host, own.started_s)
+    return own
+
+
+def dockerd_flags(paths: DockerdPaths, data_root: Path) -> list[str]:
+    """Every flag an own dockerd gets: its own paths, and no change to the machine's network."""
+    return [
+        paths.host_arg,
+        f"--pidfile={paths.pidfile}",
+        f"--data-root={data_root}",
+        f"--exec-root={paths.exec_root}",
+        f"--config-file={paths.config}",
+        f"--cgroup-parent={paths.cgroup_parent}",
+        f"--containerd-namespace={CONTAINERD_NAMESPACE}",
+        f"--containerd-plugins-namespace={CONTAINERD_NAMESPACE}-plugins",
+        "--bridge=none",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--ip-forward=false",
+        "--ip-masq=false",
+        "--userland-proxy=false",
+        "--log-level=warn",
+    ]
+
+
+def dockerd_binary() -> Path:
+    for candidate in DOCKERD_PATHS:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise RuntimeFailure(f"no dockerd: install Debian's docker.io (make setup-docker, or apt-get install "
+                         f"docker.io) or set DOCKER_HOST (looked for {', '.join(map(str, DOCKERD_PATHS))})")
+
+
+def docker_client(host: str | None = None, timeout: float = 120.0) -> docker.DockerClient:
+    """A client for `host`, else DOCKER_HOST, else the default socket; RuntimeFailure if nothing answers."""
+    url = host or os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+    try:
+        if host is None and os.environ.get("DOCKER_HOST"):
+            client = docker.from_env(timeout=int(timeout))  # honours DOCKER_TLS_VERIFY / DOCKER_CERT_PATH too
+        else:
+            client = docker.DockerClient(base_url=url, timeout=int(timeout))
+        client.ping()
+    except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+        raise RuntimeFailure(f"no Docker daemon answers at {url} ({_one_line(exc)}): {NO_DAEMON_FIX}") from exc
+    return client
+
+
+def daemon_answers(host: str | None = None) -> bool:
+    """True if `host` (else DOCKER_HOST, else the default socket) answers a ping."""
+    try:
+        docker_client(host, timeout=5.0).close()
+    except RuntimeFailure:
+        return False
+    return True
+
+
+def find_leftover_dockerds(prefix: str | None = None) -> list[OwnDockerd]:
+    """Every live dockerd this project started (or the one of `prefix`), and nothing else.
+
+    Found by the pidfile under /run/faultline/dockerd-<prefix>/ and by any
+    process whose command line is a dockerd listening on such a socket; a pid
+    counts only if /proc/PID/cmdline is a dockerd with exactly our --host.
+    """
+    found: dict[int, OwnDockerd] = {}
+    if RUN_ROOT.is_dir():
+        for run_dir in sorted(RUN_ROOT.glob("dockerd-fl*")):
+            candidate = run_dir.name.removeprefix("dockerd-")
+            if not PREFIX_RE.match(candidate) or (prefix and candidate != prefix):
+                continue
+            pid = _read_pid(DockerdPaths(candidate).pidfile)
+            if pid is not None and _is_our_dockerd(pid, candidate):
+                found[pid] = OwnDockerd(candidate, pid, _data_root_of(pid))
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in found:
+            continue
+        argv = _cmdline(int(entry))
+        if not argv or Path(argv[0]).name != "dockerd":
+            continue
+        for arg in argv[1:]:
+            matched = HOST_ARG_RE.match(arg)
+            if matched and (prefix is None or matched.group(1) == prefix) and is_alive(int(entry)):
+                found[int(entry)] = OwnDockerd(matched.group(1), int(entry), _data_root_of(int(entry)))
+    return sorted(found.values(), key=lambda d: d.prefix)
+
+
+def stop_leftover_dockerds(prefix: str | None = None) -> list[str]:
+    """Stop every dockerd this project started (or `prefix`'s) and remove stale run directories; what went."""
+    removed: list[str] = []
+    for own in find_leftover_dockerds(prefix):
+        own.stop()
+        removed.append(f"dockerd {own.prefix} (pid {own.pid})")
+    if RUN_ROOT.is_dir():
+        for run_dir in sorted(RUN_ROOT.glob("dockerd-fl*")):
+            stale = run_dir.name.removeprefix("dockerd-")
+            if PREFIX_RE.match(stale) and (prefix is None or stale == prefix) and run_dir.exists():
+                _clear_after(stale, None)
+                removed.append(f"dockerd directory {run_dir}")
+    return removed
+
+
+def create_internal_network(client: docker.DockerClient, name: str,
+                            subnet: str = str(NETWORK_RANGE)) -> Any:
+    """An internal bridge network `name` (prefix + '-...', at most 15 characters) on `subnet` within 198.19.0.0/24.
+
+    Its host bridge carries the same name. The bridge gets the subnet's first
+    address (a link-scope route to the subnet exists while the network does);
+    containers on it get no default route, and the daemon adds no NAT.
+    """
+    if not NAME_RE.match(name) or len(name) > 15:
+        raise RuntimeFailure(f"network name {name!r}: must be a prefix (fl + 6 hex) and '-...', at most 15 characters")
+    net = ipaddress.ip_network(subnet)
+    if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(NETWORK_RANGE):
+        raise RuntimeFailure(f"network {name}: subnet {subnet} is not inside {NETWORK_RANGE}")
+    gateway = str(next(net.hosts()))
+    ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(net), gateway=gateway)])
+    return client.networks.create(
+        name, driver="bridge", internal=True, ipam=ipam, check_duplicate=True,
+        options={"com.docker.network.bridge.name": name,
+                 "com.docker.network.bridge.enable_ip_masquerade": "false"},
+        labels={"faultline.prefix": name[:8]})
+
+
+def remove_prefixed_resources(client: docker.DockerClient, prefix: str | None) -> list[str]:
+    """Remove (force) the containers and networks named `prefix` or `prefix-...` (None: any project prefix)."""
+    if prefix is not None and not PREFIX_RE.match(prefix):
+        raise RuntimeFailure(f"bad prefix {prefix!r}")
+    ours = re.compile(rf"^/?{re.escape(prefix) if prefix else 'fl[0-9a-f]{6}'}(-|$)")
+    removed: list[str] = []
+    for container in client.containers.list(all=True):
+        if ours.match(container.name or ""):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True, v=True)
+            removed.append(f"container {container.name}")
+    for network in client.networks.list():
+        if ours.match(network.name or ""):
+            with contextlib.suppress(docker.errors.NotFound):
+                network.remove()
+            removed.append(f"network {network.name}")
+    return removed
+
+
+# --- the parts of start and stop -------------------------------------------------------------------------
+
+
+def _wait_answering(own: OwnDockerd, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if own.process is not None and own.process.poll() is not None:
+            raise RuntimeFailure(f"dockerd {own.prefix} exited with status {own.process.returncode} before "
+                                 f"answering: {_last_error(own.paths.log)}")
+        if own.paths.socket.exists():
+            try:
+                with contextlib.closing(docker.DockerClient(base_url=own.host, timeout=5)) as client:
+                    client.ping()
+                    return
+            except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+                last = _one_line(exc)
+        time.sleep(0.1)
+    raise RuntimeFailure(f"dockerd {own.prefix} did not answer within {timeout:.0f} s ({last}): "
+                         f"{_last_error(own.paths.log)}")
+
+
+def _terminate(pid: int, prefix: str, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGTERM, wait, SIGKILL: only while `pid` is still our dockerd of `prefix`."""
+    for signum, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, KILL_TIMEOUT_S)):
+        if not _is_our_dockerd(pid, prefix):
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+        if signum == signal.SIGKILL:
+            log.warning("dockerd %s (pid %d) ignored SIGTERM for %.0f s; killed", prefix, pid, timeout)
+        _wait_gone(pid, process, wait_s)
+    if process is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=1.0)
+    if _is_our_dockerd(pid, prefix):
+        raise RuntimeFailure(f"dockerd {prefix} (pid {pid}) survived SIGKILL")
+
+
+def _wait_gone(pid: int, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    if process is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=timeout)
+        return
+    identity = start_time(pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and is_alive(pid) and start_time(pid) == identity:
+        time.sleep(0.05)
+
+
+def _clear_after(prefix: str, data_root: Path | None) -> None:
+    """After the daemon of `prefix` is gone: its container processes, shims, mounts and run directory."""
+    paths = DockerdPaths(prefix)
+    if data_root is None and paths.data_root_note.is_file():
+        data_root = Path(paths.data_root_note.read_text().strip())
+    _kill_cgroup(paths.cgroup_parent)
+    helpers = [pid for pid in _all_pids() if _is_helper_of(pid, paths)]
+    for pid in helpers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_TIMEOUT_S
+    while any(is_alive(pid) for pid in helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _unmount_under(paths.run_dir)
+    if data_root is not None and not any(o.data_root.resolve() == data_root.resolve()
+                                         for o in find_leftover_dockerds()):
+        _unmount_under(data_root)  # only a killed daemon leaves these (container rootfs, shm, the overlay2 home)
+    if _mounts_under(paths.run_dir):
+        raise RuntimeFailure(f"dockerd {prefix}: {paths.run_dir} still has mounts; unmount them and run make docker-clean")
+    shutil.rmtree(paths.run_dir, ignore_errors=True)
+    _remove_cgroup(paths.cgroup_parent)
+
+
+def _remove_data_root(data_root: Path) -> None:
+    if any(o.data_root.resolve() == data_root.resolve() for o in find_leftover_dockerds()):
+        raise RuntimeFailure(f"data root {data_root} is in use by a running faultline dockerd")
+    _unmount_under(data_root)
+    if _mounts_under(data_root):
+        raise RuntimeFailure(f"data root {data_root} still has mounts; not removed")
+    shutil.rmtree(data_root, ignore_errors=True)
+
+
+def _cgroup_dirs(parent: str) -> list[Path]:
+    base = Path("/sys/fs/cgroup")
+    name = parent.strip("/")
+    dirs = [base / name] if (base / "cgroup.controllers").exists() else []  # cgroup v2
+    if base.is_dir():
+        dirs += [hierarchy / name for hierarchy in base.iterdir() if hierarchy.is_dir()
+                 and not hierarchy.is_symlink() and hierarchy.name != name]
+    return [d for d in dirs if d.is_dir()]
+
+
+def _kill_cgroup(parent: str) -> None:
+    pids: set[int] = set()
+    for root in _cgroup_dirs(parent):
+        for procs in root.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids |= {int(p) for p in procs.read_text().split()}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_TIMEOUT_S
+    while pids and time.monotonic() < deadline:
+        pids = {p for p in pids if is_alive(p)}
+        time.sleep(0.05)
+
+
+def _remove_cgroup(parent: str) -> None:
+    for root in _cgroup_dirs(parent):
+        for directory in sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        with contextlib.suppress(OSError):
+            root.rmdir()
+
+
+def _mounts_under(path: Path) -> list[str]:
+    top = str(path.resolve()) if path.exists() else str(path)
+    found = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4].replace("\\040", " ")
+            if point == top or point.startswith(top + "/"):
+                found.append(point)
+    return found
+
+
+def _unmount_under(path: Path) -> None:
+    for point in sorted(set(_mounts_under(path)), key=lambda p: -p.count("/")):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def _is_helper_of(pid: int, paths: DockerdPaths) -> bool:
+    """A containerd, shim or docker-proxy working for the daemon of `paths` (its command line names our run dir)."""
+    argv = _cmdline(pid)
+    return (bool(argv) and Path(argv[0]).name.startswith(("containerd", "docker-proxy"))
+            and any(str(paths.run_dir) + "/" in arg for arg in argv))
+
+
+def _is_our_dockerd(pid: int, prefix: str) -> bool:
+    argv = _cmdline(pid)
+    return (bool(argv) and Path(argv[0]).name == "dockerd" and DockerdPaths(prefix).host_arg in argv
+            and is_alive(pid))
+
+
+def _data_root_of(pid: int) -> Path:
+    for arg in _cmdline(pid):
+        if arg.startswith("--data-root="):
+            return Path(arg.split("=", 1)[1])
+    return Path("/var/lib/docker")
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _all_pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _read_pid(pidfile: Path) -> int | None:
+    try:
+        return int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_error(log_path: Path) -> str:
+    try:
+        lines = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        if "level=fatal" in line or "level=error" in line or "failed" in line.lower():
+            return _one_line_text(line)
+    return _one_line_text(lines[-1]) if lines else "empty log"
+
+
+def _one_line_text(text: str) -> str:
+    matched = re.search(r'msg="((?:[^"\\]|\\.)*)"', text)
+    return " ".join((matched.group(1) if matched else text).split())[:300]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def main(argv: list[str]) -> int:
+    """`python -m testbed.runtime.dockerd list|clean|start PREFIX|stop PREFIX` for make and by hand."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    action, *rest = argv or ["list"]
+    try:
+        if action == "list":
+            for own in find_leftover_dockerds():
+                print(json.dumps({"prefix": own.prefix, "pid": own.pid, "host": own.host,
+                                  "data_root": str(own.data_root)}))
+        elif action == "clean":
+            removed = stop_leftover_dockerds(rest[0] if rest else None)
+            print("\n".join(["removed:", *removed]) if removed else "no faultline dockerd to clean")
+        elif action == "start" and len(rest) == 1:
+            own = start_dockerd(rest[0])
+            print(f"export DOCKER_HOST={own.host}  # pid {own.pid}, answered after {own.started_s:.1f} s")
+        elif action == "stop" and len(rest) == 1:
+            removed = stop_leftover_dockerds(rest[0])
+            print("\n".join(["removed:", *removed]) if removed else f"no faultline dockerd {rest[0]}")
+        else:
+            print("usage: python -m testbed.runtime.dockerd list|clean [PREFIX]|start PREFIX|stop PREFIX",
+                  file=sys.stderr)
+            return 3
+    except RuntimeFailure as exc:
+        print(f"faultline: {exc}", file=sys.stderr)
+        return exc.exit_status
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
