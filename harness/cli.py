@@ -21,7 +21,7 @@ from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
-from testbed.runtime.factory import DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
+from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
 from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
@@ -42,7 +42,8 @@ def build_parser() -> Parser:
     up = csub.add_parser("up", help="start a cluster and return once it is ready; it keeps running")
     up.add_argument("--nodes", type=int, default=3)
     up.add_argument("--run-dir", type=Path)
-    up.add_argument("--network", default="198.18.0.0/24")
+    up.add_argument("--network", help="the hosts' network (default: the runtime's, " +
+                    ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
     up.add_argument("--runtime", choices=RUNTIMES, default=DEFAULT_RUNTIME, help="where the hosts live")
@@ -77,7 +78,8 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        settings = ClusterSettings(nodes=args.nodes, runtime=args.runtime, network=args.network,
+        settings = ClusterSettings(nodes=args.nodes, runtime=args.runtime,
+                                   network=args.network or DEFAULT_NETWORKS[args.runtime],
                                    kafka_version=args.kafka_version, partitions=args.partitions)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):

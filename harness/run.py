@@ -31,6 +31,7 @@ from testbed.runtime.base import Firewalled
 
 log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
+JOURNAL_SYNC_S = 4.0
 
 
 def write_spec(spec: Spec, folder: RunFolder) -> None:
@@ -92,9 +93,13 @@ def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Nemesis | None, prog
     stop = threading.Event()
     schedule_run = nemesis.run(spec.nemesis, time.monotonic(), stop) if nemesis is not None else None
     deadline = time.monotonic() + spec.duration_s
+    synced = time.monotonic()
     try:
         while time.monotonic() < deadline:
             workloads.check_alive()
+            if time.monotonic() - synced >= JOURNAL_SYNC_S:  # hosts that do not share our disk: fresh rates
+                workloads.collect(journals_only=True)
+                synced = time.monotonic()
             progress.tick(nemesis.active_names() if nemesis is not None else [])
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     finally:

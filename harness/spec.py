@@ -20,7 +20,7 @@ from harness.facts import OBSERVED_FACTS
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.factory import RUNTIMES
+from testbed.runtime.factory import DEFAULT_NETWORKS, RUNTIMES
 
 AZ_PREFIX = "az"
 PRODUCER_SETTINGS: dict[str, type | tuple[type, ...]] = {
@@ -163,7 +163,7 @@ def parse_cluster(raw: Any) -> ClusterSettings:
         nodes=nodes,
         runtime=runtime,
         kafka_version=str(_get(raw, where, "kafka_version", str, d.kafka_version)),
-        network=_get(raw, where, "network", str, d.network),
+        network=_get(raw, where, "network", str, DEFAULT_NETWORKS[runtime]),
         topic=_get(raw, where, "topic", str, d.topic),
         partitions=len(assignment) if assignment else _get(raw, where, "partitions", int, d.partitions, 1, 64),
         replication_factor=len(assignment[0]) if assignment else rf,

@@ -133,12 +133,12 @@ class WorkloadSet:
     def tail(self, name: str) -> str:
         return self.processes.log_tail(PROCESS_PREFIX + name, lines=2)
 
-    def collect(self) -> None:
-        """Bring every workload's journal and log from its host into the run folder."""
-        hosts = {w.host.name: w.host for w in self.running.values()} | {h.name: h for h in self.runtime.plan.hosts}
-        for host in hosts.values():
+    def collect(self, journals_only: bool = False) -> None:
+        """Bring every host's journals (and the workloads' logs) into the run folder."""
+        for host in self.runtime.plan.hosts:
             self.runtime.fetch(host, self.folder.journal_dir)
-            self.runtime.fetch(host, self.folder.logs_dir)
+            if not journals_only:
+                self.runtime.fetch(host, self.folder.logs_dir)
 
     def stop(self, role: str, timeout: float) -> None:
         """SIGTERM every process of `role`, wait for a clean exit; one that does not exit in time is a failure."""

@@ -158,7 +158,12 @@ class ProcessFault:
                 if pid is None:
                     raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")
                 hits.append((node, role, pid))
-        if spec.fault in ("kill", "power-off"):
+        if spec.fault == "power-off":
+            try:
+                cluster.power_off(nodes)
+            except ClusterError as exc:
+                raise FaultError(str(exc)) from exc
+        elif spec.fault == "kill":
             _kill_at_once(cluster, hits)
         elif spec.fault == "pause":
             for node, role, _ in hits:

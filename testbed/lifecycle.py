@@ -99,7 +99,7 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
     """
     plan = make_plan(settings.network, settings.nodes)
     refuse_if_busy(live_active_cluster())
-    preflight(settings.runtime, plan)
+    preflight(settings.runtime, plan, settings.kafka_version)
     ensure_kafka(settings.kafka_version)
     prefix = new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()

@@ -28,7 +28,7 @@ from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from testbed.kafka.zk import zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
-from testbed.runtime.base import Process, Runtime, Software
+from testbed.runtime.base import PowerCycled, Process, Runtime, Software
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
@@ -148,6 +148,8 @@ class KafkaCluster:
 
     def start(self, node: Host, role: Role) -> int:
         try:
+            if isinstance(self.runtime, PowerCycled):
+                self.runtime.power_on(node)  # a host that lost power comes back first (a no-op when it is up)
             return self.processes.start(node, self.process_name(node, role), self._argv(node, role)).pid
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
@@ -185,10 +187,15 @@ class KafkaCluster:
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
 
-    def power_off(self, node: Host) -> None:
-        """Both processes of the node die at the same instant (SIGKILL; the page cache survives)."""
-        if self.processes.kill([self.process_name(node, role) for role in ROLES]):
-            raise ClusterError(f"{node.name} survived power-off")
+    def power_off(self, nodes: list[Host]) -> None:
+        """Every process of the nodes dies at the same instant: the whole host where the runtime can cut its
+        power (a container killed), else SIGKILL to each process (the page cache survives either way)."""
+        if isinstance(self.runtime, PowerCycled):
+            for node in nodes:
+                self.runtime.power_off(node)
+        names = [self.process_name(node, role) for node in nodes for role in ROLES]
+        if self.processes.kill(names):
+            raise ClusterError(f"{', '.join(n.name for n in nodes)} survived power-off")
 
     def power_on(self, node: Host) -> None:
         for role in ROLES:

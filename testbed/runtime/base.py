@@ -40,6 +40,14 @@ PREFIX_RE = re.compile(r"^fl[0-9a-f]{6}$")
 FAULT_IN_CHAIN = "FAULTLINE-IN"
 FAULT_OUT_CHAIN = "FAULTLINE-OUT"
 
+EMPTY_FILTER_TABLE = "*filter\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n"
+
+
+def fault_table(rules: str) -> str:
+    """A whole filter table for iptables-restore: the fault chains, hooked from INPUT and OUTPUT, holding `rules`."""
+    return (f"*filter\n:{FAULT_IN_CHAIN} - [0:0]\n:{FAULT_OUT_CHAIN} - [0:0]\n"
+            f"-A INPUT -j {FAULT_IN_CHAIN}\n-A OUTPUT -j {FAULT_OUT_CHAIN}\n{rules}COMMIT\n")
+
 
 def new_prefix() -> str:
     """A fresh run prefix: `fl` and six hex digits; every name a run gives carries it."""
@@ -144,6 +152,17 @@ class Firewalled(Protocol):
 
     def clear_firewall(self, host: Host) -> None:
         """Remove every fault rule, chain and hook on `host`; idempotent."""
+
+
+@runtime_checkable
+class PowerCycled(Protocol):
+    """A runtime whose hosts can lose power as a whole (a container killed), keeping their disks."""
+
+    def power_off(self, host: Host) -> None:
+        """Every process of `host` dies at the same instant; the host is down until `power_on`."""
+
+    def power_on(self, host: Host) -> None:
+        """Bring `host` back, its files as they were on disk; no process of the run runs on it yet."""
 
 
 P = TypeVar("P", bound=Process)

@@ -12,8 +12,10 @@ from testbed.errors import UsageError
 from testbed.runtime.base import Runtime
 from testbed.state import RunState
 
-RUNTIMES = ("netns",)
+RUNTIMES = ("netns", "docker")
 DEFAULT_RUNTIME = "netns"
+# Each runtime's own default address plan: a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd).
+DEFAULT_NETWORKS = {"netns": "198.18.0.0/24", "docker": "198.19.0.0/24"}
 
 
 def check_kind(kind: str) -> str:
@@ -22,12 +24,16 @@ def check_kind(kind: str) -> str:
     return kind
 
 
-def preflight(kind: str, plan: AddressPlan) -> None:
+def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
     """Refuse, before anything is created, a plan this kind of runtime cannot lay out here."""
     if check_kind(kind) == "netns":
         from testbed.runtime.netns import NetnsRuntime
 
         NetnsRuntime.preflight(plan)
+    else:
+        from testbed.runtime.docker import DockerRuntime
+
+        DockerRuntime.preflight(plan, kafka_version)
 
 
 def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:
@@ -35,7 +41,9 @@ def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> 
         from testbed.runtime.netns import NetnsRuntime
 
         return NetnsRuntime(prefix, plan, state)
-    raise AssertionError(kind)
+    from testbed.runtime.docker import DockerRuntime
+
+    return DockerRuntime(prefix, plan, state)
 
 
 def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
@@ -45,6 +53,7 @@ def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
 
 def clean_leftovers(prefix: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went."""
+    from testbed.runtime.docker import clean_leftovers as clean_docker
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
-    return clean_netns(prefix)
+    return clean_netns(prefix) + clean_docker(prefix)

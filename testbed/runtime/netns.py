@@ -26,8 +26,8 @@ from pathlib import Path
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.kafka.dist import classpath
-from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, owned_names
-from testbed.runtime.netns_firewall import FirewallChannel, fault_table, nftables_monitor
+from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, fault_table, owned_names
+from testbed.runtime.netns_firewall import FirewallChannel, nftables_monitor
 from testbed.runtime.procs import (
     LocalProcess,
     command_of,
@@ -263,8 +263,7 @@ class NetnsRuntime:
     def clear_firewall(self, host: Host) -> None:
         """Remove the fault chains and their hooks from the host's filter table, and its channel; idempotent."""
         with self._firewall_lock(host):
-            self.execute(host, ["iptables-restore"], input_text="*filter\n:INPUT ACCEPT [0:0]\n"
-                         ":OUTPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n")
+            self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
             channel = self._firewalls.pop(host.name, None)
             if channel is not None:
                 channel.close()

@@ -30,12 +30,6 @@ FIREWALL_ACK_S = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def fault_table(rules: str) -> str:
-    """A whole filter table: the fault chains, hooked from INPUT and OUTPUT, holding `rules`."""
-    return (f"*filter\n:{FAULT_IN_CHAIN} - [0:0]\n:{FAULT_OUT_CHAIN} - [0:0]\n"
-            f"-A INPUT -j {FAULT_IN_CHAIN}\n-A OUTPUT -j {FAULT_OUT_CHAIN}\n{rules}COMMIT\n")
-
-
 def nftables_monitor(namespace: str) -> socket.socket:
     """A netfilter netlink socket in `namespace` that hears every nftables change made there."""
     made: list[socket.socket | BaseException] = []

@@ -1,0 +1,339 @@
+"""The docker runtime: every host a container on one internal network of the daemon the user has.
+
+Node hosts run `faultline/kafka:<version>`, client hosts `faultline/client`
+(compose/, `make docker-images`), each with NET_ADMIN only, named
+`<prefix>-<host>` and labelled `faultline.run=<prefix>`, on the network
+`<prefix>-net` (internal: no route off the machine; the daemon's bridge holds
+the control address, so the harness reaches every host and no rule inside a
+container can cut it off). The daemon is DOCKER_HOST or the default socket
+(`testbed.runtime.dockerd.docker_client`).
+
+Files go in and out through the API (tar archives), so the daemon may be
+anywhere: a host keeps the run folder's `path` at `/faultline/run/<path
+relative to the run folder>`. Processes are `docker exec`s: a small shell
+writes its pid, then execs the command, so the handle knows the process's pid
+inside the container and the daemon's exec record says whether it runs and
+how it ended. Fault rules are one `iptables-restore` of the filter table
+inside the container (Docker keeps its DNS rules in the nat table, untouched).
+A power-off kills the node's container (every process dies at once); power-on
+starts it again with its filesystem as it was.
+
+Must never: touch a container or network without this run's prefix, or create
+a network that is not internal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import RuntimeFailure, UsageError
+from testbed.paths import REPO_ROOT
+from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, fault_table
+from testbed.runtime.dockerd import (
+    DEFAULT_HOST,
+    create_internal_network,
+    docker_client,
+    remove_prefixed_resources,
+)
+from testbed.state import RunState
+
+KAFKA_IMAGE = "faultline/kafka:{version}"
+CLIENT_IMAGE = "faultline/client:latest"
+LABEL = "faultline.run"
+HOST_ROOT = "/faultline"  # a host's copy of the run folder is HOST_ROOT/run, this project's code HOST_ROOT/src
+PYTHON = {"node": "python3", "client": "/opt/faultline/venv/bin/python"}
+CODE_PACKAGES = ("testbed", "workloads", "nemesis", "harness", "checkers")
+SPAWN = ('mkdir -p "$(dirname "$1")" "$(dirname "$2")" && echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && '
+         'log="$2" && shift 2 && exec "$@" >> "$log" 2>&1')
+PID_WAIT_S = 5.0
+
+
+class DockerRuntime:
+    """Hosts as containers; implements Runtime, Firewalled and PowerCycled; its processes are Pausable."""
+
+    kind = "docker"
+
+    def __init__(self, prefix: str, plan: AddressPlan, state: RunState,
+                 client: docker.DockerClient | None = None) -> None:
+        if not PREFIX_RE.match(prefix):
+            raise RuntimeFailure(f"bad run prefix {prefix!r}")
+        self.prefix = prefix
+        self.plan = plan
+        self.state = state
+        # The daemon that made the run is the one recover, status and down must talk to.
+        recorded = state.data.get("docker_host")
+        self.client = client or docker_client(recorded)
+        if recorded is None:
+            state.update(docker_host=os.environ.get("DOCKER_HOST") or DEFAULT_HOST)
+        self._processes: dict[str, DockerProcess] = {}
+        self._installed: set[str] = set()
+        self._lock = threading.Lock()
+
+    # -- names -------------------------------------------------------------
+    def container_name(self, host: Host) -> str:
+        return f"{self.prefix}-{host.name}"
+
+    @property
+    def network(self) -> str:
+        return f"{self.prefix}-net"
+
+    def image(self, host: Host) -> str:
+        settings = self.state.data.get("settings", {})
+        return KAFKA_IMAGE.format(version=settings.get("kafka_version", "2.7.2")) if host.role == "node" \
+            else CLIENT_IMAGE
+
+    def container(self, host: Host) -> Any:
+        try:
+            return self.client.containers.get(self.container_name(host))
+        except docker.errors.NotFound as exc:
+            raise RuntimeFailure(f"{host.name}: container {self.container_name(host)} is gone") from exc
+
+    # -- lifecycle ---------------------------------------------------------
+    @staticmethod
+    def preflight(plan: AddressPlan, kafka_version: str) -> None:
+        """A daemon answers and has the images: else one line naming the fix, before anything is created."""
+        client = docker_client()
+        for image in (KAFKA_IMAGE.format(version=kafka_version), CLIENT_IMAGE):
+            try:
+                client.images.get(image)
+            except docker.errors.ImageNotFound:
+                raise UsageError(f"image {image} is not in the Docker daemon: build it with 'make docker-images'"
+                                 f"{' KAFKA_VERSION=' + kafka_version if 'kafka' in image else ''}") from None
+
+    def create(self) -> None:
+        self.state.add("networks", self.network)
+        create_internal_network(self.client, self.network, self.plan.network)
+        api = self.client.api
+        for host in self.plan.hosts:
+            name = self.container_name(host)
+            self.state.add("containers", name)
+            created = api.create_container(
+                self.image(host), command=["sleep", "infinity"], name=name, hostname=host.name,
+                labels={LABEL: self.prefix, "faultline.host": host.name},
+                environment={RUN_ENV: self.prefix},
+                host_config=api.create_host_config(cap_add=["NET_ADMIN"], init=True),
+                networking_config=api.create_networking_config(
+                    {self.network: api.create_endpoint_config(ipv4_address=host.address)}))
+            api.start(created["Id"])
+
+    def exists(self) -> bool:
+        return bool(self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.prefix}"}))
+
+    def destroy(self) -> None:
+        remove_prefixed_resources(self.client, self.prefix)
+        for kind in ("containers", "networks"):
+            for name in list(self.state.data.get(kind, [])):
+                self.state.discard(kind, name)
+        self.state.update(processes={})
+
+    def power_off(self, host: Host) -> None:
+        self.container(host).kill()
+
+    def power_on(self, host: Host) -> None:
+        container = self.container(host)
+        container.start()
+        deadline = time.monotonic() + 10
+        while container.status != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            container.reload()
+
+    # -- software and files ------------------------------------------------
+    def install(self, host: Host, kafka_version: str) -> Software:
+        """The Kafka jars come with the node image; this project's code is put on the host, as it is now."""
+        with self._lock:
+            if host.name not in self._installed:
+                self._put_tar(host, HOST_ROOT, _code_archive())
+                self._installed.add(host.name)
+        return Software(java="java", kafka_classpath="/opt/kafka/libs/*",
+                        python=("env", f"PYTHONPATH={HOST_ROOT}/src", PYTHON[host.role]))
+
+    def host_path(self, host: Host, path: Path) -> str:
+        try:
+            return f"{HOST_ROOT}/run/{path.relative_to(self.state.run_dir)}"
+        except ValueError as exc:
+            raise RuntimeFailure(f"{path} is not inside the run folder {self.state.run_dir}") from exc
+
+    def put(self, host: Host, path: Path) -> str:
+        target = self.host_path(host, path)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(path, arcname=path.name)
+        self.execute(host, ["mkdir", "-p", str(Path(target).parent)])
+        self._put_tar(host, str(Path(target).parent), buffer.getvalue())
+        return target
+
+    def _put_tar(self, host: Host, where: str, data: bytes) -> None:
+        self.execute(host, ["mkdir", "-p", where])
+        if not self.container(host).put_archive(where, data):
+            raise RuntimeFailure(f"{host.name}: could not copy files into {where}")
+
+    def fetch(self, host: Host, path: Path) -> None:
+        try:
+            stream, _ = self.container(host).get_archive(self.host_path(host, path))
+        except docker.errors.NotFound:
+            return None  # nothing there (yet): nothing to fetch
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"{host.name}: cannot fetch {path.name}: {exc.explanation or exc}") from exc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r") as tar:
+            tar.extractall(path.parent, filter="data")
+
+    # -- processes ---------------------------------------------------------
+    def spawn(self, host: Host, name: str, argv: list[str], log: Path,
+              env: dict[str, str] | None = None) -> DockerProcess:
+        pidfile = f"{HOST_ROOT}/pids/{name.replace('/', '.')}.{time.time_ns()}.pid"  # never an old one's
+        host_log = self.host_path(host, log)
+        api = self.client.api
+        exec_id = api.exec_create(self.container_name(host), ["sh", "-c", SPAWN, "spawn", pidfile, host_log, *argv],
+                                  environment={RUN_ENV: self.prefix, **(env or {})})["Id"]
+        api.exec_start(exec_id, detach=True)
+        pid = self._read_pid(host, pidfile, exec_id)
+        process = DockerProcess(self, name, host, pid, exec_id)
+        self._processes[name] = process
+        self.state.set_process(name, {"pid": pid, "host": host.name, "argv0": argv[0], "exec_id": exec_id})
+        return process
+
+    def _read_pid(self, host: Host, pidfile: str, exec_id: str) -> int:
+        deadline = time.monotonic() + PID_WAIT_S
+        while time.monotonic() < deadline:
+            out = self.execute(host, ["cat", pidfile], check=False).stdout.strip()
+            if out.isdigit():
+                return int(out)
+            if not self.client.api.exec_inspect(exec_id)["Running"]:
+                break
+            time.sleep(0.02)
+        raise RuntimeFailure(f"{host.name}: the process did not start (no pid in {pidfile})")
+
+    def process(self, name: str) -> DockerProcess | None:
+        if name not in self._processes:
+            info = self.state.data.get("processes", {}).get(name)
+            if info is None or "exec_id" not in info:
+                return None
+            self._processes[name] = DockerProcess(self, name, self.plan.host(info["host"]), int(info["pid"]),
+                                                  info["exec_id"])
+        return self._processes[name]
+
+    def process_names(self) -> list[str]:
+        return sorted(set(self._processes) | set(self.state.data.get("processes", {})))
+
+    def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
+                input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        if input_text is not None:  # exec_run cannot feed stdin: hand the text over as an argument
+            argv = ["sh", "-c", 'printf %s "$1" | { shift; "$@"; }', "stdin", input_text, *argv]
+        try:
+            result = _with_timeout(lambda: self.container(host).exec_run(argv, demux=True,
+                                                                         environment={RUN_ENV: self.prefix}), timeout)
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"{' '.join(argv)} on {host.name}: {exc.explanation or exc}") from exc
+        out, err = (part.decode(errors="replace") if part else "" for part in result.output)
+        proc = subprocess.CompletedProcess(argv, result.exit_code, out, err)
+        if check and proc.returncode != 0:
+            raise RuntimeFailure(f"{' '.join(argv)[:200]} on {host.name}: exit {proc.returncode}: "
+                                 f"{(err or out).strip()[-300:]}")
+        return proc
+
+    # -- firewall ----------------------------------------------------------
+    def set_firewall(self, host: Host, rules: str) -> None:
+        self.execute(host, ["iptables-restore"], input_text=fault_table(rules))
+
+    def clear_firewall(self, host: Host) -> None:
+        self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
+
+
+class DockerProcess:
+    """One `docker exec` of the run: `Process` and `Pausable`, its liveness and status from the daemon."""
+
+    def __init__(self, runtime: DockerRuntime, name: str, host: Host, pid: int, exec_id: str) -> None:
+        self.runtime = runtime
+        self.name = name
+        self.host = host
+        self.pid = pid
+        self.exec_id = exec_id
+
+    def __repr__(self) -> str:
+        return f"<process {self.name} pid {self.pid} in {self.runtime.container_name(self.host)}>"
+
+    def _inspect(self) -> dict[str, Any]:
+        try:
+            return dict(self.runtime.client.api.exec_inspect(self.exec_id))
+        except docker.errors.NotFound:
+            return {"Running": False, "ExitCode": -signal.SIGKILL}  # its container was removed
+
+    def alive(self) -> bool:
+        return bool(self._inspect()["Running"])
+
+    def exit_status(self) -> int | None:
+        state = self._inspect()
+        if state["Running"]:
+            return None
+        code = int(state.get("ExitCode") or 0)
+        return -(code - 128) if code > 128 else code  # 128+N: ended by signal N
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            with contextlib.suppress(RuntimeFailure):
+                self.runtime.execute(self.host, ["kill", f"-{signal.Signals(signum).name[3:]}", str(self.pid)])
+
+    def pause(self) -> None:
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def paused(self) -> bool:
+        if not self.alive():
+            return False
+        stat = self.runtime.execute(self.host, ["cat", f"/proc/{self.pid}/stat"], check=False).stdout
+        return stat.rsplit(")", 1)[-1].split()[:1] in (["T"], ["t"])
+
+
+def _code_archive() -> bytes:
+    """This project's packages as a tar of `src/<package>/...` (what a host runs `python -m ...` from)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for package in CODE_PACKAGES:
+            tar.add(REPO_ROOT / package, arcname=f"src/{package}",
+                    filter=lambda info: None if "__pycache__" in info.name else info)
+    return buffer.getvalue()
+
+
+def _with_timeout(call: Any, timeout: float) -> Any:
+    """Run `call` in a thread; RuntimeFailure if it has not returned within `timeout` (the exec goes on)."""
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise RuntimeFailure(f"no answer within {timeout:.0f} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def clean_leftovers(prefix: str | None = None) -> list[str]:
+    """Remove the project's containers and networks (of one run, or of any) from the daemon, if one answers."""
+    try:
+        client = docker_client(timeout=30.0)
+    except RuntimeFailure:
+        return []
+    return remove_prefixed_resources(client, prefix)
