@@ -4,6 +4,7 @@ PY := .venv/bin/python
 KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
+RUNTIME ?= netns
 
 .PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
@@ -29,17 +30,17 @@ lint:
 	$(PY) -m mypy
 
 test: lint
-	$(PY) -m pytest $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
 
 # The fast set: everything that needs neither root nor a cluster nor Spark.
 test-fast:
 	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
 
 bench-cluster:
-	$(PY) bench/bench_cluster.py --runs 5
+	$(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
 
 bench-nemesis:
-	$(PY) bench/bench_nemesis.py --rounds 20
+	$(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
@@ -58,11 +59,11 @@ POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 .PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
-	$(PY) -m harness run scenarios/$*.yaml
+	$(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
 
 # Run every listed scenario even if one fails; fail at the end if any did.
 define run_scenarios
-	@failed=""; for s in $(1); do $(PY) -m harness run scenarios/$$s.yaml || failed="$$failed $$s"; done; \
+	@failed=""; for s in $(1); do $(PY) -m harness run scenarios/$$s.yaml --runtime $(RUNTIME) || failed="$$failed $$s"; done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; else echo "all passed: $(1)"; fi
 endef
 
@@ -111,7 +112,7 @@ docker-images:
 
 # Stop every dockerd this project started (found by pidfile and socket under /run/faultline) and nothing else.
 docker-clean:
-	$(PY) -m testbed.runtime.dockerd clean
+	$(PY) -m testbed.runtime.dockerd_cli clean
 
 test-docker:
 	$(PY) -m pytest -m docker $(PYTEST_FLAGS)

@@ -104,11 +104,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--runtime", default="netns")
     args = parser.parse_args()
-    network = os.environ.get("FAULTLINE_TEST_NETWORK", "198.18.2.0/24")
-    results: dict[str, Any] = {"rounds": args.rounds, "cpus": os.cpu_count(), "network": network}
+    network = os.environ.get("FAULTLINE_TEST_NETWORK", "198.18.2.0/24" if args.runtime == "netns" else "198.19.0.0/24")
+    results: dict[str, Any] = {"rounds": args.rounds, "cpus": os.cpu_count(), "network": network,
+                               "runtime": args.runtime}
     with tempfile.TemporaryDirectory() as tmp, \
-            provision(ClusterSettings(network=network), Path(tmp) / "run") as (cluster, runtime):
+            provision(ClusterSettings(runtime=args.runtime, network=network), Path(tmp) / "run") as (cluster, runtime):
         assert isinstance(runtime, Firewalled), f"the {runtime.kind} runtime has no firewall"
         plan = runtime.plan
         cases = {"isolate-az": shapes.isolate_az(plan, "az1"),

@@ -40,41 +40,52 @@ is not named with a project prefix (fl + 6 hex digits; daemons found by pidfile 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import json
 import logging
 import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import docker
 import docker.errors
 import requests
 
 from testbed.errors import RuntimeFailure
-from testbed.runtime.procs import PREFIX_RE, is_alive, start_time
+from testbed.runtime.docker_api import (  # noqa: F401  (re-exported: the daemon's API helpers)
+    DEFAULT_HOST,
+    NETWORK_RANGE,
+    create_internal_network,
+    daemon_answers,
+    docker_client,
+    one_line,
+    one_line_text,
+    remove_prefixed_resources,
+)
+from testbed.runtime.dockerd_host import (
+    all_pids,
+    cmdline,
+    kill_cgroup,
+    mounts_under,
+    read_pid,
+    remove_cgroup,
+    unmount_under,
+    wait_gone,
+)
+from testbed.runtime.procs import PREFIX_RE, is_alive
 
 RUN_ROOT = Path("/run/faultline")
 DATA_ROOT = Path(os.environ.get("FAULTLINE_DOCKER_DATA_ROOT", "/var/lib/faultline/docker"))
 DOCKERD_PATHS = (Path("/usr/sbin/dockerd"), Path("/usr/bin/dockerd"))  # Debian's docker.io, never /usr/local
 DAEMON_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # containerd, runc, docker-init from Debian only
-DEFAULT_HOST = "unix:///var/run/docker.sock"
 CONTAINERD_NAMESPACE = "faultline"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0  # dockerd gives running containers 15 s (--shutdown-timeout) before it kills them
 KILL_TIMEOUT_S = 10.0
-NETWORK_RANGE = ipaddress.IPv4Network("198.19.0.0/24")
-NAME_RE = re.compile(r"^fl[0-9a-f]{6}(-[A-Za-z0-9_.-]+)?$")
 HOST_ARG_RE = re.compile(rf"^--host=unix://{re.escape(str(RUN_ROOT))}/dockerd-(fl[0-9a-f]{{6}})/docker\.sock$")
-NO_DAEMON_FIX = ("set DOCKER_HOST to a running daemon, or let faultline start its own "
-                 "(install Debian's docker.io: make setup-docker, or apt-get install docker.io)")
 log = logging.getLogger("faultline.runtime")
 
 
@@ -249,29 +260,6 @@ def dockerd_binary() -> Path:
                          f"docker.io) or set DOCKER_HOST (looked for {', '.join(map(str, DOCKERD_PATHS))})")
 
 
-def docker_client(host: str | None = None, timeout: float = 120.0) -> docker.DockerClient:
-    """A client for `host`, else DOCKER_HOST, else the default socket; RuntimeFailure if nothing answers."""
-    url = host or os.environ.get("DOCKER_HOST") or DEFAULT_HOST
-    try:
-        if host is None and os.environ.get("DOCKER_HOST"):
-            client = docker.from_env(timeout=int(timeout))  # honours DOCKER_TLS_VERIFY / DOCKER_CERT_PATH too
-        else:
-            client = docker.DockerClient(base_url=url, timeout=int(timeout))
-        client.ping()
-    except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
-        raise RuntimeFailure(f"no Docker daemon answers at {url} ({_one_line(exc)}): {NO_DAEMON_FIX}") from exc
-    return client
-
-
-def daemon_answers(host: str | None = None) -> bool:
-    """True if `host` (else DOCKER_HOST, else the default socket) answers a ping."""
-    try:
-        docker_client(host, timeout=5.0).close()
-    except RuntimeFailure:
-        return False
-    return True
-
-
 def find_leftover_dockerds(prefix: str | None = None) -> list[OwnDockerd]:
     """Every live dockerd this project started (or the one of `prefix`), and nothing else.
 
@@ -285,13 +273,13 @@ def find_leftover_dockerds(prefix: str | None = None) -> list[OwnDockerd]:
             candidate = run_dir.name.removeprefix("dockerd-")
             if not PREFIX_RE.match(candidate) or (prefix and candidate != prefix):
                 continue
-            pid = _read_pid(DockerdPaths(candidate).pidfile)
+            pid = read_pid(DockerdPaths(candidate).pidfile)
             if pid is not None and _is_our_dockerd(pid, candidate):
                 found[pid] = OwnDockerd(candidate, pid, _data_root_of(pid))
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in found:
             continue
-        argv = _cmdline(int(entry))
+        argv = cmdline(int(entry))
         if not argv or Path(argv[0]).name != "dockerd":
             continue
         for arg in argv[1:]:
@@ -316,47 +304,6 @@ def stop_leftover_dockerds(prefix: str | None = None) -> list[str]:
     return removed
 
 
-def create_internal_network(client: docker.DockerClient, name: str,
-                            subnet: str = str(NETWORK_RANGE)) -> Any:
-    """An internal bridge network `name` (prefix + '-...', at most 15 characters) on `subnet` within 198.19.0.0/24.
-
-    Its host bridge carries the same name. The bridge gets the subnet's first
-    address (a link-scope route to the subnet exists while the network does);
-    containers on it get no default route, and the daemon adds no NAT.
-    """
-    if not NAME_RE.match(name) or len(name) > 15:
-        raise RuntimeFailure(f"network name {name!r}: must be a prefix (fl + 6 hex) and '-...', at most 15 characters")
-    net = ipaddress.ip_network(subnet)
-    if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(NETWORK_RANGE):
-        raise RuntimeFailure(f"network {name}: subnet {subnet} is not inside {NETWORK_RANGE}")
-    gateway = str(next(net.hosts()))
-    ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(net), gateway=gateway)])
-    return client.networks.create(
-        name, driver="bridge", internal=True, ipam=ipam, check_duplicate=True,
-        options={"com.docker.network.bridge.name": name,
-                 "com.docker.network.bridge.enable_ip_masquerade": "false"},
-        labels={"faultline.prefix": name[:8]})
-
-
-def remove_prefixed_resources(client: docker.DockerClient, prefix: str | None) -> list[str]:
-    """Remove (force) the containers and networks named `prefix` or `prefix-...` (None: any project prefix)."""
-    if prefix is not None and not PREFIX_RE.match(prefix):
-        raise RuntimeFailure(f"bad prefix {prefix!r}")
-    ours = re.compile(rf"^/?{re.escape(prefix) if prefix else 'fl[0-9a-f]{6}'}(-|$)")
-    removed: list[str] = []
-    for container in client.containers.list(all=True):
-        if ours.match(container.name or ""):
-            with contextlib.suppress(docker.errors.NotFound):
-                container.remove(force=True, v=True)
-            removed.append(f"container {container.name}")
-    for network in client.networks.list():
-        if ours.match(network.name or ""):
-            with contextlib.suppress(docker.errors.NotFound):
-                network.remove()
-            removed.append(f"network {network.name}")
-    return removed
-
-
 # --- the parts of start and stop -------------------------------------------------------------------------
 
 
@@ -373,7 +320,7 @@ def _wait_answering(own: OwnDockerd, timeout: float) -> None:
                     client.ping()
                     return
             except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
-                last = _one_line(exc)
+                last = one_line(exc)
         time.sleep(0.1)
     raise RuntimeFailure(f"dockerd {own.prefix} did not answer within {timeout:.0f} s ({last}): "
                          f"{_last_error(own.paths.log)}")
@@ -388,7 +335,7 @@ def _terminate(pid: int, prefix: str, process: subprocess.Popen[bytes] | None, t
             os.kill(pid, signum)
         if signum == signal.SIGKILL:
             log.warning("dockerd %s (pid %d) ignored SIGTERM for %.0f s; killed", prefix, pid, timeout)
-        _wait_gone(pid, process, wait_s)
+        wait_gone(pid, process, wait_s)
     if process is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=1.0)
@@ -396,136 +343,56 @@ def _terminate(pid: int, prefix: str, process: subprocess.Popen[bytes] | None, t
         raise RuntimeFailure(f"dockerd {prefix} (pid {pid}) survived SIGKILL")
 
 
-def _wait_gone(pid: int, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    if process is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=timeout)
-        return
-    identity = start_time(pid)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and is_alive(pid) and start_time(pid) == identity:
-        time.sleep(0.05)
-
-
 def _clear_after(prefix: str, data_root: Path | None) -> None:
     """After the daemon of `prefix` is gone: its container processes, shims, mounts and run directory."""
     paths = DockerdPaths(prefix)
     if data_root is None and paths.data_root_note.is_file():
         data_root = Path(paths.data_root_note.read_text().strip())
-    _kill_cgroup(paths.cgroup_parent)
-    helpers = [pid for pid in _all_pids() if _is_helper_of(pid, paths)]
+    kill_cgroup(paths.cgroup_parent)
+    helpers = [pid for pid in all_pids() if _is_helper_of(pid, paths)]
     for pid in helpers:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + KILL_TIMEOUT_S
     while any(is_alive(pid) for pid in helpers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    _unmount_under(paths.run_dir)
+    unmount_under(paths.run_dir)
     if data_root is not None and not any(o.data_root.resolve() == data_root.resolve()
                                          for o in find_leftover_dockerds()):
-        _unmount_under(data_root)  # only a killed daemon leaves these (container rootfs, shm, the overlay2 home)
-    if _mounts_under(paths.run_dir):
+        unmount_under(data_root)  # only a killed daemon leaves these (container rootfs, shm, the overlay2 home)
+    if mounts_under(paths.run_dir):
         raise RuntimeFailure(f"dockerd {prefix}: {paths.run_dir} still has mounts; unmount them and run make docker-clean")
     shutil.rmtree(paths.run_dir, ignore_errors=True)
-    _remove_cgroup(paths.cgroup_parent)
+    remove_cgroup(paths.cgroup_parent)
 
 
 def _remove_data_root(data_root: Path) -> None:
     if any(o.data_root.resolve() == data_root.resolve() for o in find_leftover_dockerds()):
         raise RuntimeFailure(f"data root {data_root} is in use by a running faultline dockerd")
-    _unmount_under(data_root)
-    if _mounts_under(data_root):
+    unmount_under(data_root)
+    if mounts_under(data_root):
         raise RuntimeFailure(f"data root {data_root} still has mounts; not removed")
     shutil.rmtree(data_root, ignore_errors=True)
 
 
-def _cgroup_dirs(parent: str) -> list[Path]:
-    base = Path("/sys/fs/cgroup")
-    name = parent.strip("/")
-    dirs = [base / name] if (base / "cgroup.controllers").exists() else []  # cgroup v2
-    if base.is_dir():
-        dirs += [hierarchy / name for hierarchy in base.iterdir() if hierarchy.is_dir()
-                 and not hierarchy.is_symlink() and hierarchy.name != name]
-    return [d for d in dirs if d.is_dir()]
-
-
-def _kill_cgroup(parent: str) -> None:
-    pids: set[int] = set()
-    for root in _cgroup_dirs(parent):
-        for procs in root.rglob("cgroup.procs"):
-            with contextlib.suppress(OSError, ValueError):
-                pids |= {int(p) for p in procs.read_text().split()}
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + KILL_TIMEOUT_S
-    while pids and time.monotonic() < deadline:
-        pids = {p for p in pids if is_alive(p)}
-        time.sleep(0.05)
-
-
-def _remove_cgroup(parent: str) -> None:
-    for root in _cgroup_dirs(parent):
-        for directory in sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
-        with contextlib.suppress(OSError):
-            root.rmdir()
-
-
-def _mounts_under(path: Path) -> list[str]:
-    top = str(path.resolve()) if path.exists() else str(path)
-    found = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point == top or point.startswith(top + "/"):
-                found.append(point)
-    return found
-
-
-def _unmount_under(path: Path) -> None:
-    for point in sorted(set(_mounts_under(path)), key=lambda p: -p.count("/")):
-        subprocess.run(["umount", "-l", point], capture_output=True)
-
-
 def _is_helper_of(pid: int, paths: DockerdPaths) -> bool:
     """A containerd, shim or docker-proxy working for the daemon of `paths` (its command line names our run dir)."""
-    argv = _cmdline(pid)
+    argv = cmdline(pid)
     return (bool(argv) and Path(argv[0]).name.startswith(("containerd", "docker-proxy"))
             and any(str(paths.run_dir) + "/" in arg for arg in argv))
 
 
 def _is_our_dockerd(pid: int, prefix: str) -> bool:
-    argv = _cmdline(pid)
+    argv = cmdline(pid)
     return (bool(argv) and Path(argv[0]).name == "dockerd" and DockerdPaths(prefix).host_arg in argv
             and is_alive(pid))
 
 
 def _data_root_of(pid: int) -> Path:
-    for arg in _cmdline(pid):
+    for arg in cmdline(pid):
         if arg.startswith("--data-root="):
             return Path(arg.split("=", 1)[1])
     return Path("/var/lib/docker")
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _all_pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def _read_pid(pidfile: Path) -> int | None:
-    try:
-        return int(pidfile.read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _last_error(log_path: Path) -> str:
@@ -535,46 +402,5 @@ def _last_error(log_path: Path) -> str:
         return "no log"
     for line in reversed(lines):
         if "level=fatal" in line or "level=error" in line or "failed" in line.lower():
-            return _one_line_text(line)
-    return _one_line_text(lines[-1]) if lines else "empty log"
-
-
-def _one_line_text(text: str) -> str:
-    matched = re.search(r'msg="((?:[^"\\]|\\.)*)"', text)
-    return " ".join((matched.group(1) if matched else text).split())[:300]
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-
-
-def main(argv: list[str]) -> int:
-    """`python -m testbed.runtime.dockerd list|clean|start PREFIX|stop PREFIX` for make and by hand."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    action, *rest = argv or ["list"]
-    try:
-        if action == "list":
-            for own in find_leftover_dockerds():
-                print(json.dumps({"prefix": own.prefix, "pid": own.pid, "host": own.host,
-                                  "data_root": str(own.data_root)}))
-        elif action == "clean":
-            removed = stop_leftover_dockerds(rest[0] if rest else None)
-            print("\n".join(["removed:", *removed]) if removed else "no faultline dockerd to clean")
-        elif action == "start" and len(rest) == 1:
-            own = start_dockerd(rest[0])
-            print(f"export DOCKER_HOST={own.host}  # pid {own.pid}, answered after {own.started_s:.1f} s")
-        elif action == "stop" and len(rest) == 1:
-            removed = stop_leftover_dockerds(rest[0])
-            print("\n".join(["removed:", *removed]) if removed else f"no faultline dockerd {rest[0]}")
-        else:
-            print("usage: python -m testbed.runtime.dockerd list|clean [PREFIX]|start PREFIX|stop PREFIX",
-                  file=sys.stderr)
-            return 3
-    except RuntimeFailure as exc:
-        print(f"faultline: {exc}", file=sys.stderr)
-        return exc.exit_status
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+            return one_line_text(line)
+    return one_line_text(lines[-1]) if lines else "empty log"

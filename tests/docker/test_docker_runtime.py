@@ -69,6 +69,7 @@ def test_isolate_az_leader_on_docker(tmp_path: Path, configuration: str) -> None
         assert counts["lost"] == counts["divergence"] == 0, counts
 
 
+@pytest.mark.catalogue  # `make test-docker`, not `make test`: CI runs the cases that prove the runtime
 def test_power_off_kills_the_node_container_and_keeps_its_data(tmp_path: Path) -> None:
     proc = faultline("run", "scenarios/power-off-mid-replication.yaml", "--runtime", "docker", "--configuration",
                      "acksall", "--results", str(tmp_path), timeout=900)
