@@ -331,9 +331,17 @@ def _with_timeout(call: Any, timeout: float) -> Any:
 
 
 def clean_leftovers(prefix: str | None = None) -> list[str]:
-    """Remove the project's containers and networks (of one run, or of any) from the daemon, if one answers."""
-    try:
-        client = docker_client(timeout=30.0)
-    except RuntimeFailure:
-        return []
-    return remove_prefixed_resources(client, prefix)
+    """Remove the project's containers and networks (of one run, or of any) from every daemon we can reach:
+    DOCKER_HOST or the default socket, and each dockerd of the project's own."""
+    from testbed.runtime.dockerd import find_leftover_dockerds
+
+    hosts = [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [own.host for own in find_leftover_dockerds()]
+    removed: list[str] = []
+    for host in dict.fromkeys(hosts):
+        try:
+            client = docker_client(host, timeout=30.0)
+        except RuntimeFailure:
+            continue
+        with contextlib.closing(client):
+            removed += remove_prefixed_resources(client, prefix)
+    return removed
