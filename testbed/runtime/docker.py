@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import os
 import signal
 import subprocess
@@ -106,6 +107,14 @@ class DockerRuntime:
     def preflight(plan: AddressPlan, kafka_version: str) -> None:
         """A daemon answers and has the images: else one line naming the fix, before anything is created."""
         client = docker_client()
+        wanted = ipaddress.IPv4Network(plan.network)
+        for network in client.networks.list():
+            for pool in (network.attrs.get("IPAM") or {}).get("Config") or []:
+                subnet = pool.get("Subnet", "")
+                if ":" not in subnet and subnet and wanted.overlaps(ipaddress.IPv4Network(subnet, strict=False)):
+                    raise UsageError(f"--network {plan.network} overlaps the Docker network {network.name} "
+                                     f"({subnet}); choose another range inside 198.19.0.0/24 (or run "
+                                     f"'python -m harness clean' if a dead run left it)")
         for image in (KAFKA_IMAGE.format(version=kafka_version), CLIENT_IMAGE):
             try:
                 client.images.get(image)
@@ -114,6 +123,12 @@ class DockerRuntime:
                                  f"{' KAFKA_VERSION=' + kafka_version if 'kafka' in image else ''}") from None
 
     def create(self) -> None:
+        try:
+            self._create()
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"creating the hosts on the Docker daemon: {exc.explanation or exc}") from exc
+
+    def _create(self) -> None:
         self.state.add("networks", self.network)
         create_internal_network(self.client, self.network, self.plan.network)
         api = self.client.api
@@ -140,11 +155,17 @@ class DockerRuntime:
         self.state.update(processes={})
 
     def power_off(self, host: Host) -> None:
-        self.container(host).kill()
+        try:
+            self.container(host).kill()
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"powering off {host.name}: {exc.explanation or exc}") from exc
 
     def power_on(self, host: Host) -> None:
         container = self.container(host)
-        container.start()
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"powering on {host.name}: {exc.explanation or exc}") from exc
         deadline = time.monotonic() + 10
         while container.status != "running" and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -177,7 +198,11 @@ class DockerRuntime:
 
     def _put_tar(self, host: Host, where: str, data: bytes) -> None:
         self.execute(host, ["mkdir", "-p", where])
-        if not self.container(host).put_archive(where, data):
+        try:
+            copied = self.container(host).put_archive(where, data)
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"{host.name}: could not copy files into {where}: {exc.explanation or exc}") from exc
+        if not copied:
             raise RuntimeFailure(f"{host.name}: could not copy files into {where}")
 
     def fetch(self, host: Host, path: Path) -> None:
@@ -197,9 +222,13 @@ class DockerRuntime:
         pidfile = f"{HOST_ROOT}/pids/{name.replace('/', '.')}.{time.time_ns()}.pid"  # never an old one's
         host_log = self.host_path(host, log)
         api = self.client.api
-        exec_id = api.exec_create(self.container_name(host), ["sh", "-c", SPAWN, "spawn", pidfile, host_log, *argv],
-                                  environment={RUN_ENV: self.prefix, **(env or {})})["Id"]
-        api.exec_start(exec_id, detach=True)
+        try:
+            exec_id = api.exec_create(self.container_name(host), ["sh", "-c", SPAWN, "spawn", pidfile, host_log,
+                                                                  *argv],
+                                      environment={RUN_ENV: self.prefix, **(env or {})})["Id"]
+            api.exec_start(exec_id, detach=True)
+        except docker.errors.APIError as exc:
+            raise RuntimeFailure(f"starting {name} on {host.name}: {exc.explanation or exc}") from exc
         pid = self._read_pid(host, pidfile, exec_id)
         process = DockerProcess(self, name, host, pid, exec_id)
         self._processes[name] = process
