@@ -49,6 +49,7 @@ from testbed.runtime.dockerd import (
     docker_client,
     remove_prefixed_resources,
 )
+from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.state import RunState
 
 KAFKA_IMAGE = "faultline/kafka:{version}"
@@ -82,6 +83,7 @@ class DockerRuntime:
         self._processes: dict[str, DockerProcess] = {}
         self._installed: set[str] = set()
         self._lock = threading.Lock()
+        self._firewalls = FirewallChannels({**os.environ, RUN_ENV: prefix})
 
     # -- names -------------------------------------------------------------
     def container_name(self, host: Host) -> str:
@@ -148,6 +150,7 @@ class DockerRuntime:
         return bool(self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.prefix}"}))
 
     def destroy(self) -> None:
+        self._firewalls.close()
         remove_prefixed_resources(self.client, self.prefix)
         for kind in ("containers", "networks"):
             for name in list(self.state.data.get(kind, [])):
@@ -155,6 +158,7 @@ class DockerRuntime:
         self.state.update(processes={})
 
     def power_off(self, host: Host) -> None:
+        self._firewalls.drop(host.name)  # a restarted container has a new network namespace
         try:
             self.container(host).kill()
         except docker.errors.APIError as exc:
@@ -276,10 +280,30 @@ class DockerRuntime:
 
     # -- firewall ----------------------------------------------------------
     def set_firewall(self, host: Host, rules: str) -> None:
-        self.execute(host, ["iptables-restore"], input_text=fault_table(rules))
+        """One `iptables-restore` of the filter table inside the container; when the daemon runs on this
+        machine, the netns runtime's fast path instead (a long-lived iptables-restore in the container's
+        network namespace, confirmed by the kernel: milliseconds instead of an exec's few hundred)."""
+        def replace_table(table: str) -> None:
+            self.execute(host, ["iptables-restore"], input_text=table)
+        namespace = self._local_namespace(host)
+        if namespace is None:
+            replace_table(fault_table(rules))
+        else:
+            self._firewalls.install(host.name, namespace, rules, replace_table)
 
     def clear_firewall(self, host: Host) -> None:
+        self._firewalls.drop(host.name)
         self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
+
+    def _local_namespace(self, host: Host) -> str | None:
+        """/proc/PID/ns/net of the container's init when the daemon is on this machine (pid visible, ours)."""
+        try:
+            pid = int(self.container(host).attrs["State"]["Pid"])
+            path = f"/proc/{pid}/ns/net"
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except (OSError, KeyError, ValueError, TypeError):
+            return None
+        return path if pid > 0 and f"{RUN_ENV}={self.prefix}".encode() in environ else None
 
 
 class DockerProcess:

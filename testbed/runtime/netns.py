@@ -19,15 +19,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.kafka.dist import classpath
-from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, fault_table, owned_names
-from testbed.runtime.netns_firewall import FirewallChannel, nftables_monitor
+from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, owned_names
+from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.procs import (
     LocalProcess,
     command_of,
@@ -78,9 +77,7 @@ class NetnsRuntime:
         self.plan = plan
         self.state = state
         self._processes: dict[str, LocalProcess] = {}
-        self._firewalls: dict[str, FirewallChannel] = {}
-        self._firewall_locks: dict[str, threading.Lock] = {}
-        self._firewalls_guard = threading.Lock()
+        self._firewalls = FirewallChannels(self._env(None))
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -130,7 +127,7 @@ class NetnsRuntime:
         return any(ns.startswith(self.prefix + "-") for ns in list_namespaces())
 
     def destroy(self) -> None:
-        self._close_firewall_channels()
+        self._firewalls.close()  # a channel's netlink socket would keep a deleted namespace alive
         namespaces = sorted(set(self.state.data.get("namespaces", []))
                             | {n for n in list_namespaces() if n.startswith(self.prefix + "-")})
         pids = set(pids_of_runs(self.prefix))
@@ -233,53 +230,15 @@ class NetnsRuntime:
 
     # -- firewall ----------------------------------------------------------
     def set_firewall(self, host: Host, rules: str) -> None:
-        """Make the host's fault chains hold exactly `rules` (iptables-restore lines), atomically.
-
-        Fast path: the host's `FirewallChannel` (a long-lived iptables-restore)
-        commits the change as one transaction and we return once the kernel
-        announces it, a few milliseconds. Whenever that path cannot vouch for
-        the result (first use, the process died, another process changed the
-        host's rules, no acknowledgement), the whole filter table is replaced
-        by a one-shot iptables-restore instead, and a new channel is opened.
-        """
-        with self._firewall_lock(host):
-            channel = self._firewalls.pop(host.name, None)
-            if channel is not None:
-                try:
-                    channel.install(rules)
-                    self._firewalls[host.name] = channel
-                    return
-                except RuntimeFailure as exc:
-                    log.warning("firewall of %s: %s; replacing the whole table", host.name, exc)
-                    channel.close()
-            monitor = nftables_monitor(self.namespace(host))
-            try:
-                self.execute(host, ["iptables-restore"], input_text=fault_table(rules))
-                self._firewalls[host.name] = FirewallChannel(self.namespace(host), self._env(None), monitor, rules)
-            except BaseException:
-                monitor.close()
-                raise
+        """Make the host's fault chains hold exactly `rules`, atomically (`FirewallChannels.install`)."""
+        def replace_table(table: str) -> None:
+            self.execute(host, ["iptables-restore"], input_text=table)
+        self._firewalls.install(host.name, f"/run/netns/{self.namespace(host)}", rules, replace_table)
 
     def clear_firewall(self, host: Host) -> None:
         """Remove the fault chains and their hooks from the host's filter table, and its channel; idempotent."""
-        with self._firewall_lock(host):
-            self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
-            channel = self._firewalls.pop(host.name, None)
-            if channel is not None:
-                channel.close()
-
-    def _close_firewall_channels(self) -> None:
-        """End every host's firewall channel; its netlink socket would keep a deleted namespace alive."""
-        with self._firewalls_guard:
-            channels, self._firewalls = list(self._firewalls.values()), {}
-        for channel in channels:
-            channel.end_input()  # all at once: each process takes a while to exit
-        for channel in channels:
-            channel.close()
-
-    def _firewall_lock(self, host: Host) -> threading.Lock:
-        with self._firewalls_guard:
-            return self._firewall_locks.setdefault(host.name, threading.Lock())
+        self._firewalls.drop(host.name)
+        self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
 
 
 def machine_networks() -> list[tuple[str, ipaddress.IPv4Network]]:

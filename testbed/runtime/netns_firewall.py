@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import socket
 import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 from testbed.errors import RuntimeFailure
-from testbed.runtime.base import FAULT_IN_CHAIN, FAULT_OUT_CHAIN
+from testbed.runtime.base import FAULT_IN_CHAIN, FAULT_OUT_CHAIN, fault_table
 
 # Hearing nftables commits (linux/netfilter/nfnetlink.h, nf_tables.h).
 NETLINK_NETFILTER = 12
@@ -28,17 +30,18 @@ NFTA_GEN_PROC_PID = 2
 CLONE_NEWNET = 0x40000000
 FIREWALL_ACK_S = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
+log = logging.getLogger("faultline.runtime")
 
 
 def nftables_monitor(namespace: str) -> socket.socket:
-    """A netfilter netlink socket in `namespace` that hears every nftables change made there."""
+    """A netfilter netlink socket in the network namespace at path `namespace` that hears every nftables change."""
     made: list[socket.socket | BaseException] = []
 
     def make() -> None:
         # setns(2) moves only the calling thread, so a throwaway thread does it and ours stays put;
         # the socket belongs to the namespace it was created in.
         try:
-            fd = os.open(f"/run/netns/{namespace}", os.O_RDONLY)
+            fd = os.open(namespace, os.O_RDONLY)
             try:
                 if _libc.setns(fd, CLONE_NEWNET) != 0:
                     err = ctypes.get_errno()
@@ -96,7 +99,7 @@ class FirewallChannel:
     def __init__(self, namespace: str, env: dict[str, str], monitor: socket.socket, installed: str) -> None:
         self.monitor = monitor
         self.process = subprocess.Popen(
-            ["ip", "netns", "exec", namespace, "iptables-restore", "--noflush"],
+            ["nsenter", f"--net={namespace}", "iptables-restore", "--noflush"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env=env, start_new_session=True)
         self.installed: str | None = installed
@@ -175,3 +178,61 @@ class FirewallChannel:
         if self.process.stderr is not None:
             self.process.stderr.close()
         self.monitor.close()
+
+
+class FirewallChannels:
+    """Every host's `FirewallChannel`, with the one-shot fallback: the fast path of the runtimes whose hosts
+    are network namespaces of this machine's kernel (netns; docker with a daemon on this machine)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self._channels: dict[str, FirewallChannel] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def install(self, key: str, namespace: str, rules: str, one_shot: Callable[[str], None]) -> None:
+        """Make the fault chains of the namespace at path `namespace` hold exactly `rules`, atomically.
+
+        Fast path: the host's channel commits the change as one transaction and
+        we return once the kernel announces it, a few milliseconds. Whenever that
+        path cannot vouch for the result (first use, the process died, another
+        process changed the host's rules, no acknowledgement), `one_shot(table)`
+        replaces the whole filter table instead, and a new channel is opened.
+        """
+        with self._lock(key):
+            channel = self._channels.pop(key, None)
+            if channel is not None:
+                try:
+                    channel.install(rules)
+                    self._channels[key] = channel
+                    return
+                except RuntimeFailure as exc:
+                    log.warning("firewall of %s: %s; replacing the whole table", key, exc)
+                    channel.close()
+            monitor = nftables_monitor(namespace)
+            try:
+                one_shot(fault_table(rules))
+                self._channels[key] = FirewallChannel(namespace, self.env, monitor, rules)
+            except BaseException:
+                monitor.close()
+                raise
+
+    def drop(self, key: str) -> None:
+        """Forget a host's channel (its namespace was cleared or is gone)."""
+        with self._lock(key):
+            channel = self._channels.pop(key, None)
+        if channel is not None:
+            channel.close()
+
+    def close(self) -> None:
+        """End every channel; a netlink socket would keep a deleted namespace alive."""
+        with self._guard:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.end_input()  # all at once: each process takes a while to exit
+        for channel in channels:
+            channel.close()
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
