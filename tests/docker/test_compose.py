@@ -150,7 +150,7 @@ def netns_network(tmp_path: Path) -> Path:
     (lambda tmp: tmp / "missing.yaml", "cannot read"),
     (bogus_key, "cluster.bogus: unknown key"),
     (netns_network, "is not inside 198.19.0.0/24"),
-])
+], ids=["missing-file", "unknown-key", "netns-network"])
 def test_a_bad_spec_is_one_line_and_writes_nothing(tmp_path: Path, make_spec: Any, says: str) -> None:
     out = tmp_path / "out"
     proc = faultline("compose", str(make_spec(tmp_path)), "-o", str(out))
