@@ -90,7 +90,7 @@ BASE_IMAGE ?=
 FORCE ?=
 CLIENT_TAG ?=
 OWN_DOCKERD ?=
-DOCKER_DEB_PACKAGES := docker.io mmdebstrap
+DOCKER_DEB_PACKAGES := docker.io mmdebstrap docker-compose
 
 .PHONY: setup-docker docker-images docker-clean test-docker
 

@@ -65,6 +65,10 @@ def build_parser() -> Parser:
     show = sub.add_parser("show", help="print a finished run's verdict summary")
     show.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="list the scenarios, one line each")
+    compose = sub.add_parser("compose", help="write a spec's cluster as a Compose project, to bring up by hand")
+    compose.add_argument("spec", type=Path)
+    compose.add_argument("--configuration", help="the configuration whose cluster to write (needed when they differ)")
+    compose.add_argument("-o", "--output", type=Path, required=True, help="the project's folder (created)")
     return parser
 
 
@@ -157,6 +161,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compose(args: argparse.Namespace) -> int:
+    from harness.compose import COMPOSE_FILE, load_cluster, write_project
+
+    cluster = load_cluster(args.spec, args.configuration)
+    prefix = write_project(cluster, args.output)
+    print(f"wrote {args.output / COMPOSE_FILE} (project {prefix}, spec {cluster.run_name}, "
+          f"Kafka {cluster.settings.kafka_version}): cd {args.output} && docker compose up -d")
+    return 0
+
+
 def _run_dir(path: Path) -> Path:
     if not RunFolder(path).verdict.exists():
         raise UsageError(f"{path}: not a finished run folder (no verdict.json)")
@@ -170,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("cluster", "clean", "run", "recover"):
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
-                   "report": cmd_report, "show": cmd_show, "list": cmd_list}[args.command]
+                   "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}[args.command]
         return handler(args)
     except HarnessError as exc:
         print(f"faultline: {exc}", file=sys.stderr)

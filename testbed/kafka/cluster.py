@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -52,6 +53,29 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
             detail = f" (last error: {last_error})" if last_error else ""
             raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}{detail}")
         time.sleep(interval)
+
+
+def render_node_configs(plan: AddressPlan, settings: kcfg.ClusterSettings, node: Host, f: NodeFolder,
+                        on_host: Callable[[Path], str]) -> None:
+    """Write `node`'s configs and ZooKeeper myid into its folder `f`; `on_host` names a path as the host sees it."""
+    for d in (f.config_dir, f.data("zookeeper"), f.data("broker"), f.logs("zookeeper"), f.logs("broker")):
+        d.mkdir(parents=True, exist_ok=True)
+    (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
+    f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper"))))
+    f.config("broker").write_text(kcfg.server_properties(plan, node, settings, on_host(f.data("broker"))))
+    for role in ROLES:
+        f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
+
+
+def java_argv(settings: kcfg.ClusterSettings, node: Host, role: Role, f: NodeFolder, sw: Software,
+              on_host: Callable[[Path], str]) -> list[str]:
+    """The command line of `node`'s `role` process (configs as `render_node_configs` wrote them into `f`)."""
+    heap = settings.broker_heap_mb if role == "broker" else settings.zookeeper_heap_mb
+    return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k",
+            f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
+            f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
+            "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
 
 
 class KafkaCluster:
@@ -104,26 +128,12 @@ class KafkaCluster:
         """Render every node's configs into its folder, with the host's own paths, and put them on the host."""
         for node in self.nodes:
             f = self.node_folder(node)
-            on_host = lambda path, node=node: self.runtime.host_path(node, path)  # noqa: E731
-            for d in (f.config_dir, f.data("zookeeper"), f.data("broker"), f.logs("zookeeper"), f.logs("broker")):
-                d.mkdir(parents=True, exist_ok=True)
-            (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
-            f.config("zookeeper").write_text(kcfg.zoo_cfg(self.plan, node, on_host(f.data("zookeeper"))))
-            f.config("broker").write_text(
-                kcfg.server_properties(self.plan, node, self.settings, on_host(f.data("broker"))))
-            for role in ROLES:
-                f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
+            render_node_configs(self.plan, self.settings, node, f, partial(self.runtime.host_path, node))
             self.runtime.put(node, f.root)
 
     def _argv(self, node: Host, role: Role) -> list[str]:
-        f, sw = self.node_folder(node), self.software(node)
-        on_host = lambda path: self.runtime.host_path(node, path)  # noqa: E731
-        heap = self.settings.broker_heap_mb if role == "broker" else self.settings.zookeeper_heap_mb
-        return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k",
-                f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
-                f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
-                "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
+        return java_argv(self.settings, node, role, self.node_folder(node), self.software(node),
+                         partial(self.runtime.host_path, node))
 
     def collect(self) -> None:
         """Bring every node's logs, data and before-heal copies from its host into the run folder.

@@ -1,0 +1,160 @@
+"""`python -m harness compose`: a file Compose accepts, the cluster it brings up, the committed example, bad specs.
+
+Debian's docker-compose (1.29, `make setup-docker`) talks to the package's own dockerd (DOCKER_HOST).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+import yaml
+
+from harness.compose import COMPOSE_FILE, ENV_FILE, load_cluster
+from testbed.kafka import config as kcfg
+from testbed.kafka.cluster import ROLES, KafkaCluster, wait_for
+from testbed.kafka.wire import broker_view
+from testbed.kafka.zk import zk_snapshot
+from testbed.runfolder import RunFolder
+from testbed.runtime.base import PREFIX_RE, new_prefix
+from testbed.runtime.docker import DockerRuntime
+from testbed.runtime.dockerd import remove_prefixed_resources
+from testbed.state import RunState
+from testbed.status import cluster_status
+from tests.conftest import REPO, faultline
+
+pytestmark = pytest.mark.docker
+
+SMOKE = REPO / "scenarios" / "smoke.yaml"
+EXAMPLE = REPO / "compose"
+REGENERATE = "python -m harness compose scenarios/smoke.yaml -o compose"
+
+
+def generate(out: Path, spec: Path = SMOKE) -> Path:
+    faultline("compose", str(spec), "-o", str(out), check=True)
+    return out
+
+
+def docker_compose(project: Path, *args: str, prefix: str | None = None,
+                   timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Debian's docker-compose on `project`'s file, run from elsewhere; `prefix` overrides the .env project name."""
+    if shutil.which("docker-compose") is None:
+        pytest.fail("docker-compose is missing: make setup-docker (apt-get install docker-compose)")
+    env = {**os.environ, **({"COMPOSE_PROJECT_NAME": prefix} if prefix else {})}
+    return subprocess.run(["docker-compose", "-f", str(project / COMPOSE_FILE), *args], cwd="/", env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ours(client: docker.DockerClient, prefix: str) -> list[str]:
+    return [f"container {c.name}" for c in client.containers.list(all=True) if c.name.startswith(prefix)] + \
+        [f"network {n.name}" for n in client.networks.list() if n.name.startswith(prefix)]
+
+
+def test_compose_accepts_the_file_and_reads_the_runtime_layout_from_it(tmp_path: Path) -> None:
+    out = generate(tmp_path / "smoke")
+    checked = docker_compose(out, "config")
+    assert checked.returncode == 0, checked.stderr
+    config: dict[str, Any] = yaml.safe_load(checked.stdout)
+    prefix = re.search(r"^COMPOSE_PROJECT_NAME=(\S+)$", (out / ENV_FILE).read_text(), re.MULTILINE)
+    assert prefix is not None and PREFIX_RE.match(prefix.group(1))
+    net = config["networks"]["net"]
+    assert net["name"] == f"{prefix.group(1)}-net" and net["internal"] is True
+    assert net["ipam"]["config"] == [{"subnet": "198.19.0.0/24", "gateway": "198.19.0.1"}]
+    plan = load_cluster(SMOKE, None).plan
+    assert sorted(config["services"]) == sorted(h.name for h in plan.hosts)
+    for host in plan.hosts:
+        entry = config["services"][host.name]
+        assert entry["container_name"] == f"{prefix.group(1)}-{host.name}" and entry["hostname"] == host.name
+        assert entry["networks"]["net"]["ipv4_address"] == host.address
+        assert entry["cap_add"] == ["NET_ADMIN"] and entry["init"] is True
+        assert entry["image"] == ("faultline/kafka:2.7.2" if host.role == "node" else "faultline/client:latest")
+
+
+def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path: Path) -> None:
+    out = generate(tmp_path / "smoke")
+    prefix = new_prefix()
+    compose = load_cluster(SMOKE, None)
+    client = docker.from_env()
+    try:
+        up = docker_compose(out, "up", "-d", prefix=prefix)
+        assert up.returncode == 0, up.stderr
+
+        def registered() -> dict[str, Any] | None:
+            snap = zk_snapshot(kcfg.zookeeper_connect(compose.plan), None, timeout=2.0)
+            return snap if snap["brokers"] == [0, 1, 2] and snap["controller"] is not None else None
+        controller = wait_for("three brokers registered in ZooKeeper", registered, 120)["controller"]
+
+        def agreed() -> bool | None:
+            views = [broker_view(n.address, kcfg.BROKER_PORT) for n in compose.plan.nodes]
+            return True if all(v.controller == controller and sorted(v.brokers) == [0, 1, 2]
+                               for v in views) else None
+        wait_for(f"every broker answering, knowing all three and controller {controller}", agreed, 60)
+
+        # The harness's own way in: the docker runtime finds the containers by name, `cluster status`
+        # asks each node from inside it, and the runtime would start exactly the same java command lines.
+        state = RunState(out, {"prefix": prefix, "processes": {}, "docker_host": os.environ["DOCKER_HOST"],
+                               "settings": compose.settings.to_json()})
+        runtime = DockerRuntime(prefix, compose.plan, state, client)
+        cluster = KafkaCluster(runtime, compose.settings, RunFolder(out))
+        status = cluster_status(cluster, runtime)
+        assert sorted(z["mode"] for z in status["zookeeper"]) == ["follower", "follower", "leader"], status
+        assert [b["controller"] for b in status["brokers"]] == [controller] * 3, status
+        scripts = {name: " ".join(entry["command"]) for name, entry in
+                   yaml.safe_load((out / COMPOSE_FILE).read_text())["services"].items()}
+        for node in compose.plan.nodes:
+            for role in ROLES:
+                assert shlex.join(cluster._argv(node, role)) in scripts[node.name], (node.name, role)
+        assert (out / "nodes" / "az1-node" / "logs" / "broker" / "server.log").stat().st_size > 0
+    finally:
+        down = docker_compose(out, "down", prefix=prefix)
+        left = ours(client, prefix)
+        remove_prefixed_resources(client, prefix)
+    assert down.returncode == 0, down.stderr
+    assert left == [], left
+
+
+def test_the_committed_example_is_what_compose_writes_for_smoke(tmp_path: Path) -> None:
+    out = generate(tmp_path / "smoke")
+    assert (EXAMPLE / COMPOSE_FILE).read_text() == (out / COMPOSE_FILE).read_text(), f"stale: {REGENERATE}"
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != ENV_FILE):
+        committed = EXAMPLE / path.relative_to(out)
+        assert committed.is_file() and committed.read_text() == path.read_text(), f"{committed} stale: {REGENERATE}"
+
+    def env(path: Path) -> list[str]:
+        return [line for line in path.read_text().splitlines() if not line.startswith("COMPOSE_PROJECT_NAME=")]
+    assert env(EXAMPLE / ENV_FILE) == env(out / ENV_FILE), f"stale: {REGENERATE}"
+
+
+def bogus_key(tmp_path: Path) -> Path:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"]["bogus"] = 1
+    (tmp_path / "bogus.yaml").write_text(yaml.safe_dump(raw))
+    return tmp_path / "bogus.yaml"
+
+
+def netns_network(tmp_path: Path) -> Path:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"]["network"] = "198.18.0.0/24"
+    (tmp_path / "netns.yaml").write_text(yaml.safe_dump(raw))
+    return tmp_path / "netns.yaml"
+
+
+@pytest.mark.parametrize(("make_spec", "says"), [
+    (lambda tmp: tmp / "missing.yaml", "cannot read"),
+    (bogus_key, "cluster.bogus: unknown key"),
+    (netns_network, "is not inside 198.19.0.0/24"),
+], ids=["missing-file", "unknown-key", "netns-network"])
+def test_a_bad_spec_is_one_line_and_writes_nothing(tmp_path: Path, make_spec: Any, says: str) -> None:
+    out = tmp_path / "out"
+    proc = faultline("compose", str(make_spec(tmp_path)), "-o", str(out))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("faultline: "), proc.stderr
+    assert says in proc.stderr, proc.stderr
+    assert not out.exists()
