@@ -39,14 +39,15 @@ from testbed.kafka.config import ClusterSettings
 from testbed.paths import REPO_ROOT
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, new_prefix
-from testbed.runtime.docker import CLIENT_IMAGE, HOST_ROOT, KAFKA_IMAGE, LABEL
+from testbed.runtime.docker import CLIENT_IMAGE, KAFKA_IMAGE, LABEL, NODE_CLASSPATH, NODE_JAVA
+from testbed.runtime.docker import container_path as docker_container_path
 from testbed.runtime.dockerd import NETWORK_RANGE
 
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
 PROJECT = "${COMPOSE_PROJECT_NAME}"
 # What `DockerRuntime.install` names for a node: the image's java and Kafka's jars (compose/kafka/Dockerfile).
-NODE_SOFTWARE = Software(java="java", kafka_classpath="/opt/kafka/libs/*", python=())
+NODE_SOFTWARE = Software(java=NODE_JAVA, kafka_classpath=NODE_CLASSPATH, python=())
 # What the cluster writes while it runs; the configs and myid are what `compose` wrote.
 GITIGNORE = ("# written by the running cluster, not by `python -m harness compose`\n"
              "nodes/*/kafka-data/\nnodes/*/logs/\nnodes/*/zookeeper-data/*\n!nodes/*/zookeeper-data/myid\n")
@@ -99,7 +100,7 @@ def write_project(cluster: ComposeCluster, out_dir: Path) -> str:
 
 def container_path(folder: RunFolder, path: Path) -> str:
     """Where a container keeps `path` of the project's folder: as `DockerRuntime.host_path` puts a run's."""
-    return f"{HOST_ROOT}/run/{path.relative_to(folder.root)}"
+    return docker_container_path(folder.root, path)
 
 
 def env_file(cluster: ComposeCluster, prefix: str) -> str:

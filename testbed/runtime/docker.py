@@ -58,6 +58,8 @@ LABEL = "faultline.run"
 HOST_ROOT = "/faultline"  # a host's copy of the run folder is HOST_ROOT/run, this project's code HOST_ROOT/src
 PYTHON = {"node": "python3", "client": "/opt/faultline/venv/bin/python"}
 CODE_PACKAGES = ("testbed", "workloads", "nemesis", "harness", "checkers")
+# What a node image offers (compose/kafka/Dockerfile): the java command and Kafka's jars.
+NODE_JAVA, NODE_CLASSPATH = "java", "/opt/kafka/libs/*"
 SPAWN = ('mkdir -p "$(dirname "$1")" "$(dirname "$2")" && echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && '
          'log="$2" && shift 2 && exec "$@" >> "$log" 2>&1')
 PID_WAIT_S = 5.0
@@ -182,14 +184,11 @@ class DockerRuntime:
             if host.name not in self._installed:
                 self._put_tar(host, HOST_ROOT, _code_archive())
                 self._installed.add(host.name)
-        return Software(java="java", kafka_classpath="/opt/kafka/libs/*",
+        return Software(java=NODE_JAVA, kafka_classpath=NODE_CLASSPATH,
                         python=("env", f"PYTHONPATH={HOST_ROOT}/src", PYTHON[host.role]))
 
     def host_path(self, host: Host, path: Path) -> str:
-        try:
-            return f"{HOST_ROOT}/run/{path.relative_to(self.state.run_dir)}"
-        except ValueError as exc:
-            raise RuntimeFailure(f"{path} is not inside the run folder {self.state.run_dir}") from exc
+        return container_path(self.state.run_dir, path)
 
     def put(self, host: Host, path: Path) -> str:
         target = self.host_path(host, path)
@@ -351,6 +350,14 @@ class DockerProcess:
             return False
         stat = self.runtime.execute(self.host, ["cat", f"/proc/{self.pid}/stat"], check=False).stdout
         return stat.rsplit(")", 1)[-1].split()[:1] in (["T"], ["t"])
+
+
+def container_path(run_dir: Path, path: Path) -> str:
+    """Where a container keeps `path`, a path inside the run folder `run_dir`."""
+    try:
+        return f"{HOST_ROOT}/run/{path.relative_to(run_dir)}"
+    except ValueError as exc:
+        raise RuntimeFailure(f"{path} is not inside the run folder {run_dir}") from exc
 
 
 def _code_archive() -> bytes:

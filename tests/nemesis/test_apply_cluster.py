@@ -134,7 +134,7 @@ def test_fast_path_notices_changes_behind_its_back(network: tuple[NetnsRuntime, 
             )
         apply_grudge(runtime, iso1)  # same rules as this channel last installed: must still rewrite
         assert_network(runtime, listeners, [(iso1, "all")])
-        for channel in runtime._firewalls.values():
+        for channel in runtime._firewalls._channels.values():
             channel.process.kill()
         apply_grudge(runtime, iso2)
         assert_network(runtime, listeners, [(iso2, "all")])
