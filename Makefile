@@ -5,6 +5,8 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
+# With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
+WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
 .PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
@@ -37,10 +39,10 @@ test-fast:
 	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
 
 bench-cluster:
-	$(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
 
 bench-nemesis:
-	$(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
@@ -59,11 +61,11 @@ POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 .PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
-	$(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
 
 # Run every listed scenario even if one fails; fail at the end if any did.
 define run_scenarios
-	@failed=""; for s in $(1); do $(PY) -m harness run scenarios/$$s.yaml --runtime $(RUNTIME) || failed="$$failed $$s"; done; \
+	@failed=""; for s in $(1); do $(WITH_RUNTIME) $(PY) -m harness run scenarios/$$s.yaml --runtime $(RUNTIME) || failed="$$failed $$s"; done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; else echo "all passed: $(1)"; fi
 endef
 
