@@ -18,7 +18,14 @@ from typing import NoReturn
 from testbed.errors import HarnessError, UsageError
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import DEFAULT_VERSION
-from testbed.lifecycle import cluster_from_state, live_active_cluster, provision, require_root, tear_down
+from testbed.lifecycle import (
+    check_can_provision,
+    cluster_from_state,
+    live_active_cluster,
+    provision,
+    require_root,
+    tear_down,
+)
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
 from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
@@ -114,6 +121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.spec import load_specs
 
     specs = load_specs(args.spec, args.configuration, args.runtime)
+    for spec in specs:  # bad input is refused before any run folder is written
+        check_can_provision(spec.cluster)
     status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
     return status
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from testbed.addressing import make_plan
+from testbed.addressing import AddressPlan, make_plan
 from testbed.errors import UsageError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
@@ -89,6 +89,16 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
     return ClusterSettings(**fields)
 
 
+def check_can_provision(settings: ClusterSettings) -> AddressPlan:
+    """Everything that can be known before a cluster is made: the machine is free, the address plan fits the
+    runtime's hosts, the runtime is reachable with what it needs, the Kafka version is there. Changes nothing."""
+    plan = make_plan(settings.network, settings.nodes)
+    refuse_if_busy(live_active_cluster())
+    preflight(settings.runtime, plan, settings.kafka_version)
+    ensure_kafka(settings.kafka_version)
+    return plan
+
+
 @contextlib.contextmanager
 def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False
               ) -> Iterator[tuple[KafkaCluster, Runtime]]:
@@ -97,10 +107,7 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
     Raises before changing anything for: a busy machine, a bad address plan, an
     unavailable Kafka version.
     """
-    plan = make_plan(settings.network, settings.nodes)
-    refuse_if_busy(live_active_cluster())
-    preflight(settings.runtime, plan, settings.kafka_version)
-    ensure_kafka(settings.kafka_version)
+    plan = check_can_provision(settings)
     prefix = new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
