@@ -63,6 +63,9 @@ class Progress:
         self.phase_started = self.started
         self.last_tick = self.started
         self.last_plain = 0.0
+        # Rates are over the window since the last plain line (5 s), not one tick: journals that reach the run
+        # folder in batches (hosts that do not share its disk) still give a true rate.
+        self.window: tuple[float, int, int] = (self.started, 0, 0)
         self.duration_s: float | None = None
 
     def phase(self, name: str, duration_s: float | None = None) -> None:
@@ -75,8 +78,11 @@ class Progress:
 
     def tick(self, faults: list[str]) -> None:
         now = time.monotonic()
-        ok, errors = self.tail.read()
-        span = max(now - self.last_tick, 1e-3)
+        new_ok, new_errors = self.tail.read()
+        since, ok, errors = self.window
+        ok, errors = ok + new_ok, errors + new_errors
+        span = max(now - since, 1e-3)
+        self.window = (since, ok, errors)
         self.last_tick = now
         elapsed = now - self.phase_started
         remaining = f" remaining {max(self.duration_s - elapsed, 0):5.1f} s" if self.duration_s else ""
@@ -85,6 +91,7 @@ class Progress:
         every_5s = now - self.last_plain >= 5.0
         if every_5s:
             self.last_plain = now
+            self.window = (now, 0, 0)
             self._record(line)
         if self.live:
             self._write("\r\x1b[2K" + line)
