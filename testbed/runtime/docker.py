@@ -43,11 +43,12 @@ from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.paths import REPO_ROOT
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, fault_table
-from testbed.runtime.dockerd import (
+from testbed.runtime.docker_api import (
     DEFAULT_HOST,
     create_internal_network,
     docker_client,
     remove_prefixed_resources,
+    with_timeout,
 )
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.state import RunState
@@ -266,7 +267,7 @@ class DockerRuntime:
         if input_text is not None:  # exec_run cannot feed stdin: hand the text over as an argument
             argv = ["sh", "-c", 'printf %s "$1" | { shift; "$@"; }', "stdin", input_text, *argv]
         try:
-            result = _with_timeout(lambda: self.container(host).exec_run(argv, demux=True,
+            result = with_timeout(lambda: self.container(host).exec_run(argv, demux=True,
                                                                          environment={RUN_ENV: self.prefix}), timeout)
         except docker.errors.APIError as exc:
             raise RuntimeFailure(f"{' '.join(argv)} on {host.name}: {exc.explanation or exc}") from exc
@@ -368,40 +369,3 @@ def _code_archive() -> bytes:
             tar.add(REPO_ROOT / package, arcname=f"src/{package}",
                     filter=lambda info: None if "__pycache__" in info.name else info)
     return buffer.getvalue()
-
-
-def _with_timeout(call: Any, timeout: float) -> Any:
-    """Run `call` in a thread; RuntimeFailure if it has not returned within `timeout` (the exec goes on)."""
-    result: list[Any] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(call())
-        except BaseException as exc:  # handed to the caller
-            failure.append(exc)
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise RuntimeFailure(f"no answer within {timeout:.0f} s")
-    if failure:
-        raise failure[0]
-    return result[0]
-
-
-def clean_leftovers(prefix: str | None = None) -> list[str]:
-    """Remove the project's containers and networks (of one run, or of any) from every daemon we can reach:
-    DOCKER_HOST or the default socket, and each dockerd of the project's own."""
-    from testbed.runtime.dockerd import find_leftover_dockerds
-
-    hosts = [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [own.host for own in find_leftover_dockerds()]
-    removed: list[str] = []
-    for host in dict.fromkeys(hosts):
-        try:
-            client = docker_client(host, timeout=30.0)
-        except RuntimeFailure:
-            continue
-        with contextlib.closing(client):
-            removed += remove_prefixed_resources(client, prefix)
-    return removed

@@ -11,6 +11,7 @@ import contextlib
 import ipaddress
 import os
 import re
+import threading
 from typing import Any
 
 import docker
@@ -99,3 +100,46 @@ def one_line_text(text: str) -> str:
 
 def one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def with_timeout(call: Any, timeout: float) -> Any:
+    """Run `call` in a thread; RuntimeFailure if it has not returned within `timeout` (the exec goes on)."""
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise RuntimeFailure(f"no answer within {timeout:.0f} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def clean_leftovers(prefix: str | None = None) -> list[str]:
+    """Remove the project's containers and networks (of one run, or of any) from every daemon we can reach:
+    DOCKER_HOST or the default socket, and each dockerd of the project's own."""
+    from testbed.runtime.dockerd import find_leftover_dockerds, orphaned
+
+    owns = find_leftover_dockerds()
+    hosts = [os.environ.get("DOCKER_HOST") or DEFAULT_HOST] + [own.host for own in owns]
+    removed: list[str] = []
+    for host in dict.fromkeys(hosts):
+        try:
+            client = docker_client(host, timeout=30.0)
+        except RuntimeFailure:
+            continue
+        with contextlib.closing(client):
+            removed += remove_prefixed_resources(client, prefix)
+    if prefix is None:  # a dockerd of the project's own whose starter was killed goes too; a live one's stays
+        for own in owns:
+            if orphaned(own):
+                own.stop()
+                removed.append(f"dockerd {own.prefix} (pid {own.pid}), its starter gone")
+    return removed

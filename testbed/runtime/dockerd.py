@@ -69,13 +69,14 @@ from testbed.runtime.dockerd_host import (
     all_pids,
     cmdline,
     kill_cgroup,
+    last_error,
     mounts_under,
     read_pid,
     remove_cgroup,
     unmount_under,
     wait_gone,
 )
-from testbed.runtime.procs import PREFIX_RE, is_alive
+from testbed.runtime.procs import PREFIX_RE, is_alive, start_time
 
 RUN_ROOT = Path("/run/faultline")
 DATA_ROOT = Path(os.environ.get("FAULTLINE_DOCKER_DATA_ROOT", "/var/lib/faultline/docker"))
@@ -118,6 +119,11 @@ class DockerdPaths:
     @property
     def log(self) -> Path:
         return self.run_dir / "dockerd.log"
+
+    @property
+    def owner(self) -> Path:
+        """The pid and start time of the process that started the daemon (for `orphaned`)."""
+        return self.run_dir / "owner"
 
     @property
     def data_root_note(self) -> Path:
@@ -209,6 +215,7 @@ def start_dockerd(prefix: str, data_root: Path | None = None,
     paths.run_dir.mkdir(parents=True, mode=0o700)
     paths.config.write_text("{}\n")
     paths.data_root_note.write_text(f"{data_root}\n")  # so a clean after a crash knows which mounts were its
+    paths.owner.write_text(f"{os.getpid()} {start_time(os.getpid())}\n")
     data_root.mkdir(parents=True, exist_ok=True)
     argv = [str(binary), *dockerd_flags(paths, data_root)]
     began = time.monotonic()
@@ -313,7 +320,7 @@ def _wait_answering(own: OwnDockerd, timeout: float) -> None:
     while time.monotonic() < deadline:
         if own.process is not None and own.process.poll() is not None:
             raise RuntimeFailure(f"dockerd {own.prefix} exited with status {own.process.returncode} before "
-                                 f"answering: {_last_error(own.paths.log)}")
+                                 f"answering: {last_error(own.paths.log)}")
         if own.paths.socket.exists():
             try:
                 with contextlib.closing(docker.DockerClient(base_url=own.host, timeout=5)) as client:
@@ -323,7 +330,7 @@ def _wait_answering(own: OwnDockerd, timeout: float) -> None:
                 last = one_line(exc)
         time.sleep(0.1)
     raise RuntimeFailure(f"dockerd {own.prefix} did not answer within {timeout:.0f} s ({last}): "
-                         f"{_last_error(own.paths.log)}")
+                         f"{last_error(own.paths.log)}")
 
 
 def _terminate(pid: int, prefix: str, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
@@ -395,12 +402,10 @@ def _data_root_of(pid: int) -> Path:
     return Path("/var/lib/docker")
 
 
-def _last_error(log_path: Path) -> str:
+def orphaned(own: OwnDockerd) -> bool:
+    """Whether the process that started `own` has exited (it would have stopped the daemon: it was killed)."""
     try:
-        lines = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "no log"
-    for line in reversed(lines):
-        if "level=fatal" in line or "level=error" in line or "failed" in line.lower():
-            return one_line_text(line)
-    return one_line_text(lines[-1]) if lines else "empty log"
+        pid, started = DockerdPaths(own.prefix).owner.read_text().split()
+    except (OSError, ValueError):
+        return True
+    return not is_alive(int(pid)) or str(start_time(int(pid))) != started

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from testbed.runtime.docker_api import one_line_text
 from testbed.runtime.procs import is_alive, start_time
 
 KILL_TIMEOUT_S = 10.0
@@ -97,3 +98,14 @@ def wait_gone(pid: int, process: subprocess.Popen[bytes] | None, timeout: float)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and is_alive(pid) and start_time(pid) == identity:
         time.sleep(0.05)
+
+
+def last_error(log_path: Path) -> str:
+    try:
+        lines = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        if "level=fatal" in line or "level=error" in line or "failed" in line.lower():
+            return one_line_text(line)
+    return one_line_text(lines[-1]) if lines else "empty log"

@@ -53,7 +53,7 @@ def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
 
 def clean_leftovers(prefix: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went."""
-    from testbed.runtime.docker import clean_leftovers as clean_docker
+    from testbed.runtime.docker_api import clean_leftovers as clean_docker
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
     return clean_netns(prefix) + clean_docker(prefix)

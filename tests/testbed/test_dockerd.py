@@ -15,6 +15,7 @@ import re
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from testbed.runtime.dockerd import (
     start_dockerd,
     stop_leftover_dockerds,
 )
+from tests.conftest import REPO, faultline
 
 pytestmark = pytest.mark.docker
 
@@ -272,6 +274,21 @@ def test_broker_in_kafka_image_serves_the_client_image_and_iptables_cuts_it(
     exec_ok(broker, "iptables -F FAULTLINE")
     healed = json.loads(in_client("python", "-m", "testbed.kafka.probe", name, "9092", name, "2181", "t"))
     assert healed["broker"] is not None, healed
+
+
+def test_clean_stops_an_orphaned_dockerd_and_keeps_a_live_ones(daemon: OwnDockerd, tmp_path: Path) -> None:
+    """A dockerd whose starter was killed goes with `harness clean`; one whose starter lives (this test's) stays."""
+    orphan = "fl" + secrets.token_hex(3)
+    started = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from testbed.runtime.dockerd import "
+         "start_dockerd; start_dockerd(sys.argv[1], data_root=Path(sys.argv[2]))", orphan, str(tmp_path / "root")],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    assert find_leftover_dockerds(orphan), "the starter exited and left its daemon running"
+    proc = faultline("clean", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert f"dockerd {orphan}" in proc.stdout and not find_leftover_dockerds(orphan)
+    assert find_leftover_dockerds(daemon.prefix), "the daemon of a live starter stays"
 
 
 def test_stop_leaves_nothing(daemon: OwnDockerd, client: docker.DockerClient, before: dict[str, str],
