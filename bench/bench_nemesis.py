@@ -46,6 +46,7 @@ from nemesis.nemesis import Nemesis  # noqa: E402
 from testbed.kafka.config import ClusterSettings  # noqa: E402
 from testbed.lifecycle import provision  # noqa: E402
 from testbed.runtime.base import Firewalled  # noqa: E402
+from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES  # noqa: E402
 
 TARGET_MS = 50.0
 PAUSE_S = 0.1  # between operations, so one does not queue behind the last
@@ -104,9 +105,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--runtime", default="netns")
+    parser.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=RUNTIMES)
     args = parser.parse_args()
-    network = os.environ.get("FAULTLINE_TEST_NETWORK", "198.18.2.0/24" if args.runtime == "netns" else "198.19.0.0/24")
+    # A range of its own beside a cluster the machine may run (netns), the runtime's own otherwise.
+    own = {DEFAULT_RUNTIME: "198.18.2.0/24"}.get(args.runtime, DEFAULT_NETWORKS[args.runtime])
+    network = os.environ.get("FAULTLINE_TEST_NETWORK", own)
     results: dict[str, Any] = {"rounds": args.rounds, "cpus": os.cpu_count(), "network": network,
                                "runtime": args.runtime}
     with tempfile.TemporaryDirectory() as tmp, \
