@@ -25,7 +25,7 @@ from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import Runtime
+from testbed.runtime.base import PowerCycled, Runtime
 from workloads.config import (
     AnyConfig,
     ConsumerConfig,
@@ -103,6 +103,7 @@ class WorkloadSet:
         self.cluster = cluster
         self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
         self.running: dict[str, Workload] = {}
+        self._restarts: dict[str, int] = {}
 
     def start(self, workloads: list[Workload]) -> None:
         for w in workloads:
@@ -125,10 +126,28 @@ class WorkloadSet:
                 self.running[short] = Workload(short, process.host, short.split("-", 1)[0])
 
     def check_alive(self) -> None:
-        """Raise WorkloadError if any process that should be running has exited."""
-        for w in self.running.values():
-            if self.processes.running(PROCESS_PREFIX + w.name) is None:
-                raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
+        """Raise WorkloadError if any process that should be running has exited.
+
+        Except an observer whose host lost power (a runtime that can cut a whole host's power kills it with
+        the broker it watches): it starts again, with a journal of its own, once its host is back."""
+        for w in list(self.running.values()):
+            if self.processes.running(PROCESS_PREFIX + w.name) is not None:
+                continue
+            if w.role == "observer" and self._lost_power(w):
+                self._restart_observer(w)
+                continue
+            raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
+
+    def _lost_power(self, w: Workload) -> bool:
+        return isinstance(self.runtime, PowerCycled) and \
+            self.processes.exit_status(PROCESS_PREFIX + w.name) == -signal.SIGKILL
+
+    def _restart_observer(self, w: Workload) -> None:
+        if w.config is None or self.cluster.process(w.host, "zookeeper") is None:
+            return  # its host is still down (or the process was taken over from a dead harness)
+        self._restarts[w.name] = self._restarts.get(w.name, 1) + 1
+        again = dataclasses.replace(w.config, journal=self.folder.journal(f"{w.name}.{self._restarts[w.name]}"))
+        self.start([Workload(w.name, w.host, w.role, again)])
 
     def tail(self, name: str) -> str:
         return self.processes.log_tail(PROCESS_PREFIX + name, lines=2)

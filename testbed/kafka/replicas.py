@@ -114,7 +114,8 @@ def snapshot_segments(cluster: KafkaCluster, label: str, limit_bytes: int = SNAP
     A deposed leader truncates its divergent tail, and a restarted broker its
     unreplicated one, once the fault heals: the copy keeps what they held, for
     `dump_replicas` to hold against the end (it is fetched with the data).
-    A node holding more than `limit_bytes` is skipped and said. OSError if a copy failed.
+    A node holding more than `limit_bytes` is skipped and said; one that cannot copy (a host without power)
+    is said under `errors`. OSError if no node could copy.
     """
     def copy(node: Host) -> tuple[str, str]:
         f = cluster.node_folder(node)
@@ -122,8 +123,8 @@ def snapshot_segments(cluster: KafkaCluster, label: str, limit_bytes: int = SNAP
         try:
             out = cluster.runtime.execute(node, ["sh", "-c", SNAPSHOT_SCRIPT, "snapshot", on_host(f.data("broker")),
                                                  cluster.topic, on_host(f.before_heal(label)), str(limit_bytes)])
-        except RuntimeFailure as exc:
-            raise OSError(f"{node.name}: {exc}") from exc
+        except RuntimeFailure as exc:  # a host without power cannot copy: said, the others still copied
+            return node.name, f"error {str(exc).splitlines()[-1][-200:]}"
         return node.name, out.stdout.strip()
 
     with ThreadPoolExecutor(len(cluster.nodes)) as pool:
@@ -135,6 +136,11 @@ def snapshot_segments(cluster: KafkaCluster, label: str, limit_bytes: int = SNAP
                            "bytes": sum(int(c[1]) for c in copied)}
     if skipped:
         out["skipped"] = "; ".join(f"{node}: {why}" for node, why in sorted(skipped.items()))
+    failed = {node: s.removeprefix("error ") for node, s in said.items() if s.startswith("error ")}
+    if failed and len(failed) == len(said):
+        raise OSError("; ".join(f"{node}: {why}" for node, why in sorted(failed.items())))
+    if failed:
+        out["errors"] = failed
     return out
 
 
