@@ -40,8 +40,11 @@ def test_isolate_az_leader(tmp_path: Path) -> None:
             # or in the instant after the heal (broker-0 acknowledges until the controller's
             # LeaderAndIsr reaches it). The examples spread over all the losses, edges included.
             assert 0 in example["leaders"], example
-            when = example.get("invoke_ns") or example["evidence"][0]["time_ns"]
-            assert start - 1_000_000_000 <= when <= stop + 5_000_000_000, example
+            # When broker-0 acknowledged it, not when it was sent: on a loaded machine a producer's queue
+            # holds a write for seconds, and one sent well before the cut can be acknowledged at it; and a
+            # follower can lag a few seconds behind, so what broker-0 alone held then is truncated too.
+            when = example.get("complete_ns") or example.get("invoke_ns") or example["evidence"][0]["time_ns"]
+            assert start - 5_000_000_000 <= when <= stop + 5_000_000_000, example
             named += any(f["fault"] == "isolate-az" for f in example["faults"])
         assert named >= len(examples) * 0.8, (
             f"{anomaly}: only {named} of {len(examples)} examples name the isolation"
@@ -63,7 +66,7 @@ def test_isolate_az_leader(tmp_path: Path) -> None:
     # Mostly az1's writes; a write from elsewhere acknowledged by broker-0 in the instant before the cut can
     # be there too (never replicated, so truncated and lost like az1's).
     from_az1 = [v for v in truncated if v.startswith("producer-az1")]
-    assert len(from_az1) >= len(truncated) * 0.8 and set(from_az1) & lost, truncated
+    assert len(from_az1) > len(truncated) / 2 and set(from_az1) & lost, truncated
     for conf in ("acksall", "acksall-idempotent"):
         verdict = json.loads((top / conf / "verdict.json").read_text())
         assert verdict["counts"]["lost"] == 0 and verdict["counts"]["divergence"] == 0, conf
