@@ -23,7 +23,7 @@ from harness.spec import Spec, parse_spec
 from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet
 from testbed.errors import HarnessError, SpecError
-from testbed.lifecycle import cluster_from_state, hosts_exist, tear_down
+from testbed.lifecycle import cluster_from_state, tear_down
 from testbed.runfolder import RunFolder
 from testbed.state import RunState, claim_active, read_active
 
@@ -54,8 +54,8 @@ def recover(run_dir: Path, engine: str | None = None) -> RunOutcome:
 def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
     progress = Progress(f"recover {spec.run_name}", folder.journal_dir, log=log_handler)
     notes: list[str] = []
-    if hosts_exist(folder.root):
-        cluster, runtime = cluster_from_state(folder.root)
+    cluster, runtime = cluster_from_state(folder.root)
+    if runtime.exists():
         if read_active() is None:
             claim_active(folder.root, RunState.load(folder.root).prefix)
         with contextlib.ExitStack() as undo:

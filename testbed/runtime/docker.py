@@ -78,11 +78,8 @@ class DockerRuntime:
         self.prefix = prefix
         self.plan = plan
         self.state = state
-        # The daemon that made the run is the one recover, status and down must talk to.
-        recorded = state.data.get("docker_host")
-        self.client = client or docker_client(recorded)
-        if recorded is None:
-            state.update(docker_host=os.environ.get("DOCKER_HOST") or DEFAULT_HOST)
+        # The daemon that made the run (recorded by `create`) is the one recover, status and down talk to.
+        self.client = client or docker_client(state.data.get("docker_host"))
         self._processes: dict[str, DockerProcess] = {}
         self._installed: set[str] = set()
         self._lock = threading.Lock()
@@ -134,6 +131,7 @@ class DockerRuntime:
             raise RuntimeFailure(f"creating the hosts on the Docker daemon: {exc.explanation or exc}") from exc
 
     def _create(self) -> None:
+        self.state.update(docker_host=os.environ.get("DOCKER_HOST") or DEFAULT_HOST)
         self.state.add("networks", self.network)
         create_internal_network(self.client, self.network, self.plan.network)
         api = self.client.api
