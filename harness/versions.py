@@ -44,6 +44,6 @@ def software_versions(kafka_version: str = DEFAULT_VERSION) -> dict[str, str]:
         "faultline": faultline_version(),
         "kafka": kafka_version,
         "librdkafka": confluent_kafka.libversion()[0],
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": metadata.version("confluent-kafka"),
         "python": platform.python_version(),
     }
