@@ -78,9 +78,13 @@ test-power-off:
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))
 
-.PHONY: docs-diagram
+.PHONY: docs-diagram spec-docs
 docs-diagram:
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
+
+# docs/spec.schema.json and the key tables of docs/spec.md, from harness/spec_keys.py (a test checks they are current).
+spec-docs:
+	$(PY) -m harness.spec_schema
 
 # --- Docker images and the project's own dockerd (compose/README.md) ---
 # Built without network into DOCKER_HOST, else the default socket if a daemon answers there, else a dockerd

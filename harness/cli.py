@@ -121,6 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.spec import load_specs
 
     specs = load_specs(args.spec, args.configuration, args.runtime)
+    require_root()  # after the spec: a bad spec is named to anyone, root or not
     for spec in specs:  # bad input is refused before any run folder is written
         check_can_provision(spec.cluster)
     status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("cluster", "clean", "run", "recover"):
+        if args.command in ("cluster", "clean", "recover"):
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
                    "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}[args.command]
