@@ -70,3 +70,11 @@ def test_the_schema_refuses_what_the_harness_refuses(raw: dict[str, Any]) -> Non
     assert list(VALIDATOR.iter_errors(raw))
     with pytest.raises(SpecError):
         parse_spec(raw)
+
+
+def test_the_example_in_docs_spec_md_is_a_valid_spec() -> None:
+    text = (REPO / "docs" / "spec.md").read_text()
+    example = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    assert not list(VALIDATOR.iter_errors(example))
+    assert [s.configuration for s in [parse_spec(example, c) for c in example["configurations"]]] == [
+        "acks1", "acksall-idempotent"]
