@@ -8,7 +8,7 @@ RUNTIME ?= netns
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
 setup: setup-debian setup-venv setup-kafka setup-docker
 
@@ -19,9 +19,25 @@ setup-debian:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# The Python that makes .venv: python3.11 if there is one, else python3 (3.11 or later).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+
+# Debian splits `python3.X -m venv` off into python3.X-venv (ensurepip and its wheels): install it if missing.
+setup-python:
+	@test -n "$(PYTHON)" || { echo "no python3.11 or python3: apt-get install python3 python3-venv"; exit 3; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "$(PYTHON) is older than 3.11: make setup PYTHON=/path/to/python3.11"; exit 3; }
+	@if ! $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1; then \
+	  pkg=python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv; \
+	  if ! command -v apt-get >/dev/null; then echo "$(PYTHON) has no ensurepip (venv) and there is no apt-get"; exit 3; fi; \
+	  echo "installing Debian package $$pkg ($(PYTHON) -m venv needs its ensurepip)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkg >/dev/null; \
+	fi
+
+# requirements-dev.txt: the exact runtime pins (requirements.txt) and the development tools.
 setup-venv:
-	@test -x $(PY) || python3.11 -m venv .venv
-	@$(PY) -m pip install -q -r requirements.txt
+	@test -x $(PY) || { $(MAKE) --no-print-directory setup-python && $(PYTHON) -m venv .venv; }
+	@$(PY) -m pip install -q -r requirements-dev.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
 setup-kafka:
@@ -34,9 +50,9 @@ lint:
 test: lint
 	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
 
-# The fast set: everything that needs neither root nor a cluster nor Spark.
+# The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
