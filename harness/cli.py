@@ -135,10 +135,13 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from checkers.api import missing_engine
     from harness.scenario import run_specs
     from harness.spec import load_specs
 
     specs = load_specs(args.spec, args.configuration, args.runtime)
+    for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
+        raise UsageError(f"{args.spec}: {problem}")
     require_root()  # after the spec: a bad spec is named to anyone, root or not
     for spec in specs:  # bad input is refused before any run folder is written
         check_can_provision(spec.cluster)

@@ -69,7 +69,7 @@ def test_pip_install_gives_a_working_faultline(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
                               "--disable-pip-version-check", str(source)],
                              capture_output=True, text=True, timeout=600, env=env)
     assert install.returncode == 0, install.stderr[-3000:]
@@ -81,6 +81,11 @@ def test_pip_install_gives_a_working_faultline(tmp_path: Path) -> None:
     assert lines[0] == "faultline 0.1.0"  # an installed copy is no checkout: no commit to name
     assert lines[1].startswith("Kafka 2.7.2")
     assert re.fullmatch(r"librdkafka \d+\.\d+\.\d+", lines[2]) and lines[3] == "confluent-kafka 2.16.1"
+
+    # Without the spark extra, a spec whose checker is spark is refused before anything starts.
+    run = subprocess.run([venv / "bin" / "faultline", "run", str(source / "scenarios" / "smoke.yaml")],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert run.returncode == 3 and "pip install 'faultline[spark]', or use --engine pandas" in run.stderr, run.stderr
 
     history = tmp_path / "history"
     history.mkdir()
