@@ -12,7 +12,6 @@ reported with where it stopped) and a bare Spark scan of the same files
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -25,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checkers.api import check  # noqa: E402
+from checkers.argparser import ArgumentParser  # noqa: E402
 from checkers.synth import SynthSpec, generate, write_history  # noqa: E402
 
 CACHE = Path(os.environ.get("FAULTLINE_BENCH_CACHE", Path.home() / ".cache" / "faultline" / "bench"))
@@ -104,7 +104,7 @@ def pandas_run(directory: Path, repeats: int, mem_gib: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pandas-repeats", type=int, default=None, help="default: --repeats")

@@ -5,7 +5,6 @@ A benchmark, not a test: it prints figures for BENCHMARKS.md. Target on 2 cores:
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -13,6 +12,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from checkers.argparser import ArgumentParser
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,7 +27,7 @@ def timed(*args: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--runtime", help="as `cluster up --runtime` (default: its default)")
     args = parser.parse_args()

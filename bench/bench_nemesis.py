@@ -21,7 +21,6 @@ Takes the cluster down on exit.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -34,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from checkers.argparser import ArgumentParser  # noqa: E402
 from nemesis import shapes  # noqa: E402
 from nemesis.firewall import (  # noqa: E402
     FirewalledRuntime,  # noqa: E402
@@ -102,7 +102,7 @@ def bench_reset(runtime: FirewalledRuntime, grudge: shapes.Grudge, rounds: int) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=RUNTIMES)

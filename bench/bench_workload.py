@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from checkers.argparser import ArgumentParser
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.lifecycle import cluster_from_state, provision
@@ -100,7 +101,7 @@ def run_perf(cluster: KafkaCluster, runtime: Runtime, records: int, duration: fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=15.0, help="seconds per producer run")
     parser.add_argument("--rounds", type=int, default=3, help="alternating (b), (a) rounds")
     parser.add_argument("--network", default="198.18.0.0/24")

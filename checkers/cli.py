@@ -2,7 +2,8 @@
 
 Exit status: 0 valid, 1 invalid, 2 unknown (verdict written with a reason),
 3 the checker failed (bad input: one line on stderr naming the file, the line
-or column and the problem; no verdict written).
+or column and the problem; no verdict written) or a usage error (an unknown
+option, a bad ``--engine``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from checkers.api import ENGINES, check
+from checkers.argparser import ArgumentParser
 from checkers.errors import HistoryError
 from checkers.verdict import EXIT_FAILED, exit_status, write_verdict
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m checkers", description="Judge a faultline history.")
+    parser = ArgumentParser(prog="python -m checkers", description="Judge a faultline history.")
     parser.add_argument("history_dir", type=Path, help="directory holding writes, reads, ... tables")
     parser.add_argument("--out", type=Path, required=True, help="directory to write verdict.json into")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="analysis engine (default spark)")

@@ -82,6 +82,7 @@ def write_verdict(verdict: dict[str, Any], out_dir: str | Path) -> Path:
             handle.write(dumps(verdict))
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600: a verdict is for anyone to read
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -19,7 +19,6 @@ not one of ours (label faultline.image).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -44,6 +43,7 @@ import docker  # noqa: E402
 import docker.errors  # noqa: E402
 from client_inputs import client_requirements, project_sources, wheelhouse  # noqa: E402  (compose/, beside this)
 
+from checkers.argparser import ArgumentParser  # noqa: E402
 from testbed.errors import HarnessError, RuntimeFailure  # noqa: E402
 from testbed.kafka.dist import DEFAULT_VERSION, SCALA_BINARY, ensure_kafka  # noqa: E402
 from testbed.runtime.dockerd import DEFAULT_HOST, OwnDockerd, daemon_answers, docker_client, start_dockerd  # noqa: E402
@@ -70,7 +70,7 @@ class Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build faultline's Docker images without a network.")
+    parser = ArgumentParser(description="Build faultline's Docker images without a network.")
     parser.add_argument("--base-image", default="", help=f"use this image as the base instead of building {BASE_TAG}")
     parser.add_argument("--kafka-version", default=DEFAULT_VERSION)
     parser.add_argument("--client-tag", default="", help="tag of faultline/client (default: a digest of its inputs)")

@@ -1,7 +1,10 @@
 """`python -m harness` (also `faultline`): the command line.
 
 Every HarnessError becomes one line on stderr and exit status 3 (DESIGN.md's
-contract); bad options are HarnessErrors too.
+contract); bad options are HarnessErrors too. Every path a user types is made
+absolute here, at the edge, against the directory it was typed in: the
+processes the harness starts elsewhere (in a namespace, in a container) and
+the state file never see a relative path.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+from harness.runfolders import find_runs
 from testbed.errors import HarnessError, UsageError
+from testbed.handover import hand_over
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import (
+    TerminationRequested,
     check_can_provision,
     cluster_from_state,
     live_active_cluster,
@@ -32,6 +38,8 @@ from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES,
 from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
+KEEP_DATA_HELP = ("keep each node's Kafka and ZooKeeper data folders (by default they go once the replicas are "
+                  "dumped: preallocated index and log files make a run folder look hundreds of MB)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,12 +90,16 @@ def build_parser() -> Parser:
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
+    run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
-    report = sub.add_parser("report", help="regenerate report.html (and junit.xml) of a finished run")
+    recover.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
+    report = sub.add_parser("report", help="regenerate report.html (and junit.xml) of a finished run "
+                            "(a run folder, a scenario's timestamp or latest folder, or the scenario's folder)")
     report.add_argument("run_dir", type=Path)
-    show = sub.add_parser("show", help="print a finished run's verdict summary")
+    show = sub.add_parser("show", help="print a finished run's verdict summary (each configuration's, for a "
+                          "timestamp or latest folder of a spec with several)")
     show.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="list the scenarios, one line each")
     compose = sub.add_parser("compose", help="write a spec's cluster as a Compose project, to bring up by hand")
@@ -95,6 +107,14 @@ def build_parser() -> Parser:
     compose.add_argument("--configuration", help="the configuration whose cluster to write (needed when they differ)")
     compose.add_argument("-o", "--output", type=Path, required=True, help="the project's folder (created)")
     return parser
+
+
+def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """Every path argument made absolute (symlinks such as `latest` resolved: a run is known by its real folder)."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, value.resolve())
+    return args
 
 
 def active_run_dir() -> Path:
@@ -123,6 +143,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         return 0
     started = time.monotonic()
     tear_down(cluster_from_state(run_dir)[0])
+    hand_over(run_dir)
     print(f"cluster down in {time.monotonic() - started:.1f} s (run dir {run_dir})")
     return 0
 
@@ -145,14 +166,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     require_root()  # after the spec: a bad spec is named to anyone, root or not
     for spec in specs:  # bad input is refused before any run folder is written
         check_can_provision(spec.cluster)
-    status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
+    status, _ = run_specs(specs, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
     return status
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
     from harness.recover import recover
 
-    outcome = recover(args.run_dir, args.engine)
+    outcome = recover(args.run_dir, args.engine, keep_data=args.keep_data)
     print(summary_line(outcome.verdict, outcome.run_dir))
     return outcome.status
 
@@ -167,17 +188,26 @@ def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.report import render_junit, render_report
+    from harness.scenario import junit_of_folders
 
-    run_dir = _run_dir(args.run_dir)
-    print(render_junit(run_dir))
-    print(render_report(run_dir))
+    found = find_runs(args.run_dir)
+    for run_dir in found.finished:
+        print(render_junit(run_dir))
+        print(render_report(run_dir))
+    if found.several:
+        print(junit_of_folders(found.top, found.finished, found.unfinished))
+    hand_over(found.top)
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from harness.report import summary
 
-    print(summary(_run_dir(args.run_dir)))
+    found = find_runs(args.run_dir)
+    said = [summary(run_dir) for run_dir in found.finished]
+    said += [f"{run_dir.name}: no verdict (its run did not finish: see {RunFolder(run_dir).harness_log})"
+             for run_dir in found.unfinished]
+    print("\n\n".join(said))
     return 0
 
 
@@ -202,16 +232,10 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_dir(path: Path) -> Path:
-    if not RunFolder(path).verdict.exists():
-        raise UsageError(f"{path}: not a finished run folder (no verdict.json)")
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
-        args = build_parser().parse_args(argv)
+        args = absolute_paths(build_parser().parse_args(argv))
         if args.command in ("cluster", "clean", "recover"):
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
@@ -227,3 +251,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("faultline: interrupted; everything this run made was removed", file=sys.stderr)
         return 130
+    except TerminationRequested:
+        print("faultline: terminated; everything this run made was removed", file=sys.stderr)
+        return 143

@@ -6,6 +6,13 @@ every outcome they know), heal every fault, wait for the cluster to settle,
 drain the final log from each AZ, and tear everything down. Then it builds
 the tables from every journal and runs the checker. If the hosts are gone,
 the verdict covers the journals alone (and is unknown: there is no final log).
+
+A recover that fails before its drain is done (a drain that cannot start, a
+client that will not stop) leaves the cluster as it found it, up, so that a
+second `recover` can finish the job: tearing it down would leave only an
+unknown verdict. Each attempt's drains have names of their own. Must never:
+tear down a cluster whose final log it has not read, or judge a run twice
+into different folders.
 """
 
 from __future__ import annotations
@@ -21,10 +28,13 @@ from harness.run import finish, make_nemesis
 from harness.runlog import run_log
 from harness.spec import Spec, parse_spec
 from harness.verdicts import RunOutcome, judge
-from harness.workloadset import WorkloadSet
+from harness.workloadset import PROCESS_PREFIX, WorkloadSet
 from testbed.errors import HarnessError, SpecError
+from testbed.handover import hand_over
+from testbed.kafka.cluster import KafkaCluster
 from testbed.lifecycle import cluster_from_state, tear_down
 from testbed.runfolder import RunFolder
+from testbed.runtime.base import Runtime
 from testbed.state import RunState, claim_active, read_active
 
 log = logging.getLogger("faultline.recover")
@@ -41,39 +51,66 @@ def load_run_spec(folder: RunFolder) -> Spec:
     return parse_spec(raw, configuration)
 
 
-def recover(run_dir: Path, engine: str | None = None) -> RunOutcome:
-    folder = RunFolder(run_dir)
+def recover(run_dir: Path, engine: str | None = None, keep_data: bool = False) -> RunOutcome:
+    """Finish and judge the run in `run_dir` (an absolute path: the CLI resolves what a user types)."""
+    folder = RunFolder(run_dir.resolve())
     if not folder.state.exists():
         raise HarnessError(f"{run_dir}: not a run folder (no state.json)")
     spec = load_run_spec(folder)
-    with run_log(folder) as log_handler:
-        log.info("recover %s in %s", spec.run_name, run_dir)
-        return _recover(spec, folder, engine, log_handler)
+    try:
+        with run_log(folder) as log_handler:
+            log.info("recover %s in %s", spec.run_name, folder.root)
+            return _recover(spec, folder, engine, log_handler, keep_data)
+    finally:
+        hand_over(folder.root)
 
 
-def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
+def drain_suffix(folder: RunFolder, runtime: Runtime) -> str:
+    """`-recover`, or `-recover2`, `-recover3`... when an earlier recover's drains already used it."""
+    used = {name.removeprefix(PROCESS_PREFIX) for name in runtime.process_names()}
+    used |= {p.stem for p in folder.journal_dir.glob("drain-*.jsonl")}
+    attempt = 1
+    while any(name.endswith(f"-recover{attempt if attempt > 1 else ''}") for name in used):
+        attempt += 1
+    return f"-recover{attempt if attempt > 1 else ''}"
+
+
+def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler,
+             keep_data: bool) -> RunOutcome:
     progress = Progress(f"recover {spec.run_name}", folder.journal_dir, log=log_handler)
     notes: list[str] = []
     cluster, runtime = cluster_from_state(folder.root)
     if runtime.exists():
         if read_active() is None:
             claim_active(folder.root, RunState.load(folder.root).prefix)
+        workloads = WorkloadSet(runtime, folder, cluster)
         with contextlib.ExitStack() as undo:
-            undo.callback(tear_down, cluster)
-            workloads = WorkloadSet(runtime, folder, cluster)
+            undo.callback(_left_up, cluster, folder, workloads)  # popped once the final log is read
             workloads.adopt()
             progress.phase("healing")
             # The nemesis's own heal: every host's rules cleared, paused processes resumed, stopped ones
             # started again, journaled as a heal-all row like any other (it knows no active fault: the
             # dead harness's journal says which were).
-            nemesis = make_nemesis(spec, cluster)
-            undo.callback(nemesis.close)
-            nemesis.heal_all(by="recover")
-            closed = nemesis.close_orphans(by="recover")
-            if closed:
-                log.info("recover: the dead harness's faults %s healed", ", ".join(closed))
-            notes += finish(spec, cluster, workloads, progress, drain_suffix="-recover")
+            with contextlib.closing(make_nemesis(spec, cluster)) as nemesis:
+                nemesis.heal_all(by="recover")
+                closed = nemesis.close_orphans(by="recover")
+                if closed:
+                    log.info("recover: the dead harness's faults %s healed", ", ".join(closed))
+                notes += finish(spec, cluster, workloads, progress, drain_suffix=drain_suffix(folder, runtime))
+            undo.pop_all()
+        tear_down(cluster)
     else:
         notes.append("the run's cluster was already gone: no final drain after the harness died")
     progress.phase("checking")
-    return judge(spec, folder, notes, engine)
+    return judge(spec, folder, notes, engine, keep_data)
+
+
+def _left_up(cluster: KafkaCluster, folder: RunFolder, workloads: WorkloadSet) -> None:
+    """A recover that failed: its own drains stopped, what the hosts hold fetched, the cluster left up."""
+    with contextlib.suppress(HarnessError):
+        workloads.stop("drain", 5.0)
+    with contextlib.suppress(HarnessError):
+        workloads.collect()
+    log.error("recover did not finish: the run's cluster %s is left up, as the dead harness left it, healed; "
+              "run 'python -m harness recover %s' again (or 'python -m harness clean' to give up)",
+              cluster.runtime.prefix, folder.root)

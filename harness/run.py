@@ -48,16 +48,19 @@ def producer_stop_timeout(spec: Spec) -> float:
     return longest / 1000 + STOP_GRACE_S
 
 
-def execute_run(spec: Spec, run_dir: Path, engine: str | None = None) -> RunOutcome:
-    """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown)."""
+def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False) -> RunOutcome:
+    """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown).
+
+    `keep_data`: keep the nodes' data folders (pruned once the replicas are dumped, by default)."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     with run_log(folder) as log_handler:
         log.info("run %s into %s", spec.run_name, run_dir)
-        return _execute(spec, folder, engine, log_handler)
+        return _execute(spec, folder, engine, log_handler, keep_data)
 
 
-def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler) -> RunOutcome:
+def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler,
+             keep_data: bool) -> RunOutcome:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
@@ -77,7 +80,7 @@ def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
                 nemesis.heal_all()
             notes += finish(spec, cluster, workloads, progress)
     progress.phase("checking")
-    return judge(spec, folder, notes, engine)
+    return judge(spec, folder, notes, engine, keep_data)
 
 
 def make_nemesis(spec: Spec, cluster: KafkaCluster) -> Nemesis:

@@ -20,6 +20,7 @@ from harness.facts import observed_facts
 from harness.spec import Expectation, Spec
 from testbed.errors import HarnessError
 from testbed.files import write_json_atomic
+from testbed.handover import prune_node_data
 from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.verdicts")
@@ -39,11 +40,11 @@ def build_tables(journal_dir: Path, history_dir: Path) -> dict[str, Any]:
     return build_history(journal_dir, history_dir)
 
 
-def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> None:
+def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> bool:
     """`replicas.json`: every replica on disk, compared with the others and with the final log.
 
     Forensics beside the verdict, not part of it: a dump that fails is said in the
-    file and the log, and the run's verdict stands on the history alone.
+    file and the log, and the run's verdict stands on the history alone. Whether the replicas were dumped.
     """
     from testbed.kafka.replicas import dump_replicas, final_log
 
@@ -53,7 +54,7 @@ def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> None:
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
         log.error("could not dump the replicas of %s: %s", folder.root, exc)
         write_json_atomic(folder.replicas, {"topic": topic, "error": str(exc)})
-        return
+        return False
     records = sum(r["records"] for p in report["partitions"] for r in p["replicas"].values())
     log.info("replicas of %s dumped and compared in %.1f s (%d records on disk): %s", topic,
              time.monotonic() - started, records, "they agree" if report["agree"] else "they DIFFER")
@@ -61,6 +62,7 @@ def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> None:
         log.warning("replicas of %s differ on disk: see %s", topic, folder.replicas)
     if report.get("final_matches") is False:
         log.warning("the final log of %s differs from what the replicas hold: see %s", topic, folder.replicas)
+    return True
 
 
 def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
@@ -72,10 +74,13 @@ def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
         raise HarnessError(f"checker failed on {history_dir}: {exc}") from exc
 
 
-def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -> RunOutcome:
+def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False) -> RunOutcome:
+    """The run's verdict (written with its reports); the nodes' data folders pruned once the replicas are
+    dumped, unless `keep_data` (or the dump failed: then the segments are the only evidence)."""
     run_dir, history_dir = folder.root, folder.history_dir
     build_tables(folder.journal_dir, history_dir)
-    check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version)
+    if check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version) and not keep_data:
+        prune_node_data(folder)
     verdict = run_checker(history_dir, engine or spec.checker)
     if notes:
         verdict["valid"] = "unknown"

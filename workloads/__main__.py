@@ -2,7 +2,7 @@
 
 Exit status (workloads.exits): 0 done, 1 failed (bad config, fatal client
 error, a bug: one line on stderr says why, and the journal gets a ``crash``
-line), 2 the drain did not finish.
+line), 2 the drain did not finish, 3 a usage error (not one argument).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m workloads CONFIG.json", file=sys.stderr)
-        return exits.FAILED
+        return exits.USAGE
     try:
         config = load_config(Path(args[0]))
     except ConfigError as exc:

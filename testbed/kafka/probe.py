@@ -10,6 +10,7 @@ import json
 import sys
 from dataclasses import asdict
 
+from checkers.verdict import EXIT_FAILED
 from testbed.kafka.wire import broker_view, zookeeper_mode
 
 
@@ -24,6 +25,9 @@ def probe(host: str, port: int, zk_host: str, zk_port: int, topics: list[str] | 
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) < 4 or not argv[1].isdigit() or not argv[3].isdigit():
+        print("usage: python -m testbed.kafka.probe HOST PORT ZKHOST ZKPORT [TOPIC...]", file=sys.stderr)
+        return EXIT_FAILED
     host, port, zk_host, zk_port, *topics = argv
     print(json.dumps(probe(host, int(port), zk_host, int(zk_port), topics or None)))
     return 0

@@ -22,6 +22,7 @@ from harness.workloadset import WorkloadSet, plan_workloads
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
 from testbed.addressing import AddressPlan, make_plan
+from testbed.errors import WorkloadError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import new_prefix
@@ -146,3 +147,36 @@ def test_recover_without_hosts_judges_the_journals_alone(machine: dict[str, Any]
     assert RunFolder(run_dir).table("writes").exists()
     assert RunFolder(run_dir).nemesis_journal.read_text() == before, "nothing to heal, nothing journaled"
     assert world.created == 1 and world.firewall_calls[-1][0] == "set", "no host was touched"
+
+
+def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_one_finishes(
+        machine: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    world.scripts["workload/drain-az2-recover"] = exits_by_itself(1)  # as a drain refusing its config does
+    folder = RunFolder(run_dir)
+
+    with pytest.raises(WorkloadError, match="drain-az2-recover exited with status 1"):
+        recover(run_dir, engine="pandas")
+
+    # Healed, its clients stopped, but the cluster is as the dead harness left it otherwise: up, and the machine's.
+    assert world.exists() and world.destroyed == 0
+    assert all(world.processes[f"az{i}-node/{role}"].alive() for i in (1, 2, 3) for role in ("zookeeper", "broker"))
+    assert world.processes["workload/producer-az1-0"].ended_by == "SIGTERM"
+    assert [p for p in world.alive() if "drain" in p] == [], "its own drains were stopped"
+    assert testbed.state.ACTIVE_FILE.exists()
+    assert not folder.verdict.exists()
+
+    del world.scripts["workload/drain-az2-recover"]
+    monkeypatch.chdir(tmp_path)
+    outcome = recover(Path("run"), engine="pandas")  # a relative path, as a user types it
+
+    assert outcome.verdict["valid"] is True and outcome.status == 0, outcome.verdict
+    assert outcome.run_dir == run_dir
+    reads = pd.read_parquet(folder.table("reads"))
+    assert {"drain-az1-recover2", "drain-az2-recover2", "drain-az3-recover2"} <= set(
+        reads.loc[reads["phase"] == "final", "process"]), "the second attempt's drains have names of their own"
+    assert all(Path(json.loads(folder.workload_config(f"drain-az{i}-recover2").read_text())["journal"]).is_absolute()
+               for i in (1, 2, 3))
+    assert world.destroyed == 1 and not world.exists() and world.alive() == []
+    assert not testbed.state.ACTIVE_FILE.exists()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -29,9 +34,10 @@ def only_run_dir(results: Path, name: str) -> Path:
 
 
 def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
-    proc = faultline("run", "scenarios/smoke.yaml", "--results", str(tmp_path), timeout=600)
+    proc = faultline("run", "scenarios/smoke.yaml", "--results", str(tmp_path), "--keep-data", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     run_dir = only_run_dir(tmp_path, "smoke")
+    assert list((run_dir / "nodes" / "az1-node" / "kafka-data").glob("faultline-0/*.index")), "--keep-data kept it"
     assert (tmp_path / "smoke" / "latest").resolve() == run_dir.resolve()
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["valid"] is True and verdict["errors"] == {}
@@ -127,12 +133,17 @@ def test_a_killed_harness_is_recovered_with_nothing_acknowledged_lost(tmp_path: 
     run_dir = journal.parent.parent
     prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
     assert remaining(prefix), "the killed harness should have left its cluster running"
-    proc = faultline("recover", str(run_dir), timeout=600)
+    relative = os.path.relpath(run_dir, REPO)  # as a user types it, from the repository's root
+    assert not Path(relative).is_absolute()
+    proc = faultline("recover", relative, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["valid"] is True and verdict["counts"]["lost"] == 0
     assert verdict["stats"]["ok"] > 1000 and verdict["stats"]["final_reads"] >= verdict["stats"]["ok"]
     assert remaining(prefix) == []
+    node = run_dir / "nodes" / "az1-node"
+    assert not (node / "kafka-data").exists() and list((node / "replica-dump").glob("*.txt.gz")), \
+        "the data folders go once the replicas are dumped"
 
 
 BROKEN = [
@@ -163,3 +174,98 @@ def test_broken_specs_are_refused_before_anything_starts(tmp_path: Path, change:
     assert len(lines) == 1 and says in lines[0] and "broken.yaml" in lines[0], proc.stderr
     assert not (tmp_path / "results").exists()
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
+
+
+# -- one cheap run of two configurations, shared by the tests of statuses, `latest` and results others can open --
+INVOKER = 65533  # the uid and gid `sudo` would name: nobody's neighbour, so reading as nobody tests the modes
+TWO = "two-configurations"
+
+
+@pytest.fixture(scope="module")
+def two_configurations() -> Iterator[tuple[Path, subprocess.CompletedProcess[str]]]:
+    """`run` of a two-configuration spec as under `sudo`, into a folder anyone can reach, named relative to the
+    repository's root; yields the results folder and the run's process."""
+    results = Path(tempfile.mkdtemp(prefix="faultline-open-"))
+    os.chmod(results, 0o755)  # pytest's own tmp folders are 0700: nobody could reach the run at all
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    producers = spec["workloads"]["producers"]
+    spec.update(name=TWO, duration_s=6, checker="pandas", expect={"valid": True}, configurations={
+        "idempotent": {},
+        "plain": {"overrides": {"workloads": {"producers": [
+            {**producers[0], "settings": {"acks": "all", "enable.idempotence": False}}]}}}})
+    spec["workloads"]["producers"] = [{**producers[0], "rate": 50}]
+    (results / "two.yaml").write_text(yaml.safe_dump(spec))
+    proc = faultline("run", os.path.relpath(results / "two.yaml", REPO), "--results", os.path.relpath(results, REPO),
+                     env=as_sudo(), timeout=600)
+    try:
+        yield results, proc
+    finally:
+        shutil.rmtree(results)
+
+
+def as_sudo() -> dict[str, str]:
+    return {"SUDO_UID": str(INVOKER), "SUDO_GID": str(INVOKER)}
+
+
+def test_every_configuration_matching_exits_0_with_one_junit_case_each(
+        two_configurations: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results, proc = two_configurations
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert [line.split()[:3] for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL", "ERROR"))] == [
+        ["PASS", TWO, "[idempotent]"], ["PASS", TWO, "[plain]"]]
+    suite = ET.parse(results / TWO / "latest" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "0", "0")
+
+
+def test_show_and_report_work_on_latest_and_the_scenario_folder(
+        two_configurations: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results, _ = two_configurations
+    latest = os.path.relpath(results / TWO / "latest", REPO)
+    shown = faultline("show", latest, env=as_sudo())
+    assert shown.returncode == 0, shown.stderr
+    assert f"{TWO} [idempotent]" in shown.stdout and f"{TWO} [plain]" in shown.stdout, shown.stdout
+    assert shown.stdout.count(": VALID (as the scenario expected)") == 2, shown.stdout
+    before = (results / TWO / "latest" / "junit.xml").read_text()
+    reported = faultline("report", os.path.relpath(results / TWO, REPO), env=as_sudo(), timeout=300)
+    assert reported.returncode == 0, reported.stderr
+    for conf in ("idempotent", "plain"):
+        assert f"/{conf}/report.html" in reported.stdout, reported.stdout
+    assert (results / TWO / "latest" / "junit.xml").read_text().count("<testcase") == before.count("<testcase") == 2
+
+
+def test_a_finished_run_folder_is_readable_by_anyone_and_owned_by_the_invoking_user(
+        two_configurations: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results, _ = two_configurations
+    scenario = results / TWO
+    paths = [scenario, *scenario.rglob("*")]
+    assert len(paths) > 100
+    for path in paths:
+        st = path.lstat()
+        assert (st.st_uid, st.st_gid) == (INVOKER, INVOKER), path
+        if not path.is_symlink():
+            assert stat.S_IMODE(st.st_mode) in ((0o755,) if path.is_dir() else (0o644, 0o755)), (path, oct(st.st_mode))
+    # nobody (neither owner nor in the group) lists every folder and reads every byte of every file
+    read = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                           "sh", "-c", 'find "$1" -type f -exec cat {} + | wc -c', "read", str(scenario)],
+                          capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0 and read.stderr == "", read.stderr[-2000:]
+    assert int(read.stdout) == sum(p.lstat().st_size for p in paths if p.is_file() and not p.is_symlink())
+
+
+def test_a_run_folders_apparent_size_is_its_real_size(
+        two_configurations: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results, _ = two_configurations
+    run = (results / TWO / "latest").resolve()
+
+    def du(*flags: str) -> int:
+        return int(subprocess.run(["du", "-s", "-B1", *flags, str(run)], capture_output=True, text=True,
+                                  check=True).stdout.split()[0])
+
+    apparent, real = du("--apparent-size"), du()
+    assert apparent <= real * 1.25, f"apparent {apparent} bytes, on disk {real}: a preallocated file is left"
+    for conf in ("idempotent", "plain"):
+        for node in ("az1-node", "az2-node", "az3-node"):
+            folder = run / conf / "nodes" / node
+            assert not (folder / "kafka-data").exists() and not (folder / "zookeeper-data").exists()
+            assert list((folder / "replica-dump").glob("faultline-*.txt.gz")), "the replica dumps stay"
+            assert (folder / "logs" / "broker" / "server.log").is_file() and (folder / "config").is_dir()

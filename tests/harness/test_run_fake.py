@@ -7,8 +7,10 @@ everything else is the harness's own code, through the runtime interface.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
+import harness.scenario
 import harness.verdicts
 import nemesis.faults
 import nemesis.nemesis
@@ -24,7 +28,8 @@ import testbed.lifecycle
 import testbed.runtime.factory
 import testbed.state
 from harness.run import execute_run
-from harness.spec import parse_spec
+from harness.scenario import run_specs
+from harness.spec import Spec, load_specs, parse_spec
 from harness.workloadset import PROCESS_PREFIX
 from nemesis.journal import read_journal
 from testbed.addressing import AddressPlan, Host
@@ -66,11 +71,11 @@ def snapshot_answer(host: Host, argv: list[str], input_text: str | None) -> subp
 
 
 def install_fake_machine(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provision builds a FakeRuntime; Kafka-only steps answer as a healthy cluster would."""
-    topic = FakeTopic()
+    """Provision builds a FakeRuntime (each with a topic of its own); Kafka-only steps answer as a healthy
+    cluster would."""
 
     def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> FakeRuntime:
-        runtime = FakeRuntime(plan, prefix, state, scripts=machine.scripts, behaviours=workload_behaviours(topic),
+        runtime = FakeRuntime(plan, prefix, state, scripts=machine.scripts, behaviours=workload_behaviours(FakeTopic()),
                               execute=snapshot_answer)
         for step in machine.prepare:
             step(runtime)
@@ -204,3 +209,55 @@ def test_a_failure_in_any_phase_tears_everything_down(
         assert "producer-az1-0 died mid-run" in str(raised.value)
     if phase == "draining":
         assert "drain-az2 exited with status 1" in str(raised.value)
+
+
+def test_a_crashed_configuration_is_a_junit_error_and_exit_3_while_the_others_keep_their_results(
+        machine: Machine, tmp_path: Path) -> None:
+    # Three configurations expecting a valid run; the middle one's producers (in az2) die mid-run.
+    raw = {**SPEC, "duration_s": 2, "expect": {"valid": True},
+           "configurations": {"first": {}, "crashes": {"overrides": {"workloads": {
+               "producers": [{"azs": ["az2"], "rate": 10}]}}}, "third": {}}}
+    machine.scripts["workload/producer-az2-"] = exits_by_itself(1, after_s=0.3)
+    specs = load_specs_from(raw, tmp_path)
+    out = io.StringIO()
+
+    status, cases = run_specs(specs, tmp_path / "results", "pandas", out)
+
+    assert status == 3, out.getvalue()
+    assert {c.configuration: c.passed for c in cases} == {"first": True, "crashes": None, "third": True}
+    top = tmp_path / "results" / "fake-run" / "latest"
+    for name in ("first", "third"):
+        assert json.loads(RunFolder(top / name).verdict.read_text())["valid"] is True, name
+    assert not RunFolder(top / "crashes").verdict.exists()
+    assert "ERROR fake-run [crashes] the harness failed: WorkloadError: workload producer-az2-0 died mid-run" \
+        in out.getvalue()
+    junit = ET.parse(top / "junit.xml").getroot().find("testsuite")
+    assert junit is not None and (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("3", "0", "1")
+    outcomes = {case.get("name"): [child.tag for child in case] for case in junit.iter("testcase")}
+    assert outcomes == {"first": [], "crashes": ["error"], "third": []}
+    assert all(r.destroyed == 1 and not r.exists() for r in machine.runtimes)
+
+
+def test_junit_xml_is_written_when_the_run_is_interrupted(machine: Machine, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = {**SPEC, "configurations": {"first": {}, "second": {}}}
+    specs = load_specs_from(raw, tmp_path)
+    real = harness.scenario.execute_run
+
+    def interrupted(spec: Any, *args: Any, **kwargs: Any) -> Any:
+        if spec.configuration == "second":
+            raise KeyboardInterrupt
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(harness.scenario, "execute_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_specs(specs, tmp_path / "results", "pandas", io.StringIO())
+    suite = ET.parse(tmp_path / "results" / "fake-run" / "latest" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert {c.get("name"): [x.tag for x in c] for c in suite.iter("testcase")} == {"first": [], "second": ["error"]}
+
+
+def load_specs_from(raw: dict[str, Any], tmp_path: Path) -> list[Spec]:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_specs(path, None, None)

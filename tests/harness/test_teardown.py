@@ -81,3 +81,5 @@ def test_up_after_normal_exit_keeps_running_until_down(tmp_path: Path) -> None:
     finally:
         faultline("cluster", "down", check=True)
     assert remaining(prefix) == []
+    unreadable = [p for p in (tmp_path / "run").rglob("*") if not p.is_symlink() and not p.lstat().st_mode & 0o004]
+    assert unreadable == [], "down hands the run folder over: every file and folder readable by others"
