@@ -72,6 +72,17 @@ def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
         raise HarnessError(f"checker failed on {history_dir}: {exc}") from exc
 
 
+def availability_rows(history_dir: Path) -> list[dict[str, Any]]:
+    """Each fault's availability per AZ (checkers.availability); a failure is a log line and no rows."""
+    from checkers.availability import availability_of
+
+    try:
+        return availability_of(history_dir)
+    except Exception as exc:  # noqa: BLE001 - forensics beside the verdict, never a reason to lose it
+        log.error("could not compute availability from %s: %s", history_dir, exc)
+        return []
+
+
 def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -> RunOutcome:
     run_dir, history_dir = folder.root, folder.history_dir
     build_tables(folder.journal_dir, history_dir)
@@ -80,6 +91,7 @@ def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None) -
     if notes:
         verdict["valid"] = "unknown"
         verdict["reason"] = "; ".join(notes)
+    verdict["availability"] = availability_rows(history_dir)
     expectation = compare(spec.expect, verdict, observed_facts(history_dir))
     if expectation is not None:
         verdict["expectation"] = expectation
