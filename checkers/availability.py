@@ -101,7 +101,7 @@ def availability(writes: pa.Table, windows: list[FaultWindow]) -> list[dict[str,
     return [_row(w, i, az, acks[az], end_ns) for i, w in enumerate(ordered) for az in acks]
 
 
-def _writes_columns(source: TableSource) -> pa.Table:
+def writes_columns(source: TableSource) -> pa.Table:
     if source.format == "parquet":
         names = set(pq.read_schema(source.files[0]).names)
         table = pq.read_table(list(source.files), columns=[c for c in WRITE_COLUMNS if c in names])
@@ -121,4 +121,4 @@ def availability_of(history_dir: str | Path) -> list[dict[str, Any]]:
     windows = FaultTimeline(load_table(sources["nemesis"])).windows
     if not windows:
         return []
-    return availability(_writes_columns(sources["writes"]), windows)
+    return availability(writes_columns(sources["writes"]), windows)
