@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import time
@@ -137,6 +138,20 @@ class Manifest:
             "outcome": outcome_of(verdict, expectation, not self.spec.expect.empty, failed),
         })
         self.write()
+
+
+def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,
+                     exit_status: int) -> None:
+    """After `recover`: the manifest the killed run left (`running`) finished, its start kept."""
+    manifest = Manifest(spec, run_dir)
+    with contextlib.suppress(OSError, ValueError):
+        previous = json.loads(manifest.path.read_text(encoding="utf-8"))
+        if isinstance(previous, dict) and isinstance(previous.get("started_at"), str):
+            manifest.doc.update({k: previous[k] for k in ("started_at", "campaign_id", "run_id") if k in previous})
+            started = dt.datetime.fromisoformat(previous["started_at"].replace("Z", "+00:00"))
+            manifest.started = started.timestamp()
+    manifest.doc["recovered"] = True
+    manifest.finish(verdict, expectation, exit_status, failed=False)
 
 
 @contextlib.contextmanager

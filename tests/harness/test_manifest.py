@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.manifest import SCHEMA_VERSION, Manifest, fault_kinds, run_id_of
+from harness.manifest import SCHEMA_VERSION, Manifest, fault_kinds, finish_recovered, run_id_of
 from harness.run import execute_run
 from harness.spec import load_specs, parse_spec
 from harness.versions import software_versions
@@ -71,3 +71,18 @@ def test_the_first_manifest_marks_a_run_as_running(tmp_path: Path) -> None:
     assert m["run_id"] == run_id_of(spec, run_dir) == "isolate-az-leader/20261123-160000/acks1"
     assert m["settings"]["producers"][0]["settings"]["acks"] == "1"
     assert fault_kinds(spec) == ["isolate-az"]
+
+
+def test_recover_finishes_the_manifest_the_killed_run_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAULTLINE_CAMPAIGN_ID", "nightly")
+    (spec,) = load_specs(REPO / "scenarios" / "isolate-az-leader.yaml", "acks1")
+    run_dir = tmp_path / "isolate-az-leader" / "20261123-160000" / "acks1"
+    Manifest(spec, run_dir).write()
+    started = read_manifest(run_dir)["started_at"]
+    monkeypatch.delenv("FAULTLINE_CAMPAIGN_ID")
+    verdict = {"valid": False, "counts": {"lost": 3}}
+    finish_recovered(spec, run_dir, verdict, {"expected": "lost > 0", "observed": "lost = 3", "passed": True}, 1)
+    m = read_manifest(run_dir)
+    assert (m["status"], m["started_at"], m["campaign_id"], m["recovered"]) == ("finished", started, "nightly", True)
+    assert (m["exit_status"], m["valid"], m["outcome"], m["observed"]) == (1, False, "PASS", "lost = 3")
+    assert m["duration_s"] >= 0
