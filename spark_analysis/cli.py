@@ -37,6 +37,7 @@ def build_parser() -> Parser:
     ingest = sub.add_parser("ingest", help="add every finished run under RESULTS_DIR that the lake lacks")
     ingest.add_argument("results", type=Path, help="a results folder (runs anywhere below it)")
     ingest.add_argument("--lake", type=Path, default=None, help=f"the lake (default {DEFAULT_LAKE})")
+    ingest.add_argument("--jobs", type=int, default=None, help="processes reading run folders (default: up to 2)")
     ingest.add_argument("--spark-master", default=None,
                         help="also read the lake back through this Spark master (e.g. spark://host:7077)")
     cluster = sub.add_parser("spark-cluster", help="run a standalone Spark master and worker on loopback until Ctrl-C")
@@ -56,11 +57,11 @@ def verify_with_spark(lake: Path, master: str, expected_runs: int) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from spark_analysis.ingest import ingest
+    from spark_analysis.ingest import default_jobs, ingest
     from spark_analysis.lake import committed
 
     lake = args.lake or DEFAULT_LAKE
-    result = ingest(args.results, lake, sys.stdout)
+    result = ingest(args.results, lake, sys.stdout, args.jobs or default_jobs())
     print(result.summary() + f" -> {lake}")
     if args.spark_master:
         print(verify_with_spark(lake, args.spark_master, len(committed(lake)[0])))

@@ -1,7 +1,7 @@
 """One finished run folder as rows of the lake's tables (spark_analysis.schema).
 
 Reads the run through its manifest (`run.json`), its `verdict.json` and its
-`history/` tables. A folder that cannot give a whole, finished run raises
+`history/` tables (every anomaly instance: spark_analysis.instances). A folder that cannot give a whole, finished run raises
 SkipRun with the one-line reason the ingest prints; nothing is half-read.
 Must never: write anything, or read a run's logs or node folders (history only).
 """
@@ -18,17 +18,17 @@ import pyarrow.compute as pc
 
 from checkers.anomalies import ANOMALIES
 from checkers.availability import availability, writes_columns
+from checkers.classify import known_configs
 from checkers.context import FaultTimeline
 from checkers.errors import HistoryError
 from checkers.sources import locate_history
 from checkers.tables import load_table
 from harness.leadership import partition_views
 from spark_analysis import schema as s
+from spark_analysis.instances import instance_rows
 from testbed.runfolder import RunFolder
 
 NS = 1_000_000_000
-EXAMPLE_TIME_KEYS = ("invoke_ns", "poll_ns", "complete_ns", "time_ns")
-EXAMPLE_SHOWN = {"value", "topic", "partition", "offset", "process", "faults", "leaders", "classified"}
 
 
 class SkipRun(Exception):
@@ -133,23 +133,6 @@ def _seconds(ns: int | None, t0: int) -> float | None:
     return None if ns is None else round((ns - t0) / NS, 3)
 
 
-def anomaly_rows(key: dict[str, Any], verdict: dict[str, Any], t0: int) -> list[dict[str, Any]]:
-    """The verdict's examples (up to 20 per anomaly, spread over its whole extent), one row each."""
-    rows = []
-    for anomaly in ANOMALIES:
-        for index, ex in enumerate((verdict.get("examples") or {}).get(anomaly) or []):
-            when = next((ex[k] for k in EXAMPLE_TIME_KEYS if isinstance(ex.get(k), int)), None)
-            rows.append({**key, "anomaly": anomaly, "classified": ex.get("classified"), "example_index": index,
-                         "value": ex.get("value"), "topic": ex.get("topic"), "partition": ex.get("partition"),
-                         "offset": ex.get("offset"), "process": ex.get("process"), "time_ns": when,
-                         "t_s": _seconds(when, t0),
-                         "faults": json.dumps(ex.get("faults") or [], sort_keys=True),
-                         "leaders": json.dumps(ex.get("leaders"), sort_keys=True),
-                         "detail": json.dumps({k: v for k, v in ex.items() if k not in EXAMPLE_SHOWN},
-                                              sort_keys=True)})
-    return rows
-
-
 def _fault_label(fault: str | None, targets: Any) -> str:
     shown = targets.get("az") or targets.get("link") or targets.get("minority") or targets.get("nodes") \
         if isinstance(targets, dict) else targets
@@ -215,6 +198,14 @@ def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def _instances(key: dict[str, Any], sources: dict[str, Any], configs: dict[str, Any], windows: list[Any],
+               t0: int) -> pa.Table:
+    try:
+        return instance_rows(key, sources, configs, windows, t0)
+    except (HistoryError, OSError, pa.ArrowException) as exc:
+        raise SkipRun(f"history unreadable: {str(exc).splitlines()[0]}") from None
+
+
 def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Table]:
     """Every lake table's rows for one run folder; SkipRun if it is not a whole, finished run."""
     manifest, verdict = read_run(folder)
@@ -226,6 +217,9 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
         writes = writes_columns(sources["writes"])
         nemesis = load_table(sources["nemesis"]) if "nemesis" in sources else None
         observations = load_table(sources["observations"]) if "observations" in sources else None
+        configs = {} if "processes" not in sources else known_configs(
+            zip(*(load_table(sources["processes"]).column(c).to_pylist() for c in ("process", "config")),
+                strict=True))
     except (HistoryError, OSError, pa.ArrowException) as exc:
         raise SkipRun(f"history unreadable: {str(exc).splitlines()[0]}") from None
     first = pc.min(writes.column("invoke_ns")).as_py()
@@ -234,7 +228,7 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
     key = {"run_id": run_id, "scenario": row["scenario"], "day": row["day"]}
     windows = FaultTimeline(nemesis).windows if nemesis is not None else []
     return {
-        "anomalies": _table(anomaly_rows(key, verdict, t0), s.ANOMALY_ROWS),
+        "anomalies": _instances(key, sources, configs, windows, t0),
         "throughput": throughput_table(key, writes, windows, t0) if writes.num_rows else empty["throughput"],
         "availability": _table(availability_rows(key, writes, windows, t0), s.AVAILABILITY),
         "faults": _table(fault_rows(key, windows, t0), s.FAULTS),

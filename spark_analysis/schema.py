@@ -83,17 +83,17 @@ ANOMALY_ROWS = pa.schema([
     *KEY,
     pa.field("anomaly", pa.string()),
     pa.field("classified", pa.string()),
-    pa.field("example_index", pa.int64()),
+    pa.field("instance_index", pa.int64()),
     pa.field("value", pa.string()),
     pa.field("topic", pa.string()),
     pa.field("partition", pa.int64()),
     pa.field("offset", pa.int64()),
     pa.field("process", pa.string()),
+    pa.field("prev_value", pa.string()),
+    pa.field("prev_offset", pa.int64()),
     pa.field("time_ns", pa.int64()),
     pa.field("t_s", pa.float64()),
     pa.field("faults", pa.string()),
-    pa.field("leaders", pa.string()),
-    pa.field("detail", pa.string()),
 ])
 
 THROUGHPUT = pa.schema([

@@ -52,8 +52,15 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
         assert row["valid"] == str(verdict["valid"]).lower() and row["outcome"] == manifest["outcome"]
         assert row["acks"] == manifest["settings"]["producers"][0]["settings"]["acks"]
         assert row["campaign_id"] == manifest["campaign_id"] and row["scenario"] == manifest["scenario"]
-        examples = [r for r in lake_table(lake, "anomalies") if r["run_id"] == run_id]
-        assert len(examples) == sum(len(v) for v in verdict["examples"].values())
+        instances = [r for r in lake_table(lake, "anomalies") if r["run_id"] == run_id]
+        assert {a: sum(r["anomaly"] == a for r in instances) for a in ANOMALIES} == verdict["counts"]
+        errors = {a: sum(r["anomaly"] == a and r["classified"] == "error" for r in instances) for a in ANOMALIES}
+        assert {a: n for a, n in errors.items() if n} == verdict["errors"]
+        shown = {(a, e["value"]) for a, ex in verdict["examples"].items() for e in ex if e.get("value")}
+        assert shown <= {(r["anomaly"], r["value"]) for r in instances}
+        assert all(r["time_ns"] is not None for r in instances), "every instance has a time"
+        lost = [r for r in instances if r["anomaly"] == "lost"]
+        assert all(r["offset"] is not None and r["partition"] is not None for r in lost)
         throughput = [r for r in lake_table(lake, "throughput") if r["run_id"] == run_id]
         assert sum(r["ok"] for r in throughput) == verdict["stats"]["ok"]
         assert sum(r["fail"] + r["info"] for r in throughput) == verdict["stats"]["fail"] + verdict["stats"]["info"]
