@@ -68,7 +68,7 @@ def instance_rows(key: dict[str, Any], sources: dict[str, TableSource], configs:
     if not any(len(f) for f in found.values()):
         return ANOMALY_ROWS.empty_table()
     places, sent, polled = _positions(w, r)
-    position_poll = r.groupby(POS)["poll_ns"].min()
+    position_poll: dict[Any, Any] | None = None  # first poll per position, built only if an instance needs it
     parts = []
     for name in ANOMALIES:
         frame = found[name]
@@ -83,9 +83,12 @@ def instance_rows(key: dict[str, Any], sources: dict[str, TableSource], configs:
         if "poll_ns" in out.columns:
             when = when.where(when.notna(), out["poll_ns"])
         when = when.where(when.notna(), out["value"].map(sent)).where(when.notna(), out["value"].map(polled))
-        at_position = pd.Series(list(zip(out["topic"], out["partition"], out["offset"], strict=True))).map(
-            position_poll.to_dict())
-        when = when.where(when.notna(), at_position)
+        if when.isna().any():
+            if position_poll is None:
+                position_poll = r.groupby(POS)["poll_ns"].min().to_dict()
+            at_position = pd.Series(list(zip(out["topic"], out["partition"], out["offset"], strict=True)),
+                                    index=out.index).map(position_poll)
+            when = when.where(when.notna(), at_position)
         parts.append(pd.DataFrame({
             "anomaly": name, "classified": np.where(out["is_error"], "error", "info"),
             "instance_index": np.arange(len(out), dtype=np.int64), "value": out["value"],
