@@ -37,5 +37,9 @@ def test_the_cluster_runs_until_interrupted_and_leaves_no_process(tmp_path: Path
             time.sleep(0.2)
         assert spark_processes(prefix) == []
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # the command stops its master and worker on SIGINT, whatever failed above
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
