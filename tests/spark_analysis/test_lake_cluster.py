@@ -94,6 +94,8 @@ def test_availability_rows_of_the_isolation_match_the_verdict(results: Path, lak
     # The others waited for broker-1 to take over: longer than az1, which its isolated leader kept answering.
     others = [r["longest_gap_s"] for r in rows if not r["targeted"]]
     assert min(others) > isolated["longest_gap_s"]
+    report = RunFolder(run_dir).report.read_text()  # the same figures, as a table in the run's report
+    assert 'id="availability"' in report and "<b>az1</b> (targeted)" in report
     smoke_rows = [r for r in pq.read_table(root / "faults").to_pylist() if r["run_id"].startswith("smoke")]
     assert smoke_rows == []
 
