@@ -14,9 +14,11 @@ import yaml
 
 from checkers.anomalies import ANOMALIES
 from spark_analysis import schema as s
+from spark_analysis.cli import verify_with_spark
 from spark_analysis.ingest import ingest
 from spark_analysis.notebook import run_notebook, summary_of
 from spark_analysis.standalone import StandaloneCluster
+from testbed.errors import HarnessError
 from testbed.runfolder import RunFolder
 from tests.conftest import REPO, faultline
 
@@ -133,7 +135,7 @@ def test_the_notebook_runs_headless_and_its_numbers_are_the_verdicts(results: Pa
 
 
 def test_the_checker_on_a_standalone_master_gives_the_local_verdict(
-        results: Path, spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
+        results: Path, lake: tuple[Path, str], spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
     import checkers
     from checkers.spark_session import stop_session
     from checkers.verdict import dumps
@@ -147,3 +149,7 @@ def test_the_checker_on_a_standalone_master_gives_the_local_verdict(
     assert spark_cluster.alive_workers() == 1
     assert "reason" not in remote, remote.get("reason")
     assert dumps(remote) == dumps(local)
+    # The ingest's --spark-master: the cluster's executors read the lake back.
+    assert "reads the 2 runs" in verify_with_spark(lake[0], spark_cluster.url, 2)
+    with pytest.raises(HarnessError, match="sees 2 runs, the lake holds 3"):
+        verify_with_spark(lake[0], spark_cluster.url, 3)
