@@ -22,9 +22,11 @@ def test_the_cluster_runs_until_interrupted_and_leaves_no_process(tmp_path: Path
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.match(r"spark master (spark://127\.0\.0\.1:\d+) .*processes \[(\d+), (\d+)\]", line)
-        assert match, line
+        lines = [proc.stdout.readline() for _ in range(1)]
+        while not lines[-1].startswith("spark master") and lines[-1] and len(lines) < 20:  # a warning may come first
+            lines.append(proc.stdout.readline())
+        match = re.match(r"spark master (spark://127\.0\.0\.1:\d+) .*processes \[(\d+), (\d+)\]", lines[-1])
+        assert match, lines
         logs = sorted(p.name for p in tmp_path.glob("*-spark-*.log"))
         prefix = logs[0].split("-spark-")[0]
         assert logs == [f"{prefix}-spark-master.log", f"{prefix}-spark-worker.log"]
