@@ -22,7 +22,7 @@ def test_the_cluster_runs_until_interrupted_and_leaves_no_process(tmp_path: Path
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        lines = [proc.stdout.readline() for _ in range(1)]
+        lines = [proc.stdout.readline()]
         while not lines[-1].startswith("spark master") and lines[-1] and len(lines) < 20:  # a warning may come first
             lines.append(proc.stdout.readline())
         match = re.match(r"spark master (spark://127\.0\.0\.1:\d+) .*processes \[(\d+), (\d+)\]", lines[-1])
