@@ -8,7 +8,8 @@ RUNTIME ?= netns
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker \
+	bench-lake ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-docker
 
@@ -66,7 +67,26 @@ bench-workload:
 bench-checker:
 	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3
 
-bench: bench-cluster bench-nemesis bench-workload bench-checker
+bench-lake:
+	$(PY) bench/bench_lake.py --runs 100 --operations 10000000
+
+bench: bench-cluster bench-nemesis bench-workload bench-checker bench-lake
+
+# --- the results lake and its notebook (docs/results-lake.md) ---
+RESULTS ?= results
+LAKE ?= $(RESULTS)/lake
+SPARK_MASTER ?= local[*]
+
+ingest:
+	$(PY) -m spark_analysis ingest $(RESULTS) --lake $(LAKE) $(if $(filter-out local%,$(SPARK_MASTER)),--spark-master $(SPARK_MASTER))
+
+# Ingest, then run spark_analysis/analysis.ipynb headless: $(LAKE)-analysis.ipynb (executed) and .html beside the lake.
+notebook: ingest
+	$(PY) -m spark_analysis.notebook --lake $(LAKE) --spark-master '$(SPARK_MASTER)'
+
+# A standalone Spark master and worker from the installed pyspark, on loopback, until Ctrl-C.
+spark-cluster:
+	$(PY) -m spark_analysis spark-cluster
 
 # --- the scenario catalogue (SCENARIOS.md): each prints expected vs observed per configuration ---
 SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkers import anomalies as a
 from checkers.classify import ClientConfig, Rule, rules
@@ -45,6 +46,15 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
+def isin(series: pd.Series, values: pd.Series) -> pd.Series:
+    """``series.isin(values)`` for text columns, through Arrow: pandas 3 checks Arrow-backed strings one
+    Python object at a time (1.5 s for 100k values), Arrow hashes them (milliseconds). Null is never in."""
+    if series.empty:
+        return pd.Series(False, index=series.index, dtype=bool)
+    found = pc.is_in(pa.array(series, type=pa.string()), value_set=pa.array(values, type=pa.string()).unique())
+    return pd.Series(found.fill_null(False).to_numpy(zero_copy_only=False), index=series.index, dtype=bool)
+
+
 def is_error(rule: Rule, process: pd.Series) -> pd.Series:
     """The rule applied to each instance attributed to ``process``."""
     if rule.kind != "by-process":
@@ -65,23 +75,10 @@ class PandasEngine:
         w = to_frame(load_table(sources["writes"]))
         r = to_frame(load_table(sources["reads"]))
         self.writes, self.reads = w, r
-        final, live = r[r["phase"] == "final"], r[r["phase"] == "live"]
-        groups = r.loc[r["group"].notna(), "process"].unique().tolist()
-        table = rules(configs, groups)
-        found = {
-            **_value_anomalies(w, r, final, live),
-            a.DIVERGENCE: _divergence(w, r),
-            a.REORDERED: _reordered(w, final),
-            **_poll_anomalies(live, final),
-        }
         counts, errors, instances = {}, {}, {}
-        for name in a.ANOMALIES:
-            frame = found[name].copy()
-            frame["is_error"] = is_error(table[name], frame["process"]).astype(bool)
-            counts[name] = len(frame)
-            errors[name] = int(frame["is_error"].sum())
-            keys = ["is_error", *a.SORT_KEYS[name]]
-            top = frame.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable")
+        for name, top in classified_instances(w, r, configs).items():
+            counts[name] = len(top)
+            errors[name] = int(top["is_error"].sum())
             cols = [c for c in (*a.INSTANCE_COLUMNS, "is_error") if c in top.columns]
             instances[name] = records(top.iloc[a.example_positions(errors[name], counts[name])][cols])
         return Analysis(stats=_stats(w, r), counts=counts, errors=errors, instances=instances)
@@ -97,6 +94,35 @@ class PandasEngine:
             return frame[mask]
 
         return Evidence(writes=records(pick(self.writes)), reads=records(pick(self.reads)))
+
+
+def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, ClientConfig]
+                         ) -> dict[str, pd.DataFrame]:
+    """Every instance of every anomaly, classified (``is_error``), errors first then by the anomaly's sort key."""
+    final, live = r[r["phase"] == "final"], r[r["phase"] == "live"]
+    groups = r.loc[r["group"].notna(), "process"].unique().tolist()
+    table = rules(configs, groups)
+    found = {
+        **_value_anomalies(w, r, final, live),
+        a.DIVERGENCE: _divergence(w, r),
+        a.REORDERED: _reordered(w, final),
+        **_poll_anomalies(live, final),
+    }
+    out = {}
+    for name in a.ANOMALIES:
+        frame = found[name].copy()
+        frame["is_error"] = is_error(table[name], frame["process"]).astype(bool)
+        keys = ["is_error", *a.SORT_KEYS[name]]
+        out[name] = frame.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable")
+    return out
+
+
+def all_instances(sources: dict[str, TableSource], configs: dict[str, ClientConfig]
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
+    """(writes, reads, every instance of every anomaly): for readers that want all of them, not examples."""
+    w = to_frame(load_table(sources["writes"]))
+    r = to_frame(load_table(sources["reads"]))
+    return w, r, classified_instances(w, r, configs)
 
 
 def _stats(w: pd.DataFrame, r: pd.DataFrame) -> dict[str, int]:
@@ -116,17 +142,17 @@ def _stats(w: pd.DataFrame, r: pd.DataFrame) -> dict[str, int]:
 def _value_anomalies(
     w: pd.DataFrame, r: pd.DataFrame, final: pd.DataFrame, live: pd.DataFrame
 ) -> dict[str, pd.DataFrame]:
-    in_final = w["value"].isin(final["value"])
-    in_reads = w["value"].isin(r["value"])
+    in_final = isin(w["value"], final["value"])
+    in_reads = isin(w["value"], r["value"])
     positions = final[["value", *POS]].drop_duplicates().groupby("value").size()
     duplicated = positions[positions >= 2].index
     writer = w.set_index("value")["process"]
     dup = pd.DataFrame({"value": duplicated.astype(str)})
     dup["process"] = dup["value"].map(writer)
     read_values = pd.Series(r["value"].unique())
-    phantom = pd.DataFrame({"value": read_values[~read_values.isin(w["value"])]})
+    phantom = pd.DataFrame({"value": read_values[~isin(read_values, w["value"])]})
     live_values = pd.Series(live["value"].unique())
-    vanished = pd.DataFrame({"value": live_values[~live_values.isin(final["value"])]})
+    vanished = pd.DataFrame({"value": live_values[~isin(live_values, final["value"])]})
     write_cols = ["value", "process", "invoke_ns"]
     return {
         a.LOST: w.loc[(w["status"] == "ok") & ~in_final, write_cols],

@@ -3,8 +3,9 @@
 Settings fit the target machine (2 cores, 24 GiB, shared with Kafka JVMs):
 a 4 GiB driver, few shuffle partitions, no UI, quiet logs. Environment
 variables override them: FAULTLINE_SPARK_DRIVER_MEMORY,
-FAULTLINE_SPARK_SHUFFLE_PARTITIONS. Any master URL works; ``local[*]`` is
-the default.
+FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
+a cluster master). Any master URL works (``spark://host:7077`` for a standalone
+cluster); ``local[*]`` is the default.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+LOOPBACK = ("127.0.0.1", "localhost")
 
 # Only errors reach the console; Spark's WARN chatter would bury the checker's one-line messages.
 LOG4J2 = """\
@@ -55,10 +57,13 @@ def settings(master: str) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()}",
     }
-    if master.startswith("local"):
-        # Bind to loopback: the host may sit in network namespaces the harness builds.
+    if master.startswith("local") or any(f"//{h}:" in master for h in LOOPBACK):
+        # Bind to loopback: the host may sit in network namespaces the harness builds (and a standalone
+        # master on loopback, `make spark-cluster`, must reach the driver there too).
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if not master.startswith("local"):
+        conf["spark.executor.memory"] = os.environ.get("FAULTLINE_SPARK_EXECUTOR_MEMORY", "1g")
     return conf
 
 

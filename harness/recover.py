@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.manifest import finish_recovered
 from harness.progress import Progress
 from harness.run import finish, make_nemesis
 from harness.runlog import run_log
@@ -102,7 +103,9 @@ def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
     else:
         notes.append("the run's cluster was already gone: no final drain after the harness died")
     progress.phase("checking")
-    return judge(spec, folder, notes, engine, keep_data)
+    outcome = judge(spec, folder, notes, engine, keep_data)
+    finish_recovered(spec, folder.root, outcome.verdict, outcome.expectation, outcome.status)
+    return outcome
 
 
 def _left_up(cluster: KafkaCluster, folder: RunFolder, workloads: WorkloadSet) -> None:

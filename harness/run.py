@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.manifest import run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
@@ -54,9 +55,11 @@ def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data:
     `keep_data`: keep the nodes' data folders (pruned once the replicas are dumped, by default)."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
-    with run_log(folder) as log_handler:
+    with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
-        return _execute(spec, folder, engine, log_handler, keep_data)
+        outcome = _execute(spec, folder, engine, log_handler, keep_data)
+        manifest.finish(outcome.verdict, outcome.expectation, outcome.status, failed=False)
+        return outcome
 
 
 def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler,

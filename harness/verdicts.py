@@ -74,6 +74,17 @@ def run_checker(history_dir: Path, engine: str) -> dict[str, Any]:
         raise HarnessError(f"checker failed on {history_dir}: {exc}") from exc
 
 
+def availability_rows(history_dir: Path) -> list[dict[str, Any]]:
+    """Each fault's availability per AZ (checkers.availability); a failure is a log line and no rows."""
+    from checkers.availability import availability_of
+
+    try:
+        return availability_of(history_dir)
+    except Exception as exc:  # noqa: BLE001 - forensics beside the verdict, never a reason to lose it
+        log.error("could not compute availability from %s: %s", history_dir, exc)
+        return []
+
+
 def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False) -> RunOutcome:
     """The run's verdict (written with its reports); the nodes' data folders pruned once the replicas are
     dumped, unless `keep_data` (or the dump failed: then the segments are the only evidence)."""
@@ -85,6 +96,7 @@ def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, k
     if notes:
         verdict["valid"] = "unknown"
         verdict["reason"] = "; ".join(notes)
+    verdict["availability"] = availability_rows(history_dir)
     expectation = compare(spec.expect, verdict, observed_facts(history_dir))
     if expectation is not None:
         verdict["expectation"] = expectation

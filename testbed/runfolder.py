@@ -1,6 +1,6 @@
 """A run's folder: the one owner of every path in it (README "A run and its results").
 
-    RUN_DIR/spec.yaml  state.json  harness.log  verdict.json  replicas.json  report.html  junit.xml
+    RUN_DIR/spec.yaml  run.json  state.json  harness.log  verdict.json  replicas.json  report.html  junit.xml
             journal/<process>.jsonl, journal/nemesis.jsonl
             history/<table>.parquet
             workloads/<process>.json          logs/<process>.log
@@ -19,6 +19,7 @@ from pathlib import Path
 from checkers.verdict import VERDICT_FILE
 
 NEMESIS_JOURNAL = "nemesis.jsonl"
+MANIFEST_FILE = "run.json"  # harness.manifest writes it (docs/run-manifest.md)
 ROLE_CONFIG = {"zookeeper": "zoo.cfg", "broker": "server.properties"}
 ROLE_DATA = {"zookeeper": "zookeeper-data", "broker": "kafka-data"}
 
@@ -93,6 +94,10 @@ class RunFolder:
     @property
     def verdict(self) -> Path:
         return self.root / VERDICT_FILE
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST_FILE
 
     @property
     def replicas(self) -> Path:

@@ -22,6 +22,7 @@ from harness.facts import SplitBrains, split_brains
 from harness.leadership import Disagreement, natural_key
 from harness.report import fmt
 from harness.report.anomalies import Example, collect_examples
+from harness.report.availability import availability_rows
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
 from harness.report.replicas import read_replicas
@@ -124,6 +125,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
         "clients": _clients(run),
         "faults": _fault_rows(windows, events, t0, frame),
+        "availability": availability_rows(run.verdict, t0),
         "anomalies": _anomaly_sections(outcome, examples, t0),
         "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),

@@ -1,0 +1,166 @@
+"""`RUN_DIR/run.json`: the run manifest, what a run was, in one small file others can read without the harness.
+
+Written twice: when the run starts (``status: running``, no end, no outcome), so a
+half-written run folder is recognisable, and when it ends, whatever the ending
+(``status: finished`` or ``error``). Readers (the results lake, campaigns, CI
+artifacts) take the scenario, the configuration, the settings, the versions and
+the outcome from here instead of re-deriving them. docs/run-manifest.md is the
+schema; SCHEMA_VERSION changes with any change to it.
+Must never: decide a verdict or an exit status (it records the ones the run
+reached) or fail a run (a manifest that cannot be written is a log line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.spec import Spec
+from harness.versions import commit, software_versions
+from testbed.files import write_json_atomic
+from testbed.runfolder import RunFolder
+
+log = logging.getLogger("faultline.manifest")
+
+SCHEMA_VERSION = 1
+CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
+# Outcome of a run held to a scenario's expectation; None when the spec expects nothing.
+PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
+EXIT_HARNESS_FAILED = 3
+
+
+def iso_utc(epoch_s: float) -> str:
+    """An instant as ISO 8601 UTC with milliseconds, e.g. 2026-11-23T16:40:01.123Z."""
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def run_id_of(spec: Spec, run_dir: Path) -> str:
+    """The run folder relative to the results root: `<scenario>/<timestamp>[/<configuration>]`."""
+    parts = Path(os.path.abspath(run_dir)).parts
+    depth = 3 if spec.configuration and parts[-1] == spec.configuration else 2
+    return "/".join(parts[-depth:])
+
+
+def settings_of(spec: Spec) -> dict[str, Any]:
+    """The producer, consumer, topic and broker settings of the run, as the spec resolved them."""
+    c = spec.cluster
+    return {
+        "producers": [{"azs": list(g.azs), "per_az": g.per_az, "rate": g.rate, "value_bytes": g.value_bytes,
+                       "settings": dict(sorted(g.settings.items()))} for g in spec.producers],
+        "consumers": [{"azs": list(g.azs), "per_az": g.per_az, "mode": g.mode, "group": g.group,
+                       "commit": g.commit} for g in spec.consumers],
+        "topic": {"name": c.topic, "partitions": c.partitions, "replication_factor": c.replication_factor,
+                  "min_insync_replicas": c.min_insync_replicas,
+                  "replica_assignment": [list(r) for r in c.replica_assignment] if c.replica_assignment else None},
+        "broker": {"nodes": c.nodes, "unclean_leader_election": c.unclean_leader_election,
+                   "replica_lag_time_max_ms": c.replica_lag_time_max_ms,
+                   "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms, "controller": c.controller,
+                   "overrides": dict(sorted(c.broker_overrides.items()))},
+    }
+
+
+def fault_kinds(spec: Spec) -> list[str]:
+    """Every fault kind the spec's schedule can start (random chaos: every kind it draws from), sorted."""
+    kinds: set[str] = set()
+    for item in spec.nemesis.items:
+        fault = getattr(item, "fault", None)
+        if fault is not None:
+            kinds.add(fault.fault)
+        kinds.update(f.fault for f in getattr(item, "faults", ()))
+    return sorted(kinds)
+
+
+def outcome_of(verdict: dict[str, Any] | None, expectation: dict[str, Any] | None, expected: bool,
+               failed: bool) -> str | None:
+    """PASS / FAIL / ERROR against the spec's expectation; None when the spec expects nothing."""
+    if not expected:
+        return None
+    if failed or verdict is None:
+        return ERROR
+    return PASS if expectation is not None and expectation.get("passed") else FAIL
+
+
+class Manifest:
+    """One run's manifest: `start` writes the first version, `finish` the last."""
+
+    def __init__(self, spec: Spec, run_dir: Path) -> None:
+        self.spec = spec
+        self.path = RunFolder(Path(run_dir)).manifest
+        self.started = time.time()
+        self.doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id_of(spec, run_dir),
+            "campaign_id": os.environ.get(CAMPAIGN_ENV) or None,
+            "scenario": spec.name,
+            "configuration": spec.configuration,
+            "status": "running",
+            "started_at": iso_utc(self.started),
+            "ended_at": None,
+            "duration_s": None,
+            "runtime": spec.cluster.runtime,
+            "versions": software_versions(spec.cluster.kafka_version),
+            "commit": commit(),
+            "seed": spec.seed,
+            "run_duration_s": spec.duration_s,
+            "settings": settings_of(spec),
+            "faults": fault_kinds(spec),
+            "exit_status": None,
+            "valid": None,
+            "expected": None,
+            "observed": None,
+            "outcome": None,
+        }
+
+    def write(self) -> None:
+        try:
+            write_json_atomic(self.path, self.doc)
+        except OSError as exc:
+            log.error("could not write %s: %s", self.path, exc)
+
+    def finish(self, verdict: dict[str, Any] | None, expectation: dict[str, Any] | None,
+               exit_status: int | None, failed: bool) -> None:
+        ended = time.time()
+        self.doc.update({
+            "status": "error" if failed else "finished",
+            "ended_at": iso_utc(ended),
+            "duration_s": round(ended - self.started, 3),
+            "exit_status": EXIT_HARNESS_FAILED if failed and exit_status is None else exit_status,
+            "valid": None if verdict is None else verdict.get("valid"),
+            "expected": None if expectation is None else expectation.get("expected"),
+            "observed": None if expectation is None else expectation.get("observed"),
+            "outcome": outcome_of(verdict, expectation, not self.spec.expect.empty, failed),
+        })
+        self.write()
+
+
+def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,
+                     exit_status: int) -> None:
+    """After `recover`: the manifest the killed run left (`running`) finished, its start kept."""
+    manifest = Manifest(spec, run_dir)
+    with contextlib.suppress(OSError, ValueError):
+        previous = json.loads(manifest.path.read_text(encoding="utf-8"))
+        if isinstance(previous, dict) and isinstance(previous.get("started_at"), str):
+            manifest.doc.update({k: previous[k] for k in ("started_at", "campaign_id", "run_id") if k in previous})
+            started = dt.datetime.fromisoformat(previous["started_at"].replace("Z", "+00:00"))
+            manifest.started = started.timestamp()
+    manifest.doc["recovered"] = True
+    manifest.finish(verdict, expectation, exit_status, failed=False)
+
+
+@contextlib.contextmanager
+def run_manifest(spec: Spec, run_dir: Path) -> Iterator[Manifest]:
+    """Write the starting manifest; on leaving, the final one (an exception: status error, exit status 3)."""
+    manifest = Manifest(spec, run_dir)
+    manifest.write()
+    try:
+        yield manifest
+    except BaseException:
+        manifest.finish(None, None, None, failed=True)
+        raise

@@ -1,0 +1,109 @@
+"""The results lake on disk: which runs it holds, and adding new ones to it.
+
+Idempotent and incremental: a run is in the lake when its `run_id` is in
+`<lake>/runs`; the ingest reads only run folders that are not. Every table's
+files of one ingest carry the ingest's batch id in their names (`part-<batch>-<n>.parquet`)
+and `runs` is written last, so a crash mid-ingest leaves files of a batch that no
+`runs` row names: the next ingest removes them before it adds anything.
+Must never: touch a table it does not own (schema.TABLES), or rewrite a file it wrote before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from spark_analysis import schema as s
+from testbed.files import write_json_atomic
+from testbed.runfolder import MANIFEST_FILE
+
+PART = re.compile(r"^part-(?P<batch>[0-9A-Za-z]+-[0-9a-f]+)-\d+\.parquet$")
+# Folders inside a run folder that never hold another run: not walked.
+RUN_INNARDS = {"history", "journal", "nodes", "logs", "workloads"}
+
+
+def new_batch_id() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def run_folders(results: Path, lake: Path) -> Iterator[Path]:
+    """Every folder under `results` that is or was meant to be a run: it has a run.json, spec.yaml or verdict.json.
+
+    Symlinks (`latest`) are not followed; the lake itself, and the inside of run folders, are not walked.
+    """
+    lake_real = os.path.realpath(lake)
+    for root, dirs, files in os.walk(results):
+        if os.path.realpath(root) == lake_real:
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if d not in RUN_INNARDS and not d.startswith(".")
+                         and not os.path.islink(os.path.join(root, d)))
+        if {MANIFEST_FILE, "spec.yaml", "verdict.json"} & set(files):
+            yield Path(root)
+
+
+def _table_dir(lake: Path, table: str) -> Path:
+    return lake / table
+
+
+def _part_files(lake: Path, table: str) -> list[Path]:
+    root = _table_dir(lake, table)
+    return sorted(p for p in root.rglob("part-*.parquet")) if root.is_dir() else []
+
+
+def committed(lake: Path) -> tuple[set[str], set[str]]:
+    """(run ids, batch ids) that `<lake>/runs` holds."""
+    files = _part_files(lake, "runs")
+    if not files:
+        return set(), set()
+    table = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=["run_id", "ingest_batch"])
+    return set(table.column("run_id").to_pylist()), set(table.column("ingest_batch").to_pylist())
+
+
+def remove_orphans(lake: Path, batches: set[str]) -> list[Path]:
+    """Remove files of batches that no `runs` row names (an ingest that died before writing `runs`)."""
+    removed = []
+    for table in s.TABLES:
+        for path in _part_files(lake, table):
+            match = PART.match(path.name)
+            if match and match["batch"] not in batches:
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def append(lake: Path, table: str, data: pa.Table, batch: str) -> int:
+    """Add `data` to `<lake>/<table>/` as new files of `batch`, hive-partitioned; return the rows written."""
+    if data.num_rows == 0:
+        return 0
+    pq.write_to_dataset(
+        data, root_path=str(_table_dir(lake, table)), partition_cols=list(s.PARTITION_COLUMNS),
+        basename_template=f"part-{batch}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
+    )
+    return data.num_rows
+
+
+def write_meta(lake: Path) -> None:
+    """`<lake>/_lake.json`: the schema version and each table's columns, for readers without this code."""
+    write_json_atomic(lake / s.META_FILE, {
+        "schema_version": s.SCHEMA_VERSION,
+        "partitioning": {"flavor": "hive", "columns": list(s.PARTITION_COLUMNS)},
+        "tables": {name: {f.name: str(f.type) for f in schema} for name, schema in s.TABLES.items()},
+    })
+
+
+def read_meta(lake: Path) -> dict[str, object] | None:
+    path = lake / s.META_FILE
+    if not path.is_file():
+        return None
+    loaded = json.loads(path.read_text(encoding="utf-8"))
+    return loaded if isinstance(loaded, dict) else None

@@ -1,0 +1,117 @@
+"""The notebook's questions as Spark queries over the lake; each returns the small pandas table behind a plot.
+
+Every query starts from `table(...)`, which reads `<lake>/<table>` and applies the
+notebook's filters (scenarios, first day) to the partition columns, so Spark reads
+only the folders asked for. The aggregation runs in Spark; only its result comes
+back to the driver.
+Must never: read anything but the lake, or write anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from checkers.anomalies import ANOMALIES
+from spark_analysis.schema import count_column
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the notebook looks at: scenarios (empty: all) and runs from `since` (YYYY-MM-DD, empty: all)."""
+
+    scenarios: tuple[str, ...] = ()
+    since: str = ""
+
+
+def table(spark: SparkSession, lake: str | Path, name: str, filters: Filters = Filters()) -> DataFrame:
+    """`<lake>/<name>` with the filters applied to its partition columns (kept as text: "day" is not a date)."""
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    frame = spark.read.parquet(str(Path(lake).resolve() / name))
+    if filters.scenarios:
+        frame = frame.filter(F.col("scenario").isin(list(filters.scenarios)))
+    if filters.since:
+        frame = frame.filter(F.col("day") >= filters.since)
+    return frame
+
+
+def _count_if(condition: F.Column) -> F.Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def overview(runs: DataFrame) -> pd.DataFrame:
+    """Per scenario and configuration: runs, first and last start, verdicts and outcomes."""
+    return (runs.groupBy("scenario", "configuration")
+            .agg(F.count("*").alias("runs"), F.min("started_at").alias("first"), F.max("started_at").alias("last"),
+                 _count_if(F.col("valid") == "true").alias("valid"), _count_if(F.col("valid") == "false").alias("invalid"),
+                 _count_if(F.col("valid") == "unknown").alias("unknown"),
+                 _count_if(F.col("outcome") == "PASS").alias("pass"), _count_if(F.col("outcome") == "FAIL").alias("fail"),
+                 _count_if(F.col("outcome") == "ERROR").alias("error"),
+                 *(F.sum(count_column(a)).alias(count_column(a)) for a in ANOMALIES))
+            .orderBy("scenario", "configuration").toPandas())
+
+
+def loss_by_acks_and_fault(runs: DataFrame) -> pd.DataFrame:
+    """How often, and how much, each acks setting lost or diverged under each set of fault kinds."""
+    return (runs.groupBy("acks", "faults")
+            .agg(F.count("*").alias("runs"), _count_if(F.col("lost") > 0).alias("runs_with_loss"),
+                 F.sum("lost").alias("lost_total"), F.round(F.avg("lost"), 1).alias("lost_mean"),
+                 F.max("lost").alias("lost_max"), _count_if(F.col("divergence") > 0).alias("runs_with_divergence"),
+                 F.sum("divergence").alias("divergence_total"))
+            .orderBy("faults", "acks").toPandas())
+
+
+def duplicates_by_settings(runs: DataFrame) -> pd.DataFrame:
+    """Duplicates by idempotence, retries and requests in flight."""
+    return (runs.groupBy("enable_idempotence", "retries", "max_in_flight")
+            .agg(F.count("*").alias("runs"), _count_if(F.col("duplicate") > 0).alias("runs_with_duplicates"),
+                 F.sum("duplicate").alias("duplicate_total"), F.round(F.avg("duplicate"), 1).alias("duplicate_mean"),
+                 F.max("duplicate").alias("duplicate_max"))
+            .orderBy("enable_idempotence", "retries", "max_in_flight").toPandas())
+
+
+def availability_by_fault_and_az(availability: DataFrame, runs: DataFrame) -> pd.DataFrame:
+    """Per fault kind, acks setting and AZ (targeted or not): how long writes went unacknowledged."""
+    joined = availability.join(runs.select("run_id", "acks"), "run_id")
+    return (joined.groupBy("fault", "acks", "targeted", "az")
+            .agg(F.count("*").alias("faults"),
+                 F.round(F.avg("first_ack_after_start_s"), 3).alias("first_ack_after_start_s_mean"),
+                 F.round(F.max("longest_gap_s"), 3).alias("longest_gap_s_max"),
+                 F.round(F.avg("longest_gap_s"), 3).alias("longest_gap_s_mean"),
+                 F.round(F.avg("first_ack_after_heal_s"), 3).alias("first_ack_after_heal_s_mean"))
+            .orderBy("fault", "acks", F.col("targeted").desc(), "az").toPandas())
+
+
+def pass_fail_over_time(runs: DataFrame) -> pd.DataFrame:
+    """Per scenario, configuration and day: PASS, FAIL, ERROR (runs held to an expectation only)."""
+    return (runs.filter(F.col("outcome").isNotNull())
+            .groupBy("scenario", "configuration", "day")
+            .agg(_count_if(F.col("outcome") == "PASS").alias("pass"), _count_if(F.col("outcome") == "FAIL").alias("fail"),
+                 _count_if(F.col("outcome") == "ERROR").alias("error"))
+            .orderBy("scenario", "configuration", "day").toPandas())
+
+
+def flaky(over_time: pd.DataFrame) -> pd.DataFrame:
+    """Scenario configurations that both passed and did not: the ones to look at."""
+    if over_time.empty:
+        return over_time.assign(runs=[])
+    totals = over_time.groupby(["scenario", "configuration"], dropna=False)[["pass", "fail", "error"]].sum()
+    totals["runs"] = totals.sum(axis=1)
+    return totals[(totals["pass"] > 0) & ((totals["fail"] + totals["error"]) > 0)].reset_index()
+
+
+def pick_run(runs: DataFrame, run_id: str = "") -> str | None:
+    """The run to drill into: `run_id` if given, else the one that lost the most writes (latest first on ties)."""
+    if run_id:
+        return run_id
+    row = runs.orderBy(F.col("lost").desc_nulls_last(), F.col("started_at").desc()).select("run_id").first()
+    return None if row is None else str(row["run_id"])
+
+
+def one_run(spark: SparkSession, lake: str | Path, name: str, run_id: str) -> pd.DataFrame:
+    """All rows of one run in a lake table (the drill-down's throughput, faults, leadership, availability)."""
+    return table(spark, lake, name).filter(F.col("run_id") == run_id).toPandas()

@@ -1,0 +1,156 @@
+"""The results lake's tables: their names, Arrow schemas, partition columns and schema version.
+
+The one owner of the lake's layout (docs/results-lake.md describes it for people):
+`<lake>/<table>/scenario=<s>/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet`. Every table of
+this module is partitioned by scenario and UTC day of the run's start, so a reader that
+filters on either reads only those folders. Other tables may live beside them (a
+campaign's `campaigns/`); the ingest never touches a table it does not own.
+Must never: read or write files (the ingest does).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from checkers.anomalies import ANOMALIES
+
+SCHEMA_VERSION = 1
+PARTITION_COLUMNS = ("scenario", "day")
+META_FILE = "_lake.json"
+
+
+def count_column(anomaly: str) -> str:
+    """The `runs` column holding an anomaly's count: "vanished-read" -> "vanished_read"."""
+    return anomaly.replace("-", "_")
+
+
+KEY = [pa.field("run_id", pa.string()), pa.field("scenario", pa.string()), pa.field("day", pa.string())]
+
+# Client and cluster settings flattened into `runs` columns: (column, type, where in run.json's settings).
+SETTING_COLUMNS: tuple[tuple[str, pa.DataType, tuple[str, ...]], ...] = (
+    ("acks", pa.string(), ("producer", "acks")),
+    ("enable_idempotence", pa.bool_(), ("producer", "enable.idempotence")),
+    ("retries", pa.int64(), ("producer", "retries")),
+    ("max_in_flight", pa.int64(), ("producer", "max.in.flight.requests.per.connection")),
+    ("delivery_timeout_ms", pa.int64(), ("producer", "delivery.timeout.ms")),
+    ("request_timeout_ms", pa.int64(), ("producer", "request.timeout.ms")),
+    ("linger_ms", pa.int64(), ("producer", "linger.ms")),
+    ("producer_rate", pa.float64(), ("producer_group", "rate")),
+    ("consumer_mode", pa.string(), ("consumer_group", "mode")),
+    ("partitions", pa.int64(), ("topic", "partitions")),
+    ("replication_factor", pa.int64(), ("topic", "replication_factor")),
+    ("min_insync_replicas", pa.int64(), ("topic", "min_insync_replicas")),
+    ("unclean_leader_election", pa.bool_(), ("broker", "unclean_leader_election")),
+    ("replica_lag_time_max_ms", pa.int64(), ("broker", "replica_lag_time_max_ms")),
+    ("zookeeper_session_timeout_ms", pa.int64(), ("broker", "zookeeper_session_timeout_ms")),
+    ("nodes", pa.int64(), ("broker", "nodes")),
+)
+STAT_COLUMNS = ("writes", "ok", "fail", "info", "reads", "final_reads")
+
+RUNS = pa.schema([
+    *KEY,
+    pa.field("campaign_id", pa.string()),
+    pa.field("configuration", pa.string()),
+    pa.field("started_at", pa.timestamp("ms", tz="UTC")),
+    pa.field("ended_at", pa.timestamp("ms", tz="UTC")),
+    pa.field("duration_s", pa.float64()),
+    pa.field("runtime", pa.string()),
+    pa.field("kafka_version", pa.string()),
+    pa.field("librdkafka_version", pa.string()),
+    pa.field("confluent_kafka_version", pa.string()),
+    pa.field("faultline_version", pa.string()),
+    pa.field("commit", pa.string()),
+    pa.field("seed", pa.int64()),
+    pa.field("producer_groups", pa.int64()),
+    *(pa.field(name, kind) for name, kind, _ in SETTING_COLUMNS),
+    pa.field("faults", pa.string()),
+    *(pa.field(count_column(a), pa.int64()) for a in ANOMALIES),
+    pa.field("errors", pa.string()),
+    *(pa.field(f"stat_{s}", pa.int64()) for s in STAT_COLUMNS),
+    pa.field("valid", pa.string()),
+    pa.field("reason", pa.string()),
+    pa.field("engine", pa.string()),
+    pa.field("exit_status", pa.int64()),
+    pa.field("status", pa.string()),
+    pa.field("expected", pa.string()),
+    pa.field("observed", pa.string()),
+    pa.field("outcome", pa.string()),
+    pa.field("t0_ns", pa.int64()),
+    pa.field("ingest_batch", pa.string()),
+])
+
+ANOMALY_ROWS = pa.schema([
+    *KEY,
+    pa.field("anomaly", pa.string()),
+    pa.field("classified", pa.string()),
+    pa.field("instance_index", pa.int64()),
+    pa.field("value", pa.string()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int64()),
+    pa.field("offset", pa.int64()),
+    pa.field("process", pa.string()),
+    pa.field("prev_value", pa.string()),
+    pa.field("prev_offset", pa.int64()),
+    pa.field("time_ns", pa.int64()),
+    pa.field("t_s", pa.float64()),
+    pa.field("faults", pa.string()),
+])
+
+THROUGHPUT = pa.schema([
+    *KEY,
+    pa.field("az", pa.string()),
+    pa.field("second", pa.int64()),
+    pa.field("ok", pa.int64()),
+    pa.field("fail", pa.int64()),
+    pa.field("info", pa.int64()),
+    pa.field("faults", pa.string()),
+])
+
+AVAILABILITY = pa.schema([
+    *KEY,
+    pa.field("fault_index", pa.int64()),
+    pa.field("fault", pa.string()),
+    pa.field("targets", pa.string()),
+    pa.field("az", pa.string()),
+    pa.field("targeted", pa.bool_()),
+    pa.field("start_s", pa.float64()),
+    pa.field("stop_s", pa.float64()),
+    pa.field("acks_during", pa.int64()),
+    pa.field("first_ack_after_start_s", pa.float64()),
+    pa.field("longest_gap_s", pa.float64()),
+    pa.field("first_ack_after_heal_s", pa.float64()),
+])
+
+FAULTS = pa.schema([
+    *KEY,
+    pa.field("fault_index", pa.int64()),
+    pa.field("fault", pa.string()),
+    pa.field("targets", pa.string()),
+    pa.field("start_ns", pa.int64()),
+    pa.field("stop_ns", pa.int64()),
+    pa.field("start_s", pa.float64()),
+    pa.field("stop_s", pa.float64()),
+    pa.field("duration_s", pa.float64()),
+])
+
+LEADERSHIP = pa.schema([
+    *KEY,
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int64()),
+    pa.field("observer", pa.string()),
+    pa.field("leader", pa.int64()),
+    pa.field("leader_epoch", pa.int64()),
+    pa.field("isr", pa.string()),
+    pa.field("start_s", pa.float64()),
+    pa.field("end_s", pa.float64()),
+])
+
+# Written in this order; `runs` last, so a run is in the lake only once every table holds its rows.
+TABLES: dict[str, pa.Schema] = {
+    "anomalies": ANOMALY_ROWS,
+    "throughput": THROUGHPUT,
+    "availability": AVAILABILITY,
+    "faults": FAULTS,
+    "leadership": LEADERSHIP,
+    "runs": RUNS,
+}

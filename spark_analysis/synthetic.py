@@ -1,0 +1,69 @@
+"""Synthetic finished run folders (history, verdict, run.json) for the lake's benchmark and fast tests.
+
+The history comes from checkers.synth, the verdict from the pandas engine on it,
+and the manifest has run.json's schema (docs/run-manifest.md) with settings drawn
+from a small matrix, so a lake of them has something to compare.
+Must never: write outside the results folder it is given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from checkers.api import check
+from checkers.synth import BASE_NS, SynthSpec, generate, write_history
+from checkers.verdict import exit_status, write_verdict
+from harness.manifest import SCHEMA_VERSION, iso_utc
+from testbed.files import write_json_atomic
+from testbed.runfolder import RunFolder
+
+SCENARIOS = ("synthetic-isolate", "synthetic-split")
+ACKS = ("1", "all")
+
+
+def manifest(run_id: str, scenario: str, configuration: str, index: int, verdict: dict[str, Any],
+             started: dt.datetime) -> dict[str, Any]:
+    acks = ACKS[index % len(ACKS)]
+    idempotent = acks == "all" and index % 4 == 3
+    passed = verdict["counts"]["lost"] == 0 if acks == "all" else True
+    return {
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "campaign_id": f"synthetic-{index // 50}",
+        "scenario": scenario, "configuration": configuration, "status": "finished",
+        "started_at": iso_utc(started.timestamp()), "ended_at": iso_utc(started.timestamp() + 60),
+        "duration_s": 60.0, "runtime": "netns",
+        "versions": {"faultline": "0.1.0", "kafka": "2.7.2", "librdkafka": "2.16.1", "confluent_kafka": "2.16.1",
+                     "python": "3.11"},
+        "commit": "synthetic", "seed": index, "run_duration_s": 40.0,
+        "settings": {
+            "producers": [{"azs": ["az1", "az2", "az3"], "per_az": 1, "rate": 150.0, "value_bytes": 0,
+                           "settings": {"acks": acks, "enable.idempotence": idempotent, "retries": 2147483647,
+                                        "max.in.flight.requests.per.connection": 5 if index % 3 else 1}}],
+            "consumers": [{"azs": ["az1", "az2", "az3"], "per_az": 1, "mode": "group", "group": "g",
+                           "commit": "auto"}],
+            "topic": {"name": "faultline", "partitions": 6, "replication_factor": 3, "min_insync_replicas": 2,
+                      "replica_assignment": None},
+            "broker": {"nodes": 3, "unclean_leader_election": False, "replica_lag_time_max_ms": 10000,
+                       "zookeeper_session_timeout_ms": 6000, "controller": None, "overrides": {}}},
+        "faults": ["isolate-az"], "exit_status": exit_status(verdict),
+        "valid": verdict["valid"], "expected": "no lost" if acks == "all" else None,
+        "observed": f"lost = {verdict['counts']['lost']}" if acks == "all" else None,
+        "outcome": ("PASS" if passed else "FAIL") if acks == "all" else None,
+    }
+
+
+def write_run(results: Path, index: int, operations: int) -> Path:
+    """Run number `index` of a synthetic campaign: results/<scenario>/<timestamp>/<configuration>/."""
+    scenario = SCENARIOS[index % len(SCENARIOS)]
+    configuration = f"acks{ACKS[index % len(ACKS)]}"
+    started = dt.datetime.fromtimestamp(BASE_NS / 1e9, dt.UTC) + dt.timedelta(hours=index)
+    run_dir = results / scenario / started.strftime("%Y%m%d-%H%M%S") / configuration
+    folder = RunFolder(run_dir)
+    plant = {"lost": index % 5, "duplicate": index % 3, "divergence": 0, "recovered": 2}
+    write_history(generate(SynthSpec(operations=operations, seed=index, plant=plant)), folder.history_dir)
+    verdict = check(folder.history_dir, engine="pandas")
+    write_verdict(verdict, run_dir)
+    run_id = run_dir.relative_to(results).as_posix()
+    write_json_atomic(folder.manifest, manifest(run_id, scenario, configuration, index, verdict, started))
+    return run_dir

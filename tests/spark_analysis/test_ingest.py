@@ -1,0 +1,132 @@
+"""The lake's ingest on synthetic run folders: counts equal verdicts, idempotent, incremental, tolerant."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from checkers.anomalies import ANOMALIES
+from spark_analysis import lake as lk
+from spark_analysis import schema as s
+from spark_analysis.cli import main
+from spark_analysis.ingest import ingest
+from spark_analysis.synthetic import write_run
+from testbed.runfolder import RunFolder
+
+OPS = 20_000
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    for i in range(3):
+        write_run(root, i, OPS)
+    return root
+
+
+def copy_results(results: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "results"
+    shutil.copytree(results, target)
+    return target
+
+
+def lake_table(lake: Path, table: str) -> list[dict[str, object]]:
+    return list(pq.read_table(lake / table).to_pylist())
+
+
+def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path) -> None:
+    lake, out = tmp_path / "lake", io.StringIO()
+    result = ingest(results, lake, out)
+    assert len(result.added) == 3 and result.skipped == [] and out.getvalue() == ""
+    runs = {r["run_id"]: r for r in lake_table(lake, "runs")}
+    assert len(runs) == 3
+    for run_id, row in runs.items():
+        verdict = json.loads(RunFolder(results / run_id).verdict.read_text())
+        manifest = json.loads(RunFolder(results / run_id).manifest.read_text())
+        assert {a: row[s.count_column(a)] for a in ANOMALIES} == verdict["counts"]
+        assert row["valid"] == str(verdict["valid"]).lower() and row["outcome"] == manifest["outcome"]
+        assert row["acks"] == manifest["settings"]["producers"][0]["settings"]["acks"]
+        assert row["campaign_id"] == manifest["campaign_id"] and row["scenario"] == manifest["scenario"]
+        instances = [r for r in lake_table(lake, "anomalies") if r["run_id"] == run_id]
+        assert {a: sum(r["anomaly"] == a for r in instances) for a in ANOMALIES} == verdict["counts"]
+        errors = {a: sum(r["anomaly"] == a and r["classified"] == "error" for r in instances) for a in ANOMALIES}
+        assert {a: n for a, n in errors.items() if n} == verdict["errors"]
+        shown = {(a, e["value"]) for a, ex in verdict["examples"].items() for e in ex if e.get("value")}
+        assert shown <= {(r["anomaly"], r["value"]) for r in instances}
+        assert all(r["time_ns"] is not None for r in instances), "every instance has a time"
+        lost = [r for r in instances if r["anomaly"] == "lost"]
+        assert all(r["offset"] is not None and r["partition"] is not None for r in lost)
+        throughput = [r for r in lake_table(lake, "throughput") if r["run_id"] == run_id]
+        assert sum(r["ok"] for r in throughput) == verdict["stats"]["ok"]
+        assert sum(r["fail"] + r["info"] for r in throughput) == verdict["stats"]["fail"] + verdict["stats"]["info"]
+    faults = lake_table(lake, "faults")
+    assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
+    availability = lake_table(lake, "availability")
+    assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 1
+    # Hive partitions: scenario and day come back as columns, one folder each.
+    assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
+
+
+def test_a_second_ingest_adds_nothing_and_a_new_run_only_itself(results: Path, tmp_path: Path) -> None:
+    root, lake = copy_results(results, tmp_path), tmp_path / "lake"
+    ingest(root, lake, io.StringIO())
+    before = {t: pq.read_table(lake / t).num_rows for t in s.TABLES}
+    again = ingest(root, lake, io.StringIO())
+    assert again.added == [] and again.already == 3
+    assert {t: pq.read_table(lake / t).num_rows for t in s.TABLES} == before
+    write_run(root, 3, OPS)
+    third = ingest(root, lake, io.StringIO())
+    assert len(third.added) == 1 and third.already == 3
+    assert pq.read_table(lake / "runs").num_rows == 4
+
+
+def test_broken_and_half_written_runs_are_one_line_each(results: Path, tmp_path: Path) -> None:
+    root, lake, out = copy_results(results, tmp_path), tmp_path / "lake", io.StringIO()
+    corrupt = root / "synthetic-isolate" / "20991231-000000"
+    corrupt.mkdir(parents=True)
+    (corrupt / "run.json").write_text('{"status": "finis')
+    running = root / "synthetic-split" / "20991231-000000" / "acks1"
+    shutil.copytree(root / next(iter(lk.run_folders(results, lake))).relative_to(results), running)
+    manifest = json.loads((running / "run.json").read_text())
+    (running / "run.json").write_text(json.dumps({**manifest, "status": "running"}))
+    no_history = root / "synthetic-split" / "20991231-000001"
+    shutil.copytree(running, no_history)
+    (no_history / "run.json").write_text(json.dumps(manifest))
+    shutil.rmtree(no_history / "history")
+    result = ingest(root, lake, out)
+    lines = out.getvalue().splitlines()
+    assert len(result.added) == 3 and len(result.skipped) == 3 and len(lines) == 3
+    assert any(str(corrupt) in line and "run.json unreadable" in line for line in lines)
+    assert any(str(running) in line and "half-written" in line for line in lines)
+    assert any(str(no_history) in line and "history unreadable" in line for line in lines)
+
+
+def test_an_unfinished_ingest_is_undone_and_other_tables_are_left_alone(results: Path, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ingest(results, lake, io.StringIO())
+    campaigns = lake / "campaigns" / "part-0.parquet"
+    campaigns.parent.mkdir()
+    campaigns.write_bytes(b"not ours")
+    orphan = lake / "faults" / "scenario=x" / "day=2026-01-01" / "part-20260101T000000-deadbeef-0.parquet"
+    orphan.parent.mkdir(parents=True)
+    shutil.copy(next((lake / "faults").rglob("part-*.parquet")), orphan)
+    out = io.StringIO()
+    assert ingest(results, lake, out).added == []
+    assert not orphan.exists() and "removed" in out.getvalue() and campaigns.read_bytes() == b"not ours"
+
+
+def test_the_command_line(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ingest", str(results), "--lake", str(tmp_path / "lake")]) == 0
+    assert "3 new run(s)" in capsys.readouterr().out
+    assert main(["ingest", str(tmp_path / "nowhere"), "--lake", str(tmp_path / "lake")]) == 3
+    assert "not a results folder" in capsys.readouterr().err
+    assert main(["ingest"]) == 3
+    (tmp_path / "lake" / s.META_FILE).write_text(json.dumps({"schema_version": 99}))
+    assert main(["ingest", str(results), "--lake", str(tmp_path / "lake")]) == 3
+    assert "schema_version 99" in capsys.readouterr().err

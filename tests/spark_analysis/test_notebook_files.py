@@ -1,0 +1,44 @@
+"""The notebook's files: parameters cell, summary cell, where the executed copy goes, how its numbers are read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from spark_analysis.notebook import NOTEBOOK, SUMMARY_TAG, main, outputs_of, summary_of
+
+
+def test_the_notebook_is_parameterised_and_reads_only_the_lake() -> None:
+    notebook = nbformat.read(str(NOTEBOOK), as_version=4)
+    nbformat.validate(notebook)
+    tagged = {tag: cell for cell in notebook.cells for tag in cell.metadata.get("tags", [])}
+    for name in ("lake", "spark_master", "scenarios", "since", "drill_run"):
+        assert f"{name} = " in tagged["parameters"].source, name
+    assert "SUMMARY " in tagged[SUMMARY_TAG].source
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    assert "history" not in code and "verdict.json" not in code, "the notebook reads the lake, not run folders"
+    sections = [c.source.splitlines()[0] for c in notebook.cells if c.cell_type == "markdown"]
+    assert len([s for s in sections if s.startswith("## ")]) == 7
+
+
+def test_outputs_go_beside_the_lake(tmp_path: Path) -> None:
+    assert outputs_of(tmp_path / "lake") == (tmp_path / "lake-analysis.ipynb", tmp_path / "lake-analysis.html")
+
+
+def test_the_summary_line_is_read_from_the_summary_cell(tmp_path: Path) -> None:
+    executed = tmp_path / "x.ipynb"
+    cell = {"cell_type": "code", "metadata": {"tags": [SUMMARY_TAG]},
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": ['SUMMARY {"runs": 2}\n']}]}
+    executed.write_text(json.dumps({"cells": [cell]}))
+    assert summary_of(executed) == {"runs": 2}
+    executed.write_text(json.dumps({"cells": [{**cell, "outputs": []}]}))
+    with pytest.raises(ValueError, match="no SUMMARY line"):
+        summary_of(executed)
+
+
+def test_no_lake_is_one_line_and_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--lake", str(tmp_path / "nothing")]) == 3
+    assert "no lake here" in capsys.readouterr().err
