@@ -45,7 +45,7 @@ def bounds(requirements: list[str]) -> dict[str, str]:
 
 def test_the_pins_and_pyprojects_dependencies_name_the_same_versions() -> None:
     extras = PYPROJECT["optional-dependencies"]
-    runtime = bounds(PYPROJECT["dependencies"] + extras["spark"] + extras["docker"] + extras["ssh"])
+    runtime = bounds(PYPROJECT["dependencies"] + extras["spark"] + extras["docker"] + extras["ssh"] + extras["notebook"])
     assert pins("requirements.txt") == runtime
     assert pins("requirements-dev.txt") == bounds(extras["dev"])
     assert "<" not in PYPROJECT["requires-python"], "no upper bound on Python unless a dependency forces one"
