@@ -56,6 +56,8 @@ def invoking_user() -> tuple[int, int] | None:
 
 def _open_up(path: Path, owner: tuple[int, int] | None) -> None:
     st = path.lstat()
+    if os.geteuid() not in (0, st.st_uid):
+        return  # not ours to change (a user's `report` on a run someone else made)
     if owner is not None and (st.st_uid, st.st_gid) != owner:
         os.lchown(path, *owner)
     if stat.S_ISLNK(st.st_mode):
