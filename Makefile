@@ -8,9 +8,9 @@ RUNTIME ?= netns
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
+.PHONY: setup setup-debian setup-venv setup-kafka setup-unsyncfs test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
 
-setup: setup-debian setup-venv setup-kafka setup-docker
+setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -27,6 +27,18 @@ setup-venv:
 setup-kafka:
 	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
 
+# The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
+# modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with
+# mount(2) itself (root), so it needs /dev/fuse and no fusermount.
+GO = $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; } || echo /usr/bin/go)
+UNSYNCFS := build/bin/unsyncfs
+setup-unsyncfs: $(UNSYNCFS)
+
+$(UNSYNCFS): $(wildcard testbed/unsyncfs/*.go) testbed/unsyncfs/go.mod testbed/unsyncfs/go.sum
+	@test -x $(GO) || { echo "installing Debian packages: golang-go"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }
+	cd testbed/unsyncfs && $(GO) build -trimpath -o ../../$(UNSYNCFS) .
+
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -36,7 +48,7 @@ test: lint
 
 # The fast set: everything that needs neither root nor a cluster nor Spark.
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not fuse" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
