@@ -36,7 +36,8 @@ TOP_KEYS = {"name", "description", "seed", "duration_s", "settle_timeout_s", "dr
 CLUSTER_KEYS = {"nodes", "runtime", "kafka_version", "network", "topic", "partitions", "replication_factor",
                 "min_insync_replicas", "unclean_leader_election", "replica_lag_time_max_ms",
                 "zookeeper_session_timeout_ms", "replica_assignment", "broker_overrides", "controller",
-                "broker_heap_mb", "zookeeper_heap_mb"}
+                "broker_heap_mb", "zookeeper_heap_mb", "flush_messages", "flush_ms", "zookeeper_force_sync",
+                "lose_unsynced_writes"}
 PRODUCER_KEYS = {"azs", "per_az", "rate", "value_bytes", "settings"}
 CONSUMER_KEYS = {"azs", "per_az", "mode", "group", "commit"}
 EXPECT_KEYS = {"absent", "present", "valid", "observed"}
@@ -177,6 +178,10 @@ def parse_cluster(raw: Any) -> ClusterSettings:
         replica_assignment=assignment,
         controller=_get(raw, where, "controller", int, None, 0, nodes - 1) if "controller" in raw else None,
         broker_overrides={str(k): str(v) for k, v in overrides.items()},
+        flush_messages=_get(raw, where, "flush_messages", int, None, 1) if "flush_messages" in raw else None,
+        flush_ms=_get(raw, where, "flush_ms", int, None, 1) if "flush_ms" in raw else None,
+        zookeeper_force_sync=_get(raw, where, "zookeeper_force_sync", bool, d.zookeeper_force_sync),
+        lose_unsynced_writes=_get(raw, where, "lose_unsynced_writes", bool, d.lose_unsynced_writes),
     )
     if settings.min_insync_replicas > settings.replication_factor:
         raise _fail(f"{where}.min_insync_replicas", f"{settings.min_insync_replicas} is more than the replication "

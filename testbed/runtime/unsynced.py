@@ -26,6 +26,7 @@ from testbed.errors import RuntimeFailure
 from testbed.paths import REPO_ROOT
 from testbed.runtime.base import owned_names
 from testbed.runtime.procs import is_alive, start_time, wait_dead
+from testbed.state import RunState
 
 BINARY = REPO_ROOT / "build" / "bin" / "unsyncfs"
 FSTYPE = "fuse.unsyncfs"
@@ -65,8 +66,12 @@ class UnsyncedMount:
     pid: int
     started: int | None
     child: subprocess.Popen[bytes] | None = None
+    host: str = ""
+    log: Path = Path("/dev/null")
 
     def alive(self) -> bool:
+        if not self.pid:
+            return False
         if self.child is not None:
             return self.child.poll() is None
         return is_alive(self.pid) and start_time(self.pid) == self.started
@@ -151,3 +156,56 @@ def clean_mounts(prefix: str | None = None) -> list[str]:
     targets = [Path(t) for t, source in mounted().items() if pattern.match(source)]
     detach(targets)
     return [f"mount {t}" for t in targets]
+
+
+class UnsyncedDisks:
+    """The unsyncfs mounts of one run's hosts on this machine's disk: which directories each host keeps on
+    the filesystem, and the process serving each; every mount is recorded in the run's state file
+    (`mounts`) the moment it exists, so a later harness finds it."""
+
+    def __init__(self, prefix: str, state: RunState, env: dict[str, str]) -> None:
+        self.prefix = prefix
+        self.state = state
+        self.env = env
+        self._mounts: dict[str, UnsyncedMount] = {}
+        for target, info in state.data.get("mounts", {}).items():  # a dead harness's
+            self._mounts[target] = UnsyncedMount(info["source"], Path(target), int(info["pid"]), info["started"],
+                                                 host=info["host"], log=Path(info["log"]))
+
+    def keep(self, host: str, dirs: list[Path], log_dir: Path) -> None:
+        for d in dirs:
+            if str(d) not in self._mounts:
+                m = UnsyncedMount(f"{self.prefix}-{host}-{d.name}", d, 0, None, host=host,
+                                  log=log_dir / f"unsyncfs-{d.name}.log")
+                self._mounts[str(d)] = m
+        self.mount_host(host)
+
+    def of(self, host: str) -> list[UnsyncedMount]:
+        return [m for m in self._mounts.values() if m.host == host]
+
+    def mount_host(self, host: str) -> None:
+        """Mount every directory of `host` whose filesystem is not serving (after a power cut: what survived)."""
+        down = [m for m in self.of(host) if not m.alive()]
+        finish_cut(down)
+        for m in down:
+            fresh = mount(m.target, m.source, self.env, m.log)
+            m.pid, m.started, m.child = fresh.pid, fresh.started, fresh.child
+            self._record()
+
+    def cut_host(self, host: str) -> None:
+        """The instant `host` loses power: every unsynced write of its directories is dropped."""
+        cut(self.of(host))
+
+    def pids(self) -> set[int]:
+        return {m.pid for m in self._mounts.values() if m.alive()}
+
+    def unmount_all(self) -> list[str]:
+        """Everything synced and unmounted (the directories then hold what the hosts last wrote)."""
+        cut_ones = unmount(list(self._mounts.values()))
+        self._mounts.clear()
+        self._record()
+        return cut_ones
+
+    def _record(self) -> None:
+        self.state.update(mounts={t: {**m.to_json(), "host": m.host, "log": str(m.log)}
+                                  for t, m in self._mounts.items() if m.pid})
