@@ -69,8 +69,9 @@ SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
 PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-follower isolate-az-leader \
 	isolate-az-controller isolate-az-controller-leader
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
+POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 
-.PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
@@ -86,6 +87,9 @@ test-partition:
 
 test-power-off:
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
+
+test-power-cut:
+	$(call run_scenarios,$(POWER_CUT_SCENARIOS))
 
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))

@@ -126,7 +126,11 @@ class KafkaCluster:
         return self._software[node.name]
 
     def write_configs(self) -> None:
-        """Render every node's configs into its folder, with the host's own paths, and put them on the host."""
+        """Render every node's configs into its folder, with the host's own paths, and put them on the host;
+        where the runtime can, put the nodes' data directories on the lose-unsynced-writes filesystem."""
+        if self.settings.lose_unsynced_writes and not self.loses_unsynced_writes:
+            log.warning("the %s runtime cannot drop unsynced writes: a power-off kills the nodes' processes and "
+                        "their page cache survives (journaled as power-off, not power-cut)", self.runtime.kind)
         for node in self.nodes:
             f = self.node_folder(node)
             render_node_configs(self.plan, self.settings, node, f, partial(self.runtime.host_path, node))
