@@ -8,7 +8,7 @@ RUNTIME ?= netns
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-venv setup-kafka setup-unsyncfs test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
+.PHONY: setup setup-debian setup-venv setup-kafka setup-unsyncfs test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker
 
@@ -58,6 +58,10 @@ bench-nemesis:
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
+
+# The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
+bench-unsyncfs:
+	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
 
 bench-checker:
 	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3
