@@ -113,5 +113,6 @@ def test_power_cut_cluster(tmp_path: Path) -> None:
     # What was lost had been acknowledged before the cut, by all three replicas, and fsynced by none.
     writes = pd.read_parquet(top / "default-flush" / "history" / "writes.parquet")
     lost = lost_values(top / "default-flush" / "history")
-    cut_ns = int(cuts["time_ns"].iloc[0])
+    nemesis = pd.read_parquet(top / "default-flush" / "history" / "nemesis.parquet")
+    cut_ns = int(nemesis[(nemesis["fault"] == "power-cut") & (nemesis["type"] == "start")]["time_ns"].iloc[0])
     assert (writes[writes["value"].isin(lost)]["complete_ns"] <= cut_ns).all()
