@@ -72,6 +72,9 @@ func main() {
 	opts := &fuse.MountOptions{
 		AllowOther: true, DirectMountStrict: true, FsName: *name, Name: "unsyncfs",
 		MaxWrite: 1 << 20, MaxBackground: 64, DisableXAttrs: true, DisableReadDirPlus: true, Debug: *debug,
+		// Every change comes through this mount: the kernel's page cache is never stale, so it need not drop it
+		// whenever an mtime moves (a broker's followers read what was just appended).
+		ExplicitDataCacheControl: true,
 	}
 	server, err := fuse.NewServer(fs, dir, opts)
 	check(err)
