@@ -83,6 +83,10 @@ def test_the_base_spec_is_valid() -> None:
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
         ("checker", "excel", "checker: must be spark or pandas"),
         ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker)"),
+        ("cluster.flush_messages", 0, "cluster.flush_messages: must be >= 1"),
+        ("cluster.flush_ms", "often", "cluster.flush_ms: must be int"),
+        ("cluster.zookeeper_force_sync", "yes", "cluster.zookeeper_force_sync: must be bool"),
+        ("cluster.lose_unsynced_writes", 1, "cluster.lose_unsynced_writes: must be bool"),
     ],
 )
 def test_bad_specs_name_the_key(path: str, value: Any, says: str) -> None:
