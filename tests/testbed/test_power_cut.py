@@ -23,7 +23,8 @@ from nemesis.faults import start_again
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
 from testbed.kafka.cluster import KafkaCluster, wait_for
-from testbed.kafka.config import ClusterSettings
+from testbed.kafka.config import BROKER_PORT, ClusterSettings
+from testbed.kafka.wire import broker_view
 from testbed.lifecycle import provision
 from testbed.runtime import unsynced
 from testbed.runtime.base import LosesUnsyncedWrites, Runtime
@@ -71,9 +72,8 @@ def read_all(bootstrap: str, topic: str) -> list[str]:
 
 
 def led_by_broker_0(cluster: KafkaCluster, topics: list[str]) -> bool | None:
-    view = cluster.views()["az1-node"]
-    if view is None:
-        return None
+    """Broker-0's own view: it leads every partition of `topics` (its connection refused while down: None)."""
+    view = broker_view(cluster.node(0).address, BROKER_PORT, topics, timeout=2.0)
     parts = [p for t in topics for p in view.partitions.get(t, [])]
     return True if len(parts) == len(topics) and all(p.leader == 0 for p in parts) else None
 
@@ -86,7 +86,8 @@ def test_a_power_cut_drops_what_the_broker_had_not_fsynced(cluster: tuple[KafkaC
     data = c.node_folder(node).data("broker")
     assert unsynced.mounted()[str(data)].startswith(runtime.prefix)
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    futures = admin.create_topics([NewTopic(t, replica_assignment=[[0]], config=cfg) for t, cfg in TOPICS.items()])
+    futures = admin.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[[0]], config=cfg)
+                                   for t, cfg in TOPICS.items()])
     for f in futures.values():
         f.result(30)
     wait_for("broker-0 to lead both topics", lambda: led_by_broker_0(c, list(TOPICS)), 60)
