@@ -8,10 +8,10 @@ RUNTIME ?= netns
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker \
-	bench-lake ingest notebook spark-cluster
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs test test-fast lint bench bench-cluster \
+	bench-nemesis bench-workload bench-unsyncfs bench-checker bench-lake ingest notebook spark-cluster
 
-setup: setup-debian setup-venv setup-kafka setup-docker
+setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -44,6 +44,18 @@ setup-venv:
 setup-kafka:
 	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
 
+# The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
+# modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with
+# mount(2) itself (root), so it needs /dev/fuse and no fusermount.
+GO = $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; } || echo /usr/bin/go)
+UNSYNCFS := build/bin/unsyncfs
+setup-unsyncfs: $(UNSYNCFS)
+
+$(UNSYNCFS): $(wildcard testbed/unsyncfs/*.go) testbed/unsyncfs/go.mod testbed/unsyncfs/go.sum
+	@test -x $(GO) || { echo "installing Debian packages: golang-go"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }
+	cd testbed/unsyncfs && $(GO) build -trimpath -o ../../$(UNSYNCFS) .
+
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -53,7 +65,7 @@ test: lint
 
 # The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network and not fuse" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
@@ -63,6 +75,10 @@ bench-nemesis:
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
+
+# The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
+bench-unsyncfs:
+	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
 
 bench-checker:
 	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3
@@ -93,8 +109,9 @@ SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
 PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-follower isolate-az-leader \
 	isolate-az-controller isolate-az-controller-leader
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
+POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 
-.PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
@@ -110,6 +127,9 @@ test-partition:
 
 test-power-off:
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
+
+test-power-cut:
+	$(call run_scenarios,$(POWER_CUT_SCENARIOS))
 
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))

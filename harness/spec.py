@@ -146,6 +146,8 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         replica_assignment=assignment, controller=v("controller"),
         broker_overrides={str(k): str(x).lower() if isinstance(x, bool) else str(x)
                           for k, x in (raw.get("broker_overrides") or {}).items()},
+        flush_messages=v("flush_messages"), flush_ms=v("flush_ms"),
+        zookeeper_force_sync=v("zookeeper_force_sync"), lose_unsynced_writes=v("lose_unsynced_writes"),
     )
 
 

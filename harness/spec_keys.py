@@ -75,6 +75,14 @@ CLUSTER = Section({
     "controller": Int("the broker that must be controller once the cluster is up (started first)", low=0, high=8),
     "broker_heap_mb": Int("each broker's JVM heap", _d.broker_heap_mb, 128),
     "zookeeper_heap_mb": Int("each ZooKeeper server's JVM heap", _d.zookeeper_heap_mb, 64),
+    "flush_messages": Int("flush.messages / log.flush.interval.messages: fsync every N appended messages "
+                          "(default: Kafka's, never; replication is the durability)", low=1),
+    "flush_ms": Int("flush.ms / log.flush.interval.ms: fsync at least this often (default: Kafka's, never)", low=1),
+    "zookeeper_force_sync": Bool("ZooKeeper's forceSync: fsync its transaction log before acknowledging",
+                                 _d.zookeeper_force_sync),
+    "lose_unsynced_writes": Bool("the nodes' data directories on unsyncfs, so a power-off drops every write not "
+                                 "fsynced (docs/unsyncfs.md); off: a power-off keeps the page cache",
+                                 _d.lose_unsynced_writes),
 }, doc="the cluster: nodes, runtime, Kafka version, the topic and broker settings", title="cluster",
     nullable=True, ref="cluster")
 

@@ -47,6 +47,8 @@ class FaultEnv:
 class Injected:
     """What one start of a fault did.
 
+    `fault` is what the journal's `fault` column says: the spec's kind, except a
+    `power-off` that dropped the nodes' unsynced writes, which is a `power-cut`.
     `targets` is what the journal's `targets` column says (compact: what a
     report labels the fault with); `detail` adds the particulars (every cut
     pair, pids). `key` (the firewall cut) or `processes` is what undo needs.
@@ -158,9 +160,10 @@ class ProcessFault:
                 if pid is None:
                     raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")
                 hits.append((node, role, pid))
+        fault = spec.fault
         if spec.fault == "power-off":
             try:
-                cluster.power_off(nodes)
+                fault = cluster.power_off(nodes)  # "power-cut" where unsynced writes went with the power
             except ClusterError as exc:
                 raise FaultError(str(exc)) from exc
         elif spec.fault == "kill":
@@ -174,7 +177,7 @@ class ProcessFault:
         targets = {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
                    "processes": [cluster.process_name(n, r) for n, r, _ in hits]}
         detail = {"pids": {cluster.process_name(n, r): p for n, r, p in hits}}
-        return Injected(key, spec.fault, targets, detail, tuple((n.name, r) for n, r, _ in hits))
+        return Injected(key, fault, targets, detail, tuple((n.name, r) for n, r, _ in hits))
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         cluster = env.cluster

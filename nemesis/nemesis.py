@@ -119,11 +119,11 @@ class Nemesis:
                 raise FaultError(f"starting {name} ({spec}): {exc}") from exc
             info.update(took_ms=_ms(invoked), resolve_ms=resolver.observe_ms,
                         facts=resolver.facts.to_json() if resolver.facts else None, **injected.detail)
-            row = self.journal.write("start", spec.fault, injected.targets, info)
+            row = self.journal.write("start", injected.fault, injected.targets, info)
             active = ActiveFault(name, spec, injected, row["time_ns"])
             with self._state:
                 self._active[name] = active
-            log.info("nemesis: started %s: %s %s", name, spec.fault, json.dumps(injected.targets, sort_keys=True))
+            log.info("nemesis: started %s: %s %s", name, injected.fault, json.dumps(injected.targets, sort_keys=True))
             return active
 
     def _journal_failure(self, spec: FaultSpec, name: str, info: dict[str, Any], resolver: Resolver,
@@ -145,9 +145,9 @@ class Nemesis:
             try:
                 fault_for(current.spec).undo(current.injected, self.env)
             except HarnessError as exc:
-                self.journal.write("info", current.spec.fault, current.targets, {**info, "error": str(exc)})
+                self.journal.write("info", current.injected.fault, current.targets, {**info, "error": str(exc)})
                 raise FaultError(f"stopping {name}: {exc}") from exc
-            self.journal.write("stop", current.spec.fault, current.targets, {**info, "took_ms": _ms(invoked)})
+            self.journal.write("stop", current.injected.fault, current.targets, {**info, "took_ms": _ms(invoked)})
             with self._state:
                 del self._active[name]
             log.info("nemesis: stopped %s", name)
@@ -224,7 +224,8 @@ class Nemesis:
                 report.errors.append(f"clearing firewalls: {exc}")
             self._restore_processes(report, stopped_procs)
             for left in self.active:  # their own undo failed; the sweep above undid them
-                self.journal.write("stop", left.spec.fault, left.targets, {"name": left.name, "by": "heal-all sweep"})
+                self.journal.write("stop", left.injected.fault, left.targets,
+                                   {"name": left.name, "by": "heal-all sweep"})
                 report.stopped.append(left.name)
             with self._state:
                 self._active.clear()

@@ -30,8 +30,9 @@ ONE_OR_MORE: JsonSchema = {"anyOf": [SELECTOR, {"type": "array", "items": SELECT
 FAULT_KEYS: dict[str, JsonSchema] = {
     "partition": {"type": "integer", "minimum": 0, "default": 0,
                   "description": "the partition that leader, follower and leader-controller refer to"},
-    "target": {**ONE_OR_MORE, "description": "what the fault hits: one selector, or a list hit at once "
-                                             "(isolate-az: one AZ)"},
+    "target": {"anyOf": [*ONE_OR_MORE["anyOf"], {"const": "all"}],
+               "description": "what the fault hits: one selector, or a list hit at once (isolate-az: one AZ); "
+                              "process faults also take `all`: every node at one instant"},
     "between": {"type": "array", "items": SELECTOR, "minItems": 2, "maxItems": 2,
                 "description": "the two ends of the cut link"},
     "one_way": {"type": "boolean", "default": False,

@@ -15,8 +15,8 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `split` | `minority` (a list of AZ selectors, fewer than half the AZs), `scope` |
 | `bridge` | `middle` (the AZ that hears both halves; default the plan's middle AZ), `scope` |
 | `majorities-ring` | `scope` |
-| `kill` | `target` (one or a list of nodes, hit at once), `role` (`broker` default, `zookeeper`) |
-| `power-off` | `target` (one or a list of nodes: both processes SIGKILLed at once) |
+| `kill` | `target` (one or a list of nodes, or `all`, hit at once), `role` (`broker` default, `zookeeper`) |
+| `power-off` | `target` (one or a list of nodes, or `all`: every process of each node dies at one instant, and where the runtime keeps data on unsyncfs every write not fsynced is dropped: journaled as `power-cut`) |
 | `pause` | `target`, `role` (`broker` default, `zookeeper`, `both`) |
 | `graceful-stop` | `target`, `role` (`broker` default, `zookeeper`) |
 
@@ -142,7 +142,9 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
     fields["partition"] = partition
     if "scope" in raw:
         fields["scope"] = _choice(f"{path}.scope", raw["scope"], SCOPES)
-    if "target" in raw:
+    if "target" in raw and kind in PROCESS_FAULTS and raw["target"] == "all":
+        fields["targets"] = ("all",)  # every node at one instant
+    elif "target" in raw:
         single_az = kind == "isolate-az"
         fields["targets"] = _selectors(f"{path}.target", raw["target"]) if not single_az \
             else (_selector(f"{path}.target", raw["target"]),)

@@ -182,10 +182,10 @@ class Resolver:
         return self.node(selector).az
 
     def nodes(self, selectors: tuple[str, ...]) -> list[Host]:
-        """Distinct nodes for several selectors, in the order given."""
+        """Distinct nodes for several selectors, in the order given (`all`: every node of the plan)."""
         found: list[Host] = []
         for s in selectors:
-            node = self.node(s)
-            if node not in found:
-                found.append(node)
+            for node in self.plan.nodes if s == "all" else (self.node(s),):
+                if node not in found:
+                    found.append(node)
         return found

@@ -29,7 +29,7 @@ from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from testbed.kafka.zk import zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
-from testbed.runtime.base import PowerCycled, Process, Runtime, Software
+from testbed.runtime.base import LosesUnsyncedWrites, PowerCycled, Process, Runtime, Software
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
@@ -61,7 +61,8 @@ def render_node_configs(plan: AddressPlan, settings: kcfg.ClusterSettings, node:
     for d in (f.config_dir, f.data("zookeeper"), f.data("broker"), f.logs("zookeeper"), f.logs("broker")):
         d.mkdir(parents=True, exist_ok=True)
     (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
-    f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper"))))
+    f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper")),
+                                                          settings.zookeeper_force_sync))
     f.config("broker").write_text(kcfg.server_properties(plan, node, settings, on_host(f.data("broker"))))
     for role in ROLES:
         f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
@@ -125,11 +126,23 @@ class KafkaCluster:
         return self._software[node.name]
 
     def write_configs(self) -> None:
-        """Render every node's configs into its folder, with the host's own paths, and put them on the host."""
+        """Render every node's configs into its folder, with the host's own paths, and put them on the host;
+        where the runtime can, put the nodes' data directories on the lose-unsynced-writes filesystem."""
+        if self.settings.lose_unsynced_writes and not self.loses_unsynced_writes:
+            log.warning("the %s runtime cannot drop unsynced writes: a power-off kills the nodes' processes and "
+                        "their page cache survives (journaled as power-off, not power-cut)", self.runtime.kind)
         for node in self.nodes:
             f = self.node_folder(node)
             render_node_configs(self.plan, self.settings, node, f, partial(self.runtime.host_path, node))
             self.runtime.put(node, f.root)
+            if self.loses_unsynced_writes:
+                assert isinstance(self.runtime, LosesUnsyncedWrites)
+                self.runtime.keep_unsynced(node, [f.data("zookeeper"), f.data("broker")], f.logs_dir)
+
+    @property
+    def loses_unsynced_writes(self) -> bool:
+        """Whether a power-off of a node drops what it had not fsynced (the runtime can, and the spec wants it)."""
+        return self.settings.lose_unsynced_writes and isinstance(self.runtime, LosesUnsyncedWrites)
 
     def _argv(self, node: Host, role: Role) -> list[str]:
         return java_argv(self.settings, node, role, self.node_folder(node), self.software(node),
@@ -197,15 +210,18 @@ class KafkaCluster:
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
 
-    def power_off(self, nodes: list[Host]) -> None:
+    def power_off(self, nodes: list[Host]) -> str:
         """Every process of the nodes dies at the same instant: the whole host where the runtime can cut its
-        power (a container killed), else SIGKILL to each process (the page cache survives either way)."""
-        if isinstance(self.runtime, PowerCycled):
-            for node in nodes:
-                self.runtime.power_off(node)
+        power, else SIGKILL to each process. Returns what it was: `power-cut` where the nodes' unsynced writes
+        were dropped with them (`loses_unsynced_writes`), else `power-off` (the page cache survives)."""
+        runtime = self.runtime
+        if isinstance(runtime, PowerCycled):
+            with ThreadPoolExecutor(len(nodes)) as pool:  # every host at once, not one after the other
+                list(pool.map(runtime.power_off, nodes))
         names = [self.process_name(node, role) for node in nodes for role in ROLES]
         if self.processes.kill(names):
             raise ClusterError(f"{', '.join(n.name for n in nodes)} survived power-off")
+        return "power-cut" if self.loses_unsynced_writes else "power-off"
 
     def power_on(self, node: Host) -> None:
         for role in ROLES:
@@ -282,9 +298,10 @@ class KafkaCluster:
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
         if s.replica_assignment is not None:
             new = NewTopic(s.topic, num_partitions=len(s.replica_assignment),
-                           replica_assignment=[list(r) for r in s.replica_assignment])
+                           replica_assignment=[list(r) for r in s.replica_assignment], config=kcfg.flush_configs(s))
         else:
-            new = NewTopic(s.topic, num_partitions=s.partitions, replication_factor=s.replication_factor)
+            new = NewTopic(s.topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                           config=kcfg.flush_configs(s))
         future = admin.create_topics([new], operation_timeout=20, request_timeout=25)[s.topic]
         try:
             future.result(timeout=30)

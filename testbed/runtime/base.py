@@ -165,6 +165,23 @@ class PowerCycled(Protocol):
         """Bring `host` back, its files as they were on disk; no process of the run runs on it yet."""
 
 
+@runtime_checkable
+class LosesUnsyncedWrites(Protocol):
+    """A runtime whose power cuts lose what a host had not fsynced, as a real one does.
+
+    It keeps a host's data directories on a filesystem that holds every unsynced
+    write, and every create, rename and unlink not yet made durable by an fsync, in
+    memory (testbed/unsyncfs). Such a runtime is also `PowerCycled`: `power_off`
+    drops everything unsynced under those directories at the instant the host's
+    processes die, `power_on` mounts what survived before anything starts. A
+    process killed on its own (not a power cut) loses nothing of it.
+    """
+
+    def keep_unsynced(self, host: Host, dirs: list[Path], log_dir: Path) -> None:
+        """From now on `dirs` (run-folder directories of `host`, their contents durable) are on that filesystem:
+        mounted now and again at every `power_on`; its own logs go to `log_dir`. Idempotent."""
+
+
 P = TypeVar("P", bound=Process)
 
 

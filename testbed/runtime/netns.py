@@ -3,7 +3,11 @@
 The control plane (this process) keeps the bridge address, so it reaches every
 host and no fault rule (always inside a host's namespace) can cut it off.
 Hosts share this machine's disk, so `put` and `fetch` have nothing to copy and
-`install` points at the local Kafka cache and Python. Nothing here touches the
+`install` points at the local Kafka cache and Python. A node's data directories
+can sit on the lose-unsynced-writes filesystem (`testbed.runtime.unsynced`),
+mounted in this machine's mount namespace before the node's processes start; a
+power-off kills every process of the host's namespace and that filesystem's
+process at one instant, so what was not fsynced is gone. Nothing here touches the
 machine's own firewall, enables forwarding or adds a route off the machine.
 Must never: signal a process that does not carry this run's prefix, or delete
 a namespace or link without it.
@@ -36,6 +40,7 @@ from testbed.runtime.procs import (
     start_time,
     wait_dead,
 )
+from testbed.runtime.unsynced import UnsyncedDisks, clean_mounts
 from testbed.state import RunState
 
 EXEC_WAIT_S = 5.0  # from Popen until `ip netns exec` has become the command
@@ -66,7 +71,8 @@ def namespace_pids(ns: str) -> list[int]:
 
 
 class NetnsRuntime:
-    """Hosts as network namespaces; implements Runtime and Firewalled; its processes are Pausable."""
+    """Hosts as network namespaces; implements Runtime, Firewalled, PowerCycled and LosesUnsyncedWrites;
+    its processes are Pausable."""
 
     kind = "netns"
 
@@ -78,6 +84,7 @@ class NetnsRuntime:
         self.state = state
         self._processes: dict[str, LocalProcess] = {}
         self._firewalls = FirewallChannels(self._env(None))
+        self.disks = UnsyncedDisks(prefix, state, self._env(None))
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -135,7 +142,10 @@ class NetnsRuntime:
                  if run_of(int(p["pid"])) == self.prefix}
         for ns in namespaces:
             pids |= set(namespace_pids(ns))
-        kill_all(sorted(pids))
+        disks = self.disks.pids()
+        kill_all(sorted(pids - disks))  # the nodes' processes first, then their disks sync and unmount
+        self.disks.unmount_all()
+        kill_all(sorted(p for p in pids & disks if is_alive(p)))
         for process in self._processes.values():
             process.exit_status()  # reap
         for ns in namespaces:
@@ -148,6 +158,22 @@ class NetnsRuntime:
                 ip("link", "del", link, check=False)
             self.state.discard("links", link)
         self.state.update(processes={})
+
+    # -- power: every process of a host at once, and its unsynced writes -----
+    def keep_unsynced(self, host: Host, dirs: list[Path], log_dir: Path) -> None:
+        self.disks.keep(host.name, dirs, log_dir)
+
+    def power_off(self, host: Host) -> None:
+        """SIGKILL every process in the host's namespace and its disks' processes at once; their mounts detached."""
+        victims = [p for p in namespace_pids(self.namespace(host)) if is_alive(p)]
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.disks.cut_host(host.name)
+
+    def power_on(self, host: Host) -> None:
+        """Mount what the host's disks kept (a no-op while they are up)."""
+        self.disks.mount_host(host.name)
 
     # -- software and files: one disk, nothing to copy ---------------------
     def install(self, host: Host, kafka_version: str) -> Software:
@@ -281,6 +307,7 @@ def clean_leftovers(prefix: str | None = None) -> list[str]:
         pids |= {p for p in namespace_pids(ns) if is_alive(p)}
     kill_all(sorted(pids))
     removed += [f"process {p}" for p in sorted(pids)]
+    removed += clean_mounts(prefix)
     for ns in namespaces:
         ip("netns", "del", ns, check=False)
         removed.append(f"namespace {ns}")

@@ -81,3 +81,19 @@ def test_metadata_v7_response_is_parsed_into_one_brokers_view() -> None:
     assert view.brokers == {0: "198.18.0.11:9092", 1: "198.18.0.12:9092"}
     (p,) = view.partitions["faultline"]
     assert (p.partition, p.leader, p.leader_epoch, p.replicas, p.isr) == (0, 1, 7, [1, 0], [1])
+
+
+def test_flush_settings_reach_the_broker_the_topic_and_zookeeper() -> None:
+    from testbed.kafka.config import flush_configs
+
+    plan = make_plan("198.18.0.0/24", 3)
+    default = ClusterSettings()
+    props = server_properties(plan, plan.nodes[0], default, "/k")
+    assert "log.flush.interval" not in props and flush_configs(default) == {}
+    assert "forceSync=yes" in zoo_cfg(plan, plan.nodes[0], "/z")
+    fsync = ClusterSettings(flush_messages=1, flush_ms=200, zookeeper_force_sync=False)
+    props = server_properties(plan, plan.nodes[0], fsync, "/k")
+    assert "log.flush.interval.messages=1\n" in props and "log.flush.interval.ms=200\n" in props
+    assert "log.flush.scheduler.interval.ms=200\n" in props
+    assert flush_configs(fsync) == {"flush.messages": "1", "flush.ms": "200"}
+    assert "forceSync=no" in zoo_cfg(plan, plan.nodes[0], "/z", force_sync=False)

@@ -180,8 +180,8 @@ def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> 
         ("stop", "kill"),
         ("start", "pause"),
         ("stop", "pause"),
-        ("start", "power-off"),
-        ("stop", "power-off"),
+        ("start", "power-cut"),  # netns: the node's unsynced writes went with its power
+        ("stop", "power-cut"),
         ("start", "graceful-stop"),
         ("stop", "graceful-stop"),
     ]

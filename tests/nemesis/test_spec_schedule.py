@@ -27,6 +27,9 @@ def test_parse_fault_fills_defaults() -> None:
     assert spec.partition == 2 and spec.scope == "kafka"
     spec = parse_fault("f", {"fault": "power-off", "target": ["broker-0", "az2"]})
     assert spec.targets == ("broker-0", "az2")
+    assert parse_fault("f", {"fault": "power-off", "target": "all"}).targets == ("all",)
+    with pytest.raises(SpecError, match=r"^f\.target: 'all' is not a target"):
+        parse_fault("f", {"fault": "isolate-az", "target": "all"})
     assert parse_fault("f", {"fault": "pause", "target": "leader", "role": "both"}).role == "both"
     assert parse_fault("f", {"fault": "majorities-ring"}).targets == ()
 

@@ -38,6 +38,7 @@ def test_named_and_random_selectors_need_no_state() -> None:
     assert blind.node("broker-0").name == "az1-node"
     assert blind.az("broker-2") == "az3"
     assert blind.facts is None
+    assert [n.name for n in blind.nodes(("az2", "all"))] == ["az2-node", "az1-node", "az3-node"]
     picks = [Resolver(PLAN, random.Random(5), 0).node("random").name for _ in range(3)]
     assert len(set(picks)) == 1  # same seed, same choice
     assert {Resolver(PLAN, random.Random(s), 0).az("random") for s in range(30)} == {"az1", "az2", "az3"}

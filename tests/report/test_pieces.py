@@ -10,6 +10,7 @@ import pandas as pd
 from harness.leadership import controller_views, disagreements, natural_key, partition_views
 from harness.report import fmt
 from harness.report.faults import fault_events, fault_windows, relation
+from harness.report.figures import fault_colors
 from harness.report.page import flatten
 
 S = fmt.NS
@@ -48,6 +49,22 @@ def test_fault_windows_pair_starts_and_stops_by_fault_and_targets() -> None:
     assert windows[0].label == "isolate-az az=az1; n=1"
     assert windows[1].end_ns(9 * S) == 9 * S
     assert [(e.fault, e.targets) for e in fault_events(table)] == [("leader-of", "t/0")]
+
+
+def test_kill_and_power_cut_windows_are_told_apart() -> None:
+    """A kill keeps the page cache, a power cut drops unsynced writes: the timeline names and colours each."""
+    table = nemesis(
+        [
+            (1 * S, "start", "kill", '{"brokers": [1]}'),
+            (2 * S, "stop", "kill", '{"brokers": [1]}'),
+            (3 * S, "start", "power-cut", '{"brokers": [0, 1, 2]}'),
+            (4 * S, "stop", "power-cut", '{"brokers": [0, 1, 2]}'),
+        ]
+    )
+    windows = fault_windows(table)
+    assert [w.label for w in windows] == ["kill brokers=1", "power-cut brokers=0, 1, 2"]
+    colors = fault_colors(windows, [])
+    assert colors["kill"] != colors["power-cut"]
 
 
 def test_relation_of_a_fault_to_a_moment() -> None:

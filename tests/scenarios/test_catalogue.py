@@ -97,3 +97,22 @@ def test_unclean_election(tmp_path: Path) -> None:
     assert refused["counts"]["lost"] == 0 and refused["stats"]["fail"] > 0, (
         "NOT_ENOUGH_REPLICAS is a definite fail"
     )
+
+
+def test_power_cut_cluster(tmp_path: Path) -> None:
+    _, top = run_scenario("power-cut-cluster", tmp_path)
+    default = json.loads((top / "default-flush" / "verdict.json").read_text())
+    assert default["counts"]["lost"] > 0 and "lost" in default["errors"]
+    fsynced = json.loads((top / "flush-each-message" / "verdict.json").read_text())
+    assert fsynced["counts"]["lost"] == 0 and fsynced["stats"]["ok"] > 0
+    for conf in ("default-flush", "flush-each-message"):
+        nemesis = pd.read_parquet(top / conf / "history" / "nemesis.parquet")
+        cuts = nemesis[nemesis["fault"] == "power-cut"]
+        assert list(cuts["type"]) == ["start", "stop"], conf
+        assert json.loads(cuts["targets"].iloc[0])["brokers"] == [0, 1, 2], conf
+    # What was lost had been acknowledged before the cut, by all three replicas, and fsynced by none.
+    writes = pd.read_parquet(top / "default-flush" / "history" / "writes.parquet")
+    lost = lost_values(top / "default-flush" / "history")
+    nemesis = pd.read_parquet(top / "default-flush" / "history" / "nemesis.parquet")
+    cut_ns = int(nemesis[(nemesis["fault"] == "power-cut") & (nemesis["type"] == "start")]["time_ns"].iloc[0])
+    assert (writes[writes["value"].isin(lost)]["complete_ns"] <= cut_ns).all()
