@@ -1,0 +1,131 @@
+"""Excerpts of the nodes' broker logs around moments of the run, copied into the report.
+
+Each node folder keeps its broker's ``logs/broker/server.log`` (log4j's
+``[%d] %p %m (%c)`` lines, timestamps in UTC as the harness runs the JVMs);
+the report copies the lines from a little before to a little after an
+anomaly example's moment, so that the page stays self-contained and a
+reader can see what the broker said then. Lines without a timestamp (a stack
+trace) belong to the line above. Excerpts of one node that cover the same
+moment are shared; the number and length of excerpts are bounded so the page
+stays small.
+Must never: fail the report over a log it cannot read (it is left out), or copy a whole log.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.report import fmt
+from testbed.runfolder import NodeFolder, RunFolder
+
+BEFORE_NS, AFTER_NS = 3 * fmt.NS, 2 * fmt.NS
+MAX_LINES = 30  # per excerpt: the first and last halves of the window when it holds more
+MAX_LINE_CHARS = 220
+MAX_EXCERPTS = 24
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+_BROKER_ID = re.compile(r"^\s*broker\.id\s*=\s*(\d+)\s*$", re.M)
+
+
+@dataclass
+class NodeLog:
+    """One node's broker log: entries (time, text) in file order, and its broker id."""
+
+    node: str
+    broker: int | None
+    times: list[int]
+    texts: list[str]
+
+
+@dataclass
+class Excerpt:
+    """Lines of one node's log between two moments; ``anchor`` is its element id in the page."""
+
+    anchor: str
+    node: str
+    broker: int | None
+    lo_ns: int
+    hi_ns: int
+    lines: list[str] = field(default_factory=list)
+    left_out: int = 0
+
+
+def parse_stamp(line: str) -> int | None:
+    """The ns since the epoch of a "[2026-11-23 16:35:38,123] ..." line (UTC), or None."""
+    match = _STAMP.match(line)
+    if not match:
+        return None
+    moment = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return int(moment.timestamp()) * fmt.NS + int(match.group(2)) * 1_000_000
+
+
+def read_node_log(node: NodeFolder) -> NodeLog | None:
+    """The node's broker server.log as timed entries, or None where there is none or it cannot be read."""
+    path = node.logs("broker") / "server.log"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    broker: int | None = None
+    try:
+        found = _BROKER_ID.search(node.config("broker").read_text(encoding="utf-8", errors="replace"))
+        broker = int(found.group(1)) if found else None
+    except OSError:
+        pass
+    times: list[int] = []
+    texts: list[str] = []
+    for line in text.splitlines():
+        stamp = parse_stamp(line)
+        short = line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 1] + "…"
+        if stamp is not None:
+            times.append(stamp)
+            texts.append(short)
+        elif texts and line.strip():
+            texts[-1] += "\n" + short
+    return NodeLog(node.name, broker, times, texts) if times else None
+
+
+class Excerpts:
+    """The excerpts a report holds, made on demand and shared between moments they cover."""
+
+    def __init__(self, run_dir: Path) -> None:
+        logs = [read_node_log(n) for n in RunFolder(run_dir).node_folders()]
+        self.logs = [log for log in logs if log is not None]
+        self.made: list[Excerpt] = []
+
+    def nodes_for(self, brokers: list[int] | None) -> list[NodeLog]:
+        """The logs of these brokers (all the logs where no broker is named or none of them has a log)."""
+        if brokers:
+            mine = [log for log in self.logs if log.broker in brokers]
+            if mine:
+                return mine
+        return list(self.logs)
+
+    def around(self, lo_ns: int, hi_ns: int, brokers: list[int] | None = None) -> list[Excerpt]:
+        """An excerpt per chosen node's log around [lo, hi]: an existing one that covers it, else a new one."""
+        out = []
+        for log in self.nodes_for(brokers):
+            shared = next((e for e in self.made if e.node == log.node and e.lo_ns <= lo_ns and hi_ns <= e.hi_ns),
+                          None)
+            if shared is None:
+                if len(self.made) >= MAX_EXCERPTS:
+                    continue
+                shared = _cut(log, lo_ns - BEFORE_NS, hi_ns + AFTER_NS, f"log-{len(self.made) + 1}")
+                self.made.append(shared)
+            out.append(shared)
+        return out
+
+
+def _cut(log: NodeLog, lo_ns: int, hi_ns: int, anchor: str) -> Excerpt:
+    first, last = bisect_left(log.times, lo_ns), bisect_right(log.times, hi_ns)
+    lines = log.texts[first:last]
+    excerpt = Excerpt(anchor, log.node, log.broker, lo_ns, hi_ns)
+    if len(lines) > MAX_LINES:
+        half = MAX_LINES // 2
+        excerpt.left_out = len(lines) - 2 * half
+        lines = lines[:half] + [f"… {excerpt.left_out} lines left out …"] + lines[-half:]
+    excerpt.lines = lines
+    return excerpt
