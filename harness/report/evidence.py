@@ -2,7 +2,7 @@
 
 The faults are the example's own (anomalies.Example.faults), each pointed
 at its row of the faults table where one matches (same label, same start).
-The logs are the broker logs of the example's leaders where the checker
+The logs are excerpts around the example's moment (the end of its window) of the broker logs of the example's leaders where the checker
 named them, else of the brokers that led the example's partition in any
 observer's view during its window, else of every node (logexcerpts).
 Must never: invent a link: a fault with no row in the table is shown unlinked.
@@ -55,11 +55,11 @@ def log_links(example: Example, excerpts: Excerpts, observations: pd.DataFrame) 
     if not brokers:
         brokers = leaders_during(observations, example.fields.get("topic"), example.fields.get("partition"), lo, hi)
     return [{"text": e.node + (f" (broker {e.broker})" if e.broker is not None else ""), "href": f"#{e.anchor}"}
-            for e in excerpts.around(lo, hi, brokers)]
+            for e in excerpts.around(hi, hi, brokers)]  # the log at its moment: the end of its window  # anchors are fixed when made; only the bounds grow
 
 
 def excerpt_rows(excerpts: Excerpts, t0: int) -> list[dict[str, Any]]:
     """The excerpts made, for the page's log section, in the order the rows first linked them."""
     return [{"anchor": e.anchor, "node": e.node, "broker": e.broker, "from": fmt.rel(e.lo_ns, t0),
              "to": fmt.rel(e.hi_ns, t0), "from_utc": fmt.utc(e.lo_ns), "to_utc": fmt.utc(e.hi_ns),
-             "text": "\n".join(e.lines), "left_out": e.left_out} for e in excerpts.made]
+             "text": "\n".join(e.lines), "left_out": e.left_out} for e in excerpts.cut_all()]

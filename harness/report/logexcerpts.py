@@ -23,7 +23,8 @@ from harness.report import fmt
 from testbed.runfolder import NodeFolder, RunFolder
 
 BEFORE_NS, AFTER_NS = 3 * fmt.NS, 2 * fmt.NS
-MAX_LINES = 30  # per excerpt: the first and last halves of the window when it holds more
+MAX_SPAN_NS = 12 * fmt.NS  # an excerpt grows to take in nearby moments up to this span
+MAX_LINES = 40  # per excerpt: the first and last halves of the window when it holds more
 MAX_LINE_CHARS = 220
 MAX_EXCERPTS = 24
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
@@ -89,7 +90,8 @@ def read_node_log(node: NodeFolder) -> NodeLog | None:
 
 
 class Excerpts:
-    """The excerpts a report holds, made on demand and shared between moments they cover."""
+    """The excerpts a report holds: a moment's excerpt grows to take in the next moments of the same node
+    while the whole stays within MAX_SPAN_NS, so nearby examples share one; lines are cut at the end (`cut_all`)."""
 
     def __init__(self, run_dir: Path) -> None:
         logs = [read_node_log(n) for n in RunFolder(run_dir).node_folders()]
@@ -105,27 +107,35 @@ class Excerpts:
         return list(self.logs)
 
     def around(self, lo_ns: int, hi_ns: int, brokers: list[int] | None = None) -> list[Excerpt]:
-        """An excerpt per chosen node's log around [lo, hi]: an existing one that covers it, else a new one."""
+        """An excerpt per chosen node's log around [lo, hi]: an existing one stretched to cover it, else a new one."""
         out = []
+        lo, hi = lo_ns - BEFORE_NS, hi_ns + AFTER_NS
         for log in self.nodes_for(brokers):
-            shared = next((e for e in self.made if e.node == log.node and e.lo_ns <= lo_ns and hi_ns <= e.hi_ns),
-                          None)
-            if shared is None:
-                if len(self.made) >= MAX_EXCERPTS:
-                    continue
-                shared = _cut(log, lo_ns - BEFORE_NS, hi_ns + AFTER_NS, f"log-{len(self.made) + 1}")
+            shared = next((e for e in self.made if e.node == log.node
+                           and max(e.hi_ns, hi) - min(e.lo_ns, lo) <= MAX_SPAN_NS), None)
+            if shared is not None:
+                shared.lo_ns, shared.hi_ns = min(shared.lo_ns, lo), max(shared.hi_ns, hi)
+            elif len(self.made) < MAX_EXCERPTS:
+                shared = Excerpt(f"log-{len(self.made) + 1}", log.node, log.broker, lo, hi)
                 self.made.append(shared)
+            else:
+                continue
             out.append(shared)
         return out
 
+    def cut_all(self) -> list[Excerpt]:
+        """Every excerpt with its lines, once all moments are in."""
+        by_node = {log.node: log for log in self.logs}
+        for excerpt in self.made:
+            _cut(by_node[excerpt.node], excerpt)
+        return self.made
 
-def _cut(log: NodeLog, lo_ns: int, hi_ns: int, anchor: str) -> Excerpt:
-    first, last = bisect_left(log.times, lo_ns), bisect_right(log.times, hi_ns)
+
+def _cut(log: NodeLog, excerpt: Excerpt) -> None:
+    first, last = bisect_left(log.times, excerpt.lo_ns), bisect_right(log.times, excerpt.hi_ns)
     lines = log.texts[first:last]
-    excerpt = Excerpt(anchor, log.node, log.broker, lo_ns, hi_ns)
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
         excerpt.left_out = len(lines) - 2 * half
         lines = lines[:half] + [f"… {excerpt.left_out} lines left out …"] + lines[-half:]
     excerpt.lines = lines
-    return excerpt
