@@ -26,7 +26,9 @@ BEFORE_NS, AFTER_NS = 3 * fmt.NS, 2 * fmt.NS
 MAX_SPAN_NS = 12 * fmt.NS  # an excerpt grows to take in nearby moments up to this span
 MAX_LINES = 40  # per excerpt: the first and last halves of the window when it holds more
 MAX_LINE_CHARS = 220
+MAX_TRACE_LINES = 8  # lines kept of a stack trace (the lines without a timestamp after an entry)
 MAX_EXCERPTS = 24
+MAX_CHARS, MIN_LINES = 90_000, 6  # all excerpts together: past MAX_CHARS each keeps fewer lines
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
 _BROKER_ID = re.compile(r"^\s*broker\.id\s*=\s*(\d+)\s*$", re.M)
 
@@ -85,7 +87,11 @@ def read_node_log(node: NodeFolder) -> NodeLog | None:
             times.append(stamp)
             texts.append(short)
         elif texts and line.strip():
-            texts[-1] += "\n" + short
+            held = texts[-1].count("\n")
+            if held < MAX_TRACE_LINES:
+                texts[-1] += "\n" + short
+            elif held == MAX_TRACE_LINES:
+                texts[-1] += "\n\t…"
     return NodeLog(node.name, broker, times, texts) if times else None
 
 
@@ -124,18 +130,24 @@ class Excerpts:
         return out
 
     def cut_all(self) -> list[Excerpt]:
-        """Every excerpt with its lines, once all moments are in."""
+        """Every excerpt with its lines, once all moments are in; fewer lines each if they exceed MAX_CHARS."""
         by_node = {log.node: log for log in self.logs}
-        for excerpt in self.made:
-            _cut(by_node[excerpt.node], excerpt)
-        return self.made
+        limit = MAX_LINES
+        while True:
+            for excerpt in self.made:
+                _cut(by_node[excerpt.node], excerpt, limit)
+            size = sum(len(line) for e in self.made for line in e.lines)
+            if size <= MAX_CHARS or limit <= MIN_LINES:
+                return self.made
+            limit = max(MIN_LINES, limit * MAX_CHARS // size - 1)
 
 
-def _cut(log: NodeLog, excerpt: Excerpt) -> None:
+def _cut(log: NodeLog, excerpt: Excerpt, limit: int) -> None:
     first, last = bisect_left(log.times, excerpt.lo_ns), bisect_right(log.times, excerpt.hi_ns)
     lines = log.texts[first:last]
-    if len(lines) > MAX_LINES:
-        half = MAX_LINES // 2
+    excerpt.left_out = 0
+    if len(lines) > limit:
+        half = limit // 2
         excerpt.left_out = len(lines) - 2 * half
         lines = lines[:half] + [f"… {excerpt.left_out} lines left out …"] + lines[-half:]
     excerpt.lines = lines

@@ -12,7 +12,14 @@ from harness.report.errorcodes import NO_CODE, error_breakdown
 from harness.report.faultwords import WORDS, describe, how
 from harness.report.figures import Frame
 from harness.report.health import isr_views
-from harness.report.logexcerpts import Excerpts, parse_stamp
+from harness.report.logexcerpts import (
+    MAX_CHARS,
+    MAX_EXCERPTS,
+    MAX_LINE_CHARS,
+    MIN_LINES,
+    Excerpts,
+    parse_stamp,
+)
 from tests.report.runfolder import T0, log_line
 
 NS = 1_000_000_000
@@ -141,3 +148,21 @@ def test_log_excerpts_are_shared_between_nearby_moments_and_bounded(tmp_path: Pa
     assert len(shared.lines) == 41 and shared.left_out == 91 - 40
     assert shared.lines[0].endswith("INFO line 70") and shared.lines[-1].endswith("INFO line 160")
     assert apart.anchor == "log-2"
+
+
+def test_many_long_excerpts_keep_fewer_lines_each(tmp_path: Path) -> None:
+    for broker in range(3):
+        node = tmp_path / "nodes" / f"az{broker + 1}-node"
+        (node / "config").mkdir(parents=True)
+        (node / "config" / "server.properties").write_text(f"broker.id={broker}\n")
+        (node / "logs" / "broker").mkdir(parents=True)
+        (node / "logs" / "broker" / "server.log").write_text(
+            "".join(log_line(T0 + i * NS // 10, "WARN " + "x" * 300) for i in range(3000)))
+    excerpts = Excerpts(tmp_path)
+    for second in range(0, 300, 20):
+        excerpts.around(T0 + second * NS, T0 + second * NS)
+    made = excerpts.cut_all()
+    assert len(made) == MAX_EXCERPTS
+    assert sum(len(line) for e in made for line in e.lines) <= MAX_CHARS
+    assert all(len(e.lines) >= MIN_LINES and e.left_out > 0 for e in made)
+    assert all(len(line) <= MAX_LINE_CHARS for e in made for line in e.lines)
