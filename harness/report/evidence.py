@@ -19,16 +19,21 @@ from harness.report.anomalies import Example
 from harness.report.logexcerpts import Excerpts
 
 
-def fault_links(example: Example, anchors: dict[tuple[str, int], str], t0: int) -> list[dict[str, str]] | None:
-    """The example's faults as {"text", "href"} ("" where no fault row matches); None if its time is unknown."""
+def fault_links(example: Example, rows: dict[tuple[str, int], tuple[str, str]],
+                t0: int) -> list[dict[str, str]] | None:
+    """The example's faults as {"text", "href"}; None if its time is unknown.
+
+    ``rows`` maps a fault's (label, start) to its row's anchor and words; a fault with no row keeps its label
+    and no link.
+    """
     if example.faults is None:
         return None
     links = []
     for ref in example.faults:
         stop = fmt.rel(ref.stop_ns, t0) if ref.stop_ns is not None else "never stopped"
-        text = f"{ref.label} ({fmt.rel(ref.start_ns, t0)} → {stop}; {ref.relation})"
-        anchor = anchors.get((ref.label, ref.start_ns), "")
-        links.append({"text": text, "href": f"#{anchor}" if anchor else ""})
+        anchor, words = rows.get((ref.label, ref.start_ns), ("", ref.label))
+        links.append({"text": f"{words} ({fmt.rel(ref.start_ns, t0)} → {stop}; {ref.relation})",
+                      "href": f"#{anchor}" if anchor else ""})
     return links
 
 

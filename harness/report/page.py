@@ -114,7 +114,7 @@ def build_context(run: Run) -> dict[str, Any]:
     t0 = frame.t0 if frame else 0
     examples = collect_examples(run, windows)
     faults = _fault_rows(windows, events, t0, frame)
-    links = Links({r["key"]: r["anchor"] for r in faults if r["key"]}, Excerpts(run.run_dir), run.table("observations"))
+    links = Links({r["key"]: (r["anchor"], r["words"]) for r in faults if r["key"]}, Excerpts(run.run_dir), run.table("observations"))
     context: dict[str, Any] = {
         "scenario": run.scenario,
         "run_id": run.run_id,
@@ -298,7 +298,7 @@ def _split_row(lane: Lane, split: Disagreement, t0: int) -> dict[str, Any]:
 class Links:
     """What anomaly rows link to: fault rows by (label, start), log excerpts, the leaders' views."""
 
-    fault_anchors: dict[tuple[str, int], str]
+    fault_rows: dict[tuple[str, int], tuple[str, str]]
     excerpts: Excerpts
     observations: pd.DataFrame
 
@@ -339,7 +339,7 @@ def _example_row(example: Example, t0: int, links: Links) -> dict[str, Any]:
         "details": list(_detail_lines({k: v for k, v in example.details.items() if k not in WHEN_KEYS}, t0)),
         "leaders": ", ".join(str(x) for x in example.leaders) if example.leaders is not None else None,
         "split": example.leaders is not None and len(example.leaders) > 1,
-        "faults": evidence.fault_links(example, links.fault_anchors, t0),
+        "faults": evidence.fault_links(example, links.fault_rows, t0),
         "faults_computed": not example.faults_from_checker,
         "logs": evidence.log_links(example, links.excerpts, links.observations),
     }

@@ -156,7 +156,7 @@ def test_every_anomaly_example_has_a_row(report_html: str, built_run: Path) -> N
                 assert f"t/{example['partition']} @ {example['offset']}" in row
             for other in example.get("values", []):
                 assert other in row
-            assert "isolate-az" in row, f"{name} #{number} happened during the isolation"
+            assert "az1 cut off from every other AZ" in row, f"{name} #{number} happened during the isolation"
 
 
 def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> None:
@@ -169,7 +169,7 @@ def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> 
 def test_examples_without_times_are_placed_from_the_history(report_html: str) -> None:
     row = row_html(report_html, "recovered-1")
     assert "+5.050 s" in row  # the write's invoke time: it never completed
-    assert "isolate-az" in row and "during" in row and "from the nemesis table, within 5.0 s of it" in row
+    assert "az1 cut off" in row and "during" in row and "from the nemesis table, within 5.0 s of it" in row
 
 
 def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, run_copy: Path) -> None:
