@@ -71,7 +71,7 @@ def latency_figure(writes: pd.DataFrame, processes: pd.DataFrame, frame: Frame, 
                 hovertemplate=f"{az} {name}: %{{y}} ms, acknowledged in {width} s from +%{{x}} s<extra></extra>"))
     add_faults(fig, frame, windows, events)
     fig.update_xaxes(range=[0, frame.seconds], showgrid=True, title_text="seconds since start")
-    fig.update_yaxes(type="log", title_text="produce latency (ms)")
+    fig.update_yaxes(type="log", dtick=1, title_text="produce latency (ms)")  # a tick per power of ten
     if not len(fig.data):
         fig.add_annotation(text="no acknowledged writes", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False, font={"size": 14})
