@@ -4,7 +4,8 @@
   complete_ns - invoke_ns per AZ, in time buckets by acknowledgement time
   (one second, wider for long runs so a trace holds at most MAX_BUCKETS points).
 - `isr_figure`: per partition, the ISR size in each observer's view over time
-  (the ``observations`` table), with the stretches where most observers saw
+  (the ``observations`` table; a gap where an
+  observer fell silent), with the stretches where most observers saw
   fewer in-sync replicas than min.insync.replicas shaded red: acks=all
   writes are refused (NOT_ENOUGH_REPLICAS) there.
 Both share the timeline's frame and fault shading (figures.add_faults).
@@ -29,6 +30,7 @@ from harness.report.figures import SERIES_COLORS, Frame, add_faults, az_of_write
 from harness.report.run import parse_json
 
 MAX_BUCKETS = 300
+GAP_S = 3.0  # an observer silent this long (a killed or powered-off broker) has no view: a gap in its line
 MAX_PARTITIONS = 12  # ISR rows drawn; the caption says how many were left out
 UNDER_COLOR = "#dc2626"
 PERCENTILES = (("p50", 50, "solid"), ("p99", 99, "dash"), ("max", 100, "dot"))
@@ -84,7 +86,7 @@ class IsrView:
 
     topic: str
     partition: int
-    observers: dict[str, list[tuple[float, int]]]
+    observers: dict[str, list[tuple[float, int | None]]]  # None: a gap, the observer fell silent
     under: list[tuple[float, float]]
 
 
@@ -101,18 +103,22 @@ def isr_views(observations: pd.DataFrame, frame: Frame, min_isr: int) -> list[Is
         mine = mine.sort_values(["time_ns", "observer"], kind="stable")
         sizes = [(_size(isr), frame.x(int(t)), str(obs))
                  for t, obs, isr in zip(mine["time_ns"], mine["observer"], mine["isr"], strict=True)]
-        points: dict[str, list[tuple[float, int]]] = {}
-        latest: dict[str, int] = {}
+        points: dict[str, list[tuple[float, int | None]]] = {}
+        latest: dict[str, tuple[float, int]] = {}
         under: list[tuple[float, float]] = []
         start: float | None = None
         for size, x, observer in sizes:
             if size is None:
                 continue
             line = points.setdefault(observer, [])
-            if not line or line[-1][1] != size:
+            seen = latest.get(observer)
+            if seen is not None and x - seen[0] > GAP_S:  # the observer fell silent: end its line, leave a gap
+                line += [(seen[0], seen[1]), (seen[0], None), (x, size)]
+            elif not line or line[-1][1] != size:
                 line.append((x, size))
-            latest[observer] = size
-            below = float(np.median(list(latest.values()))) < min_isr
+            latest[observer] = (x, size)
+            current = [s for t, s in latest.values() if x - t <= GAP_S]
+            below = float(np.median(current)) < min_isr
             if below and start is None:
                 start = x
             elif not below and start is not None:
@@ -120,9 +126,8 @@ def isr_views(observations: pd.DataFrame, frame: Frame, min_isr: int) -> list[Is
                 start = None
         if start is not None:
             under.append((start, frame.seconds))
-        end = frame.x(int(mine["time_ns"].max()))
-        for line in points.values():  # carry each line to the last observation
-            line.append((end, line[-1][1]))
+        for observer, line in points.items():  # carry each line to the observer's last view
+            line.append(latest[observer])
         views.append(IsrView(str(topic), int(partition), dict(sorted(points.items(), key=lambda kv: natural_key(kv[0]))),
                              under))
     return sorted(views, key=lambda v: (natural_key(v.topic), v.partition))
@@ -136,7 +141,7 @@ def isr_figure(views: list[IsrView], frame: Frame, min_isr: int, windows: Sequen
     fig.update_layout(**base_layout(90 * len(shown) + 130))
     observers = sorted({o for v in shown for o in v.observers}, key=natural_key)
     colors = {o: SERIES_COLORS[i % len(SERIES_COLORS)] for i, o in enumerate(observers)}
-    top = max([min_isr] + [s for v in shown for line in v.observers.values() for _, s in line])
+    top = max([min_isr] + [s for v in shown for line in v.observers.values() for _, s in line if s is not None])
     for row, view in enumerate(shown, 1):
         for observer, line in view.observers.items():
             fig.add_trace(go.Scatter(

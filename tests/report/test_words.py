@@ -166,3 +166,14 @@ def test_many_long_excerpts_keep_fewer_lines_each(tmp_path: Path) -> None:
     assert sum(len(line) for e in made for line in e.lines) <= MAX_CHARS
     assert all(len(e.lines) >= MIN_LINES and e.left_out > 0 for e in made)
     assert all(len(line) <= MAX_LINE_CHARS for e in made for line in e.lines)
+
+
+def test_a_silent_observer_leaves_a_gap_and_no_vote() -> None:
+    rows = [{"time_ns": T0 + second * NS, "observer": observer, "topic": "t", "partition": 0,
+             "isr": json.dumps([0, 1, 2] if observer == "broker-0" else [1])}
+            for second in range(10) for observer in ("broker-0", "broker-1", "broker-2")
+            if not (observer != "broker-0" and 2 <= second < 8)]  # brokers 1 and 2 powered off from 2 to 8 s
+    (view,) = isr_views(pd.DataFrame(rows), Frame(T0, T0 + 10 * NS), 2)
+    assert view.observers["broker-1"] == [(0.0, 1), (1.0, 1), (1.0, None), (8.0, 1), (9.0, 1)]
+    # Under until 5 s: then brokers 1 and 2 have been silent over GAP_S (since 1 s) and broker-0 alone decides.
+    assert view.under == [(0.0, 5.0), (8.0, 10.0)]
