@@ -20,14 +20,18 @@ import plotly.io as pio
 from checkers.anomalies import DESCRIPTIONS
 from harness.facts import SplitBrains, split_brains
 from harness.leadership import Disagreement, natural_key
-from harness.report import fmt
+from harness.report import evidence, faultwords, fmt
 from harness.report.anomalies import Example, collect_examples
 from harness.report.availability import availability_rows
+from harness.report.errorcodes import error_breakdown, error_rows
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
-from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
+from harness.report.figures import Frame, Lane, az_of_writes, fault_colors, leadership_figure, timeline_figure
+from harness.report.health import MAX_PARTITIONS, isr_figure, isr_views, latency_figure
+from harness.report.logexcerpts import Excerpts
 from harness.report.replicas import read_replicas
 from harness.report.run import Run, parse_json
 from harness.report.verdict import Outcome, read_expectation, read_outcome
+from testbed.kafka.config import ClusterSettings
 from testbed.runfolder import RunFolder
 
 # Example keys shown as the "when" column, so not repeated among the details.
@@ -110,6 +114,8 @@ def build_context(run: Run) -> dict[str, Any]:
     events = fault_events(run.table("nemesis"))
     t0 = frame.t0 if frame else 0
     examples = collect_examples(run, windows)
+    faults = _fault_rows(windows, events, t0, frame)
+    links = Links({r["key"]: (r["anchor"], r["words"]) for r in faults if r["key"]}, Excerpts(run.run_dir), run.table("observations"))
     context: dict[str, Any] = {
         "scenario": run.scenario,
         "run_id": run.run_id,
@@ -124,13 +130,15 @@ def build_context(run: Run) -> dict[str, Any]:
         "expectation": read_expectation(run.verdict),
         "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
         "clients": _clients(run),
-        "faults": _fault_rows(windows, events, t0, frame),
+        "faults": faults,
         "availability": availability_rows(run.verdict, t0),
-        "anomalies": _anomaly_sections(outcome, examples, t0),
+        "anomalies": _anomaly_sections(outcome, examples, t0, links),
+        "excerpts": evidence.excerpt_rows(links.excerpts, t0),  # after the anomalies: they made them
         "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),
         "files": [p.name for p in run_files(RunFolder(run.run_dir)) if p.exists() or p.name == "junit.xml"],
         "plots": {},
+        "min_isr": None, "isr_hidden": 0, "under_min": [],
         "splits": [],
         "period": "",
         "around": fmt.duration(AROUND_NS),
@@ -139,6 +147,7 @@ def build_context(run: Run) -> dict[str, Any]:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
             run.table("writes"), run.table("processes"), frame, windows, events, examples)),
             f"{run.scenario}-{run.run_id}-timeline")
+        _health_plots(context, run, frame, windows, events)
         brains = split_brains(run.table("observations"))
         lanes = _leadership_lanes(brains)
         if lanes:
@@ -146,9 +155,36 @@ def build_context(run: Run) -> dict[str, Any]:
                 leadership_figure(lanes, frame, windows, events)), f"{run.scenario}-{run.run_id}-leadership")
             context["splits"] = [_split_row(lane, split, t0) for lane in lanes for split in lane.disagreements]
             context["period"] = fmt.duration(brains.period)
+    context["errors"] = error_rows(error_breakdown(run.table("writes"), az_of_writes(
+        run.table("writes"), run.table("processes"))), t0)
     context["az_count"] = len({a for a in run.table("processes")["az"].dropna()} |
                               {a for a in run.table("writes")["az"].dropna()})
     return context
+
+
+def min_isr(spec: dict[str, Any]) -> int:
+    """The run's min.insync.replicas: the spec's cluster.min_insync_replicas, else the cluster's default."""
+    cluster = spec.get("cluster")
+    value = cluster.get("min_insync_replicas") if isinstance(cluster, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else ClusterSettings().min_insync_replicas
+
+
+def _health_plots(context: dict[str, Any], run: Run, frame: Frame, windows: list[FaultWindow],
+                  events: list[FaultEvent]) -> None:
+    """The produce-latency and ISR plots (health), where the history has what they need."""
+    name = f"{run.scenario}-{run.run_id}"
+    writes = run.table("writes")
+    if (writes["status"] == "ok").any():
+        context["plots"]["latency"] = Plot("plot-latency", figure_json(latency_figure(
+            writes, run.table("processes"), frame, windows, events)), f"{name}-latency")
+    context["min_isr"] = minimum = min_isr(run.spec)
+    views = isr_views(run.table("observations"), frame, minimum)
+    if views:
+        context["plots"]["isr"] = Plot("plot-isr", figure_json(isr_figure(views, frame, minimum, windows, events)),
+                                       f"{name}-isr")
+        context["isr_hidden"] = max(0, len(views) - MAX_PARTITIONS)
+        context["under_min"] = [(f"{v.topic}/{v.partition}", f"+{x0:.1f} s", f"+{x1:.1f} s")
+                                for v in views for x0, x1 in v.under]
 
 
 def _text(value: Any) -> str:
@@ -218,21 +254,27 @@ def _first(values: pd.Series) -> str:
 
 def _fault_rows(windows: list[FaultWindow], events: list[FaultEvent], t0: int,
                 frame: Frame | None) -> list[dict[str, Any]]:
+    """The faults table, in time order, each row with its anchor (``fault-N``) and its words (faultwords)."""
     colors = fault_colors(windows, events)
-    rows = [{
-        "fault": w.fault, "targets": fmt.targets(w.targets), "color": colors[w.fault],
+    rows: list[dict[str, Any]] = [{
+        "fault": w.fault, "targets": fmt.targets(w.targets), "color": colors[w.fault], "key": (w.label, w.start_ns),
         "start": fmt.rel(w.start_ns, t0), "start_utc": fmt.utc(w.start_ns),
         "stop": fmt.rel(w.stop_ns, t0) if w.stop_ns is not None else "never stopped",
         "duration": fmt.duration(w.stop_ns - w.start_ns) if w.stop_ns is not None else (
             "≥ " + fmt.duration(frame.end - w.start_ns) if frame else "—"),
-        "detail": "" if w.detail is None else fmt.compact(w.detail), "sort": (w.start_ns, 0),
+        "words": faultwords.describe(w.fault, w.targets, w.detail), "how": faultwords.how(w.detail),
+        "sort": (w.start_ns, 0),
     } for w in windows]
     rows += [{
-        "fault": f"note: {e.fault}", "targets": fmt.targets(e.targets), "color": colors[e.fault],
+        "fault": f"note: {e.fault}", "targets": fmt.targets(e.targets), "color": colors[e.fault], "key": None,
         "start": fmt.rel(e.time_ns, t0), "start_utc": fmt.utc(e.time_ns), "stop": "", "duration": "",
-        "detail": "" if e.detail is None else fmt.compact(e.detail), "sort": (e.time_ns, 1),
+        "words": faultwords.describe(e.fault, e.targets, e.detail), "how": faultwords.how(e.detail),
+        "sort": (e.time_ns, 1),
     } for e in events]
-    return sorted(rows, key=lambda r: (r["sort"], r["fault"], r["targets"]))
+    rows.sort(key=lambda r: (r["sort"], r["fault"], r["targets"]))
+    for number, row in enumerate(rows, 1):
+        row["anchor"] = f"fault-{number}"
+    return rows
 
 
 def _leadership_lanes(brains: SplitBrains) -> list[Lane]:
@@ -254,7 +296,17 @@ def _split_row(lane: Lane, split: Disagreement, t0: int) -> dict[str, Any]:
     }
 
 
-def _anomaly_sections(outcome: Outcome, examples: dict[str, list[Example]], t0: int) -> list[AnomalySection]:
+@dataclass(frozen=True)
+class Links:
+    """What anomaly rows link to: fault rows by (label, start), log excerpts, the leaders' views."""
+
+    fault_rows: dict[tuple[str, int], tuple[str, str]]
+    excerpts: Excerpts
+    observations: pd.DataFrame
+
+
+def _anomaly_sections(outcome: Outcome, examples: dict[str, list[Example]], t0: int,
+                      links: Links) -> list[AnomalySection]:
     errors = dict(outcome.errors)
     counts = dict(outcome.counts)
     sections = []
@@ -264,13 +316,13 @@ def _anomaly_sections(outcome: Outcome, examples: dict[str, list[Example]], t0: 
         if not shown and not count:
             continue
         section = AnomalySection(name, DESCRIPTIONS.get(name, ""), count, "error" if name in errors else "info")
-        section.examples = [_example_row(e, t0) for e in shown]
+        section.examples = [_example_row(e, t0, links) for e in shown]
         section.show_leaders = any(e.leaders is not None for e in shown)
         sections.append(section)
     return sections
 
 
-def _example_row(example: Example, t0: int) -> dict[str, Any]:
+def _example_row(example: Example, t0: int, links: Links) -> dict[str, Any]:
     f = example.fields
     where = ""
     if f.get("topic") is not None:
@@ -281,11 +333,6 @@ def _example_row(example: Example, t0: int) -> dict[str, Any]:
     when = ""
     if window:
         when = fmt.rel(window[1], t0) if window[0] == window[1] else f"{fmt.rel(window[0], t0)} → {fmt.rel(window[1], t0)}"
-    faults: list[str] | None = None
-    if example.faults is not None:
-        faults = [f"{ref.label} ({fmt.rel(ref.start_ns, t0)} → "
-                  f"{fmt.rel(ref.stop_ns, t0) if ref.stop_ns is not None else 'never stopped'}; {ref.relation})"
-                  for ref in example.faults]
     return {
         "number": example.number, "anchor": f"{example.anomaly}-{example.number}", "when": when,
         "when_utc": fmt.utc(window[1]) if window else "", "value": "" if f.get("value") is None else str(f["value"]),
@@ -294,7 +341,9 @@ def _example_row(example: Example, t0: int) -> dict[str, Any]:
         "details": list(_detail_lines({k: v for k, v in example.details.items() if k not in WHEN_KEYS}, t0)),
         "leaders": ", ".join(str(x) for x in example.leaders) if example.leaders is not None else None,
         "split": example.leaders is not None and len(example.leaders) > 1,
-        "faults": faults, "faults_computed": not example.faults_from_checker,
+        "faults": evidence.fault_links(example, links.fault_rows, t0),
+        "faults_computed": not example.faults_from_checker,
+        "logs": evidence.log_links(example, links.excerpts, links.observations),
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -409,8 +410,39 @@ def build_run(root: Path) -> Path:
     (root / "spec.yaml").write_text(SPEC, encoding="utf-8")
     (root / "verdict.json").write_text(json.dumps(_verdict(story), indent=2) + "\n", encoding="utf-8")
     (root / "harness.log").write_text("run finished\n", encoding="utf-8")
-    (root / "nodes").mkdir()
+    _node_logs(root / "nodes")
     return root
+
+
+def log_line(t: int, text: str) -> str:
+    """A broker server.log line at time t (log4j's "[%d] %p %m (%c)", UTC)."""
+    stamp = datetime.fromtimestamp(t // NS, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return f"[{stamp},{(t % NS) // MS:03d}] {text}\n"
+
+
+# What each broker logged: broker-0 loses ZooKeeper while isolated, broker-1 takes over t/0.
+NODE_LOGS = {
+    0: [(T0 + NS, "INFO [KafkaServer id=0] started (kafka.server.KafkaServer)"),
+        (FAULT_START + 4 * NS, "WARN Client session timed out, have not heard from server in 4000ms "
+                               "(org.apache.zookeeper.ClientCnxn)"),
+        (FAULT_STOP + NS // 2, "INFO [Partition t-0 broker=0] truncating to offset 40 (kafka.cluster.Partition)")],
+    1: [(T0 + NS, "INFO [KafkaServer id=1] started (kafka.server.KafkaServer)"),
+        (ELECTION, "INFO [Partition t-0 broker=1] t-0 starts at leader epoch 1 (kafka.cluster.Partition)"),
+        (ELECTION + MS, "ERROR [ReplicaFetcher replicaId=1, leaderId=0] Error in fetch (kafka.server.ReplicaFetcherThread)\n"
+                        "java.io.IOException: Connection to 0 was disconnected before the response was read")],
+    2: [(T0 + NS, "INFO [KafkaServer id=2] started (kafka.server.KafkaServer)")],
+}
+
+
+def _node_logs(nodes: Path) -> None:
+    """Each node's broker.id and broker server.log (nodes/azN-node/...), as the harness leaves them."""
+    for broker, lines in NODE_LOGS.items():
+        node = nodes / f"{AZS[broker]}-node"
+        (node / "config").mkdir(parents=True)
+        (node / "config" / "server.properties").write_text(f"broker.id={broker}\n", encoding="utf-8")
+        (node / "logs" / "broker").mkdir(parents=True)
+        (node / "logs" / "broker" / "server.log").write_text(
+            "".join(log_line(t, text) for t, text in lines), encoding="utf-8")
 
 
 def verdict_of(root: Path) -> dict[str, Any]:

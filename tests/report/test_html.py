@@ -17,6 +17,8 @@ import pytest
 from harness.report import ReportError, render_report, summary
 from tests.report.runfolder import AZS, verdict_of
 
+MAX_PAGE_BYTES = 1_500_000
+
 
 def plot_json(html: str, div_id: str) -> dict[str, Any]:
     match = re.search(
@@ -48,7 +50,9 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
         < report_html.index('id="configuration"')
         < report_html.index('id="timeline"')
     )
-    config = section_html(report_html, "configuration")
+    config = section_html(report_html, "configuration").replace("<wbr>", "")
+    # Spec keys break only after a dot, never mid-word.
+    assert "<code>cluster.<wbr>zookeeper_session_timeout_ms</code>" in report_html
     for text in (
         "isolate-az-leader",
         "cluster.zookeeper_session_timeout_ms",
@@ -70,12 +74,22 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
 
 
 def test_page_is_self_contained(report_html: str) -> None:
-    library = re.search(r"<script>\s*/\*\*\s*\* plotly\.js v[0-9.]+.*?</script>", report_html, re.S)
+    library = re.search(r"<script>\s*/\*\*\s*\* plotly\.js \(basic - minified\) v[0-9.]+.*?</script>", report_html, re.S)
     assert library, "plotly.js is not inline"
     page = report_html[: library.start()] + report_html[library.end() :]
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
     assert not re.search(r'(href|src)="(https?:)?//', page)
     assert "@import" not in page and "url(" not in page
+
+
+def test_page_is_small_and_its_plotly_matches_the_python_package(report_html: str) -> None:
+    from plotly.offline import get_plotlyjs_version
+
+    from harness.report.html import plotly_js
+
+    assert len(report_html.encode()) <= MAX_PAGE_BYTES
+    # The figures are made by the plotly package and drawn by the vendored bundle: the same plotly.js version.
+    assert f"plotly.js (basic - minified) v{get_plotlyjs_version()}" in plotly_js()[:200]
 
 
 def test_timeline_counts_writes_and_errors_per_az(report_html: str) -> None:
@@ -142,7 +156,7 @@ def test_every_anomaly_example_has_a_row(report_html: str, built_run: Path) -> N
                 assert f"t/{example['partition']} @ {example['offset']}" in row
             for other in example.get("values", []):
                 assert other in row
-            assert "isolate-az" in row, f"{name} #{number} happened during the isolation"
+            assert "az1 cut off from every other AZ" in row, f"{name} #{number} happened during the isolation"
 
 
 def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> None:
@@ -155,7 +169,7 @@ def test_examples_with_faults_and_leaders_from_the_checker(report_html: str) -> 
 def test_examples_without_times_are_placed_from_the_history(report_html: str) -> None:
     row = row_html(report_html, "recovered-1")
     assert "+5.050 s" in row  # the write's invoke time: it never completed
-    assert "isolate-az" in row and "during" in row and "from the nemesis table, within 5.0 s of it" in row
+    assert "az1 cut off" in row and "during" in row and "from the nemesis table, within 5.0 s of it" in row
 
 
 def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, run_copy: Path) -> None:
