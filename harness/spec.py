@@ -17,10 +17,11 @@ import yaml
 
 from checkers.anomalies import ANOMALIES
 from harness.facts import OBSERVED_FACTS
-from nemesis.schedule import Schedule, parse_schedule
+from nemesis.links import needs_shaper
+from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.factory import DEFAULT_NETWORKS, RUNTIMES
+from testbed.runtime.factory import DEFAULT_NETWORKS, RUNTIMES, shapes_links
 
 AZ_PREFIX = "az"
 PRODUCER_SETTINGS: dict[str, type | tuple[type, ...]] = {
@@ -294,6 +295,7 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
+    _check_runtime_can(nemesis, cluster.runtime)
     checker = _get(resolved, "spec", "checker", str, "spark")
     if checker not in ("spark", "pandas"):
         raise _fail("checker", f"must be spark or pandas, got {checker!r}")
@@ -307,6 +309,18 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
         expect=parse_expect(f"configurations.{configuration}.expect" if configuration else "expect", expect_raw),
         raw=resolved)
     return spec
+
+
+def _check_runtime_can(schedule: Schedule, runtime: str) -> None:
+    """Refuse a fault the spec's runtime cannot apply (delays and bandwidths need a `LinkShaper`)."""
+    if shapes_links(runtime):
+        return
+    for i, item in enumerate(schedule.items):
+        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
+        for fault in faults:
+            if fault.degrade is not None and needs_shaper(fault.degrade):
+                raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
+                            f"links; the {runtime} runtime cannot (use --runtime netns)")
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:

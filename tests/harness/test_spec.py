@@ -151,3 +151,14 @@ def test_the_runtime_is_the_specs_and_the_cli_may_replace_it(tmp_path: Path) -> 
     with pytest.raises(SpecError, match=r"spec.yaml: cluster.runtime: unknown runtime 'podman'"):
         load_specs(path, runtime="podman")
     assert [s.raw["cluster"]["runtime"] for s in load_specs(path, runtime="netns")] == ["netns"]
+
+
+def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss() -> None:
+    slow = {**BASE, "cluster": {"runtime": "docker"},
+            "nemesis": [{"at": 1, "fault": "lossy-link", "target": "az1", "loss": 0.3},
+                        {"at": 2, "fault": "slow-link", "target": "az1", "delay_ms": 200}]}
+    with pytest.raises(SpecError, match=r"^nemesis\[1\]\.fault: slow-link needs a runtime that can delay and "
+                                        r"throttle links; the docker runtime cannot"):
+        parse_spec(slow)
+    assert parse_spec({**slow, "cluster": {"runtime": "netns"}}).nemesis.items
+    assert parse_spec({**slow, "nemesis": slow["nemesis"][:1]}).nemesis.items
