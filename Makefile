@@ -57,8 +57,9 @@ SCENARIOS := $(basename $(notdir $(wildcard scenarios/*.yaml)))
 PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-follower isolate-az-leader \
 	isolate-az-controller isolate-az-controller-leader
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
+DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 
-.PHONY: test-partition test-power-off test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
@@ -74,6 +75,9 @@ test-partition:
 
 test-power-off:
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
+
+test-degraded-links:
+	$(call run_scenarios,$(DEGRADED_LINK_SCENARIOS))
 
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))
