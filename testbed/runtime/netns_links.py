@@ -62,11 +62,15 @@ class DelayProcess:
             return ""
         return self.process.stderr.read().decode(errors="replace").strip()[-300:]
 
-    def stop(self) -> None:
-        """Ask it to release everything it holds and exit (end of stdin); kill it if it does not."""
+    def end_input(self) -> None:
+        """Ask it to release everything it holds and exit (end of stdin)."""
         with contextlib.suppress(OSError):
             if self.process.stdin is not None:
                 self.process.stdin.close()
+
+    def stop(self) -> None:
+        """`end_input`, then wait for it to exit; kill it if it does not."""
+        self.end_input()
         try:
             self.process.wait(timeout=STOP_S)
         except subprocess.TimeoutExpired:
@@ -105,6 +109,8 @@ class NetnsLinks:
         """Stop every delay process (before the namespaces go)."""
         with self._guard:
             processes, self._delays = list(self._delays.values()), {}
+        for process in processes:
+            process.end_input()  # all at once: each takes a moment to release and exit
         for process in processes:
             process.stop()
 
