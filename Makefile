@@ -110,8 +110,9 @@ PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-fo
 	isolate-az-controller isolate-az-controller-leader
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
+DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 
-.PHONY: test-partition test-power-off test-power-cut test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
 $(addprefix test-,$(SCENARIOS)): test-%:
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
@@ -128,8 +129,10 @@ test-partition:
 test-power-off:
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
 
-test-power-cut:
-	$(call run_scenarios,$(POWER_CUT_SCENARIOS))
+POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
+DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
+
+.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))

@@ -11,6 +11,8 @@ so what the report shows and what the verdict says cannot drift apart.
   at once (a stale view counts: it need not be the brokers' own claims).
 - ``two-controllers``: the observers' views name two controllers at once.
 - ``unavailability``: some write was not acknowledged (its status is not ``ok``).
+- ``isr-shrink-grow``: some observer's view of a partition's ISR lost a replica
+  and later held as many as it ever did again (a follower dropped out and rejoined).
 
 "At once" means views overlapping for at least one polling period: observers
 poll a moment apart, so every ordinary leader change shows a disagreement of a
@@ -36,7 +38,8 @@ TWO_LEADERS = "two-leaders"
 TWO_CONTROLLERS = "two-controllers"
 LEADER_DISAGREEMENT = "leader-disagreement"
 UNAVAILABILITY = "unavailability"
-OBSERVED_FACTS: tuple[str, ...] = (TWO_LEADERS, TWO_CONTROLLERS, LEADER_DISAGREEMENT, UNAVAILABILITY)
+ISR_SHRINK_GROW = "isr-shrink-grow"
+OBSERVED_FACTS: tuple[str, ...] = (TWO_LEADERS, TWO_CONTROLLERS, LEADER_DISAGREEMENT, UNAVAILABILITY, ISR_SHRINK_GROW)
 
 Partition = tuple[str, int]
 
@@ -96,7 +99,23 @@ def observed_facts(history_dir: Path) -> dict[str, bool]:
     statuses = pd.read_parquet(writes_path, columns=["status"])["status"] if writes_path.exists() else None
     observations = pd.read_parquet(obs_path) if obs_path.exists() else None
     brains = split_brains(observations) if observations is not None and not observations.empty else None
-    return facts_of(brains, statuses)
+    facts = facts_of(brains, statuses)
+    facts[ISR_SHRINK_GROW] = brains is not None and observations is not None and isr_shrank_and_grew(observations)
+    return facts
+
+
+def isr_shrank_and_grew(observations: pd.DataFrame) -> bool:
+    """Whether one observer saw a partition's ISR smaller than its largest and, later, that large again."""
+    import json
+
+    rows = observations.dropna(subset=["isr"]).sort_values("time_ns")
+    for _, views in rows.groupby(["observer", "topic", "partition"]):
+        sizes = [len(json.loads(isr)) for isr in views["isr"]]
+        full = max(sizes)
+        first_short = next((i for i, size in enumerate(sizes) if size < full), None)
+        if first_short is not None and full in sizes[first_short:]:
+            return True
+    return False
 
 
 def _broker_id(observer: str) -> int | None:

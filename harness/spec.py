@@ -25,10 +25,11 @@ import yaml
 from checkers.anomalies import ANOMALIES
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_types import NO_DEFAULT, Section
-from nemesis.schedule import Schedule, parse_schedule
+from nemesis.links import needs_shaper
+from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.factory import DEFAULT_NETWORKS
+from testbed.runtime.factory import DEFAULT_NETWORKS, shapes_links
 from workloads.settings import canonical, normalize_acks
 from workloads.settings_check import Role, SettingRefused, check_settings
 
@@ -232,12 +233,26 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
+    nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
+    _check_runtime_can(nemesis, cluster.runtime)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers,
-        nemesis=parse_schedule("nemesis", resolved.get("nemesis") or []),  # the nemesis owns its vocabulary
+        nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
+
+
+def _check_runtime_can(schedule: Schedule, runtime: str) -> None:
+    """Refuse a fault the spec's runtime cannot apply (delays and bandwidths need a `LinkShaper`)."""
+    if shapes_links(runtime):
+        return
+    for i, item in enumerate(schedule.items):
+        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
+        for fault in faults:
+            if fault.degrade is not None and needs_shaper(fault.degrade):
+                raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
+                            f"links; the {runtime} runtime cannot (use --runtime netns)")
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:

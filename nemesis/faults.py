@@ -1,7 +1,8 @@
 """The fault kinds: how each spec acts on the cluster, and how it is undone.
 
 Partition kinds compute a grudge (`nemesis.shapes`) from their resolved
-targets and hand it to the shared `Firewall`; process kinds signal the
+targets and hand it to the shared `Firewall`; degraded-link kinds compute a
+degraded-link map (`nemesis.links`) and hand it to the same `Firewall`; process kinds signal the
 cluster's processes through `KafkaCluster` and wait until the signal has
 taken effect (dead, stopped, continued), so a journaled start or stop is a
 fact, not an intention. Each kind implements `Fault`.
@@ -16,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nemesis import shapes
+from nemesis import links, shapes
 from nemesis.firewall import Firewall
 from nemesis.spec import FaultSpec
 from nemesis.targets import Resolver
@@ -123,7 +124,7 @@ def partition_shape(spec: FaultSpec, resolver: Resolver, plan: AddressPlan
 
 def _distinct(spec: FaultSpec, a: str, b: str) -> None:
     if a == b:
-        raise FaultError(f"cut-link between {spec.targets[0]} and {spec.targets[1]}: both are {a}")
+        raise FaultError(f"{spec.fault} between {spec.targets[0]} and {spec.targets[1]}: both are {a}")
 
 
 class PartitionFault:
@@ -134,6 +135,52 @@ class PartitionFault:
         changed = env.firewall.add(key, grudge, spec.scope)
         return Injected(key, spec.fault, {**targets, "scope": spec.scope},
                         {"cut": [list(p) for p in shapes.cut_pairs(grudge)], "hosts_changed": changed})
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        env.firewall.remove(injected.key)
+
+
+# -- degraded links ----------------------------------------------------------------
+def link_shape(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[links.Degraded, dict[str, Any]]:
+    """The degraded-link map a link spec means now, and its targets as the journal names them."""
+    assert spec.degrade is not None
+    forward, backward = spec.degrade
+    try:
+        if len(spec.targets) == 2:
+            if spec.ends == "node":
+                a, b = (resolver.node(s).name for s in spec.targets)
+                _distinct(spec, a, b)
+                pairs = links.degrade_hosts([a], [b], forward, backward)
+            else:
+                a, b = (resolver.az(s) for s in spec.targets)
+                _distinct(spec, a, b)
+                pairs = links.degrade_link(plan, a, b, forward, backward)
+            ends: dict[str, Any] = {"link": [a, b]}
+        else:
+            one = resolver.node(spec.targets[0]).name if spec.ends == "node" else resolver.az(spec.targets[0])
+            hosts = [one] if spec.ends == "node" else sorted(shapes.hosts_of_az(plan, one))
+            pairs = links.degrade_rest(plan, hosts, forward, backward)
+            ends = {"link": [one, "rest"]}
+    except ValueError as exc:
+        raise FaultError(f"{spec.fault}: {exc}") from exc
+    shown = {key: _per_direction(getattr(forward, key), getattr(backward, key))
+             for key in ("loss", "delay_ms", "jitter_ms", "rate_kbit")
+             if getattr(forward, key) or getattr(backward, key)}
+    return pairs, {**ends, **shown, "brokers": _brokers(plan, ends["link"])}
+
+
+def _per_direction(forward: Any, backward: Any) -> Any:
+    return forward if forward == backward else [forward, backward]
+
+
+class LinkFault:
+    """lossy-link, slow-link, throttle-link: its degradation joins the firewall's active ones until undone."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        pairs, targets = link_shape(spec, resolver, env.plan)
+        changed = env.firewall.add_links(key, pairs)
+        return Injected(key, spec.fault, targets,
+                        {"pairs": [list(p) for p in sorted(pairs)], "hosts_changed": changed})
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         env.firewall.remove(injected.key)
@@ -257,7 +304,8 @@ def _in_parallel(calls: list[Any]) -> None:
 
 PARTITION = PartitionFault()
 PROCESS = ProcessFault()
+LINK = LinkFault()
 
 
 def fault_for(spec: FaultSpec) -> Fault:
-    return PARTITION if spec.is_partition else PROCESS
+    return PARTITION if spec.is_partition else LINK if spec.is_link else PROCESS

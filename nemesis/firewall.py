@@ -8,10 +8,12 @@ effect on every host within about one host's install time. `heal` empties
 every host's fault rules the same way; `reset` also removes the fault chains
 and their hooks (the end-of-run sweep).
 
-`Firewall` keeps the cuts that are active (several partition faults may
-overlap) and, on every change, recomputes each host's rules from all of them
-and rewrites only the hosts whose rules changed. Must never: write a rule
-outside a host of the plan (the control plane has none to write).
+`Firewall` keeps the cuts and degraded links that are active (several faults
+may overlap) and, on every change, recomputes each host's rules (and, for
+links, each host's `LinkShaping`, from their union: `nemesis.links`) and
+rewrites only the hosts that changed. Shaping goes first, so a delay queue is
+held before a rule sends packets to it. Must never: write a rule outside a
+host of the plan (the control plane has none to write).
 """
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from nemesis.links import Degraded, link_rules, link_shaping, needs_shaper, union
 from nemesis.shapes import Grudge, Scope, firewall_rules
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import FaultError, HarnessError
-from testbed.runtime.base import Firewalled
+from testbed.runtime.base import Firewalled, LinkShaper, LinkShaping
 
 
 class FirewalledRuntime(Firewalled, Protocol):
@@ -55,8 +58,12 @@ def heal(runtime: FirewalledRuntime) -> None:
 
 
 def reset(runtime: FirewalledRuntime) -> None:
-    """Remove every trace of faults from every host's firewall, chains and hooks included; idempotent."""
-    _on_hosts(runtime, [h.name for h in runtime.plan.hosts], runtime.clear_firewall)
+    """Remove every trace of faults from every host's firewall, chains and hooks included, and every link's
+    rate and delay; idempotent."""
+    names = [h.name for h in runtime.plan.hosts]
+    _on_hosts(runtime, names, runtime.clear_firewall)
+    if isinstance(runtime, LinkShaper):
+        _on_hosts(runtime, names, runtime.clear_links)
 
 
 def _on_hosts(runtime: FirewalledRuntime, names: list[str], action: Callable[[Host], None]) -> None:
@@ -73,7 +80,7 @@ def _on_hosts(runtime: FirewalledRuntime, names: list[str], action: Callable[[Ho
         first = next(iter(failures.values()))
         detail = "; ".join(f"{name}: {exc}" for name, exc in sorted(failures.items()))
         if isinstance(first, HarnessError | OSError):
-            raise FaultError(f"firewall rules failed on {len(failures)} host(s): {detail}") from first
+            raise FaultError(f"firewall rules or link shaping failed on {len(failures)} host(s): {detail}") from first
         raise first
 
 
@@ -83,7 +90,9 @@ class Firewall:
     def __init__(self, runtime: FirewalledRuntime) -> None:
         self.runtime = runtime
         self._cuts: dict[str, tuple[Grudge, Scope]] = {}
+        self._links: dict[str, Degraded] = {}
         self._installed: dict[str, str] = {}
+        self._shaped: dict[str, LinkShaping | None] = {}  # None: unknown (a failed change), rewrite it
         self._lock = threading.Lock()
 
     @property
@@ -93,21 +102,39 @@ class Firewall:
     def add(self, key: str, grudge: Grudge, scope: Scope) -> list[str]:
         """Add one cut; rewrite the hosts it changes; return their names."""
         with self._lock:
-            if key in self._cuts:
-                raise FaultError(f"cut {key} is already active")
+            self._refuse_taken(key)
             self._cuts[key] = (grudge, scope)
-            try:
-                return self._sync()
-            except BaseException:
-                self._cuts.pop(key)
-                with contextlib.suppress(Exception):
-                    self._sync()  # best effort back to the other cuts' rules; heal-all is the safety net
-                raise
+            return self._sync_or_back(key)
+
+    def add_links(self, key: str, links: Degraded) -> list[str]:
+        """Add one degraded-link map; rewrite and reshape the hosts it changes; return their names.
+
+        FaultError, changing nothing, if it needs delays or rates and the runtime cannot shape links."""
+        with self._lock:
+            self._refuse_taken(key)
+            if needs_shaper(links.values()) and not isinstance(self.runtime, LinkShaper):
+                raise FaultError(f"the {getattr(self.runtime, 'kind', '?')} runtime cannot delay or throttle links")
+            self._links[key] = links
+            return self._sync_or_back(key)
+
+    def _refuse_taken(self, key: str) -> None:
+        if key in self._cuts or key in self._links:
+            raise FaultError(f"cut {key} is already active")
+
+    def _sync_or_back(self, key: str) -> list[str]:
+        try:
+            return self._sync()
+        except BaseException:
+            self._cuts.pop(key, None)
+            self._links.pop(key, None)
+            with contextlib.suppress(Exception):
+                self._sync()  # best effort back to the other faults' rules; heal-all is the safety net
+            raise
 
     def remove(self, key: str) -> list[str]:
-        """Remove one cut (idempotent); rewrite the hosts that change; return their names."""
+        """Remove one cut or degraded-link map (idempotent); rewrite the hosts that change; return their names."""
         with self._lock:
-            if self._cuts.pop(key, None) is None:
+            if self._cuts.pop(key, None) is None and self._links.pop(key, None) is None:
                 return []
             return self._sync()
 
@@ -122,11 +149,17 @@ class Firewall:
         """Forget every cut and remove every fault rule, chain and hook, whatever this object believes."""
         with self._lock:
             self._cuts.clear()
+            self._links.clear()
             self._installed = {}
+            self._shaped = {}
             reset(self.runtime)
 
     def _sync(self) -> list[str]:
-        wanted = firewall_rules(self.runtime.plan, self._cuts.values())
+        plan = self.runtime.plan
+        merged = union(*self._links.values())
+        reshaped = self._reshape(link_shaping(plan, merged)) if self._links or self._shaped else []
+        extra = link_rules(plan, merged)
+        wanted = {h: r + extra[h] for h, r in firewall_rules(plan, self._cuts.values()).items()}
         changed = {h: r for h, r in wanted.items() if r != self._installed.get(h)}
         try:
             set_rules(self.runtime, changed)
@@ -135,4 +168,20 @@ class Firewall:
             self._installed = {h: "?" for h in wanted}
             raise
         self._installed = wanted
+        return sorted(set(changed) | set(reshaped))
+
+    def _reshape(self, wanted: dict[str, LinkShaping]) -> list[str]:
+        """Give each host whose shaping changes its new shaping, in parallel; return their names."""
+        changed = {h: s for h, s in wanted.items() if s != self._shaped.get(h, LinkShaping())}
+        if not changed:
+            return []
+        runtime = self.runtime
+        if not isinstance(runtime, LinkShaper):
+            raise FaultError(f"the {getattr(runtime, 'kind', '?')} runtime cannot delay or throttle links")
+        try:
+            _on_hosts(runtime, list(changed), lambda host: runtime.shape_links(host, changed[host.name]))
+        except BaseException:
+            self._shaped = {h: None for h in wanted}
+            raise
+        self._shaped = {h: s for h, s in wanted.items() if not s.empty}
         return sorted(changed)

@@ -321,7 +321,7 @@ class ScheduleRun:
     def _main(self) -> None:
         skipped: set[str] = set()
         try:
-            if any(isinstance(e, StartEvent) and e.fault.is_partition for e in self.events):
+            if any(isinstance(e, StartEvent) and (e.fault.is_partition or e.fault.is_link) for e in self.events):
                 self.nemesis.firewall.prepare()  # so the first partition takes the fast path too
             for event in self.events:
                 if not self._wait_until(event.at):

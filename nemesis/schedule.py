@@ -30,6 +30,7 @@ from nemesis.spec import FaultSpec, parse_fault
 from testbed.errors import SpecError
 
 HEAL_ALL = "all"
+# Every kind but split and the degraded links (opt-in: a docker runtime cannot delay or throttle).
 DEFAULT_CHAOS: tuple[dict[str, Any], ...] = (
     {"fault": "isolate-az", "target": "random"},
     {"fault": "isolate-az", "target": "leader"},

@@ -26,6 +26,15 @@ SELECTOR: JsonSchema = {
 }
 ONE_OR_MORE: JsonSchema = {"anyOf": [SELECTOR, {"type": "array", "items": SELECTOR, "minItems": 1}]}
 
+
+
+def PER_DIRECTION(low: float, below: float | None = None) -> JsonSchema:  # noqa: N802 - a schema constructor
+    """A degraded-link value: one number for both directions, or [forward, backward] (null: untouched)."""
+    one: JsonSchema = {"type": "number", "minimum": low, **({"exclusiveMaximum": below} if below is not None else {})}
+    return {"anyOf": [one, {"type": "array", "items": {"anyOf": [one, {"type": "null"}]}, "minItems": 2,
+                            "maxItems": 2}]}
+
+
 # Each fault key: its JSON shape and its meaning. `role` is narrowed per fault kind (ROLES_BY_FAULT).
 FAULT_KEYS: dict[str, JsonSchema] = {
     "partition": {"type": "integer", "minimum": 0, "default": 0,
@@ -44,6 +53,11 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "scope": {"enum": list(SCOPES), "default": "all",
               "description": "all traffic, or only Kafka's or only ZooKeeper's ports"},
     "role": {"type": "string", "default": "broker", "description": "which process of the node"},
+    "loss": {**PER_DIRECTION(0, 1), "description": "drop probability (0 <= p < 1), both ways or [forward, backward]"},
+    "delay_ms": {**PER_DIRECTION(0), "description": "added one-way delay in ms, both ways or [forward, backward]"},
+    "jitter_ms": {**PER_DIRECTION(0), "default": 0, "description": "random extra delay in ms (never reorders)"},
+    "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
+                                                     "[forward, backward]"},
 }
 AT: JsonSchema = {"type": "number", "minimum": 0, "description": "seconds from the start of the run"}
 RANGE: JsonSchema = {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2,

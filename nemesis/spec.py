@@ -19,6 +19,13 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `power-off` | `target` (one or a list of nodes, or `all`: every process of each node dies at one instant, and where the runtime keeps data on unsyncfs every write not fsynced is dropped: journaled as `power-cut`) |
 | `pause` | `target`, `role` (`broker` default, `zookeeper`, `both`) |
 | `graceful-stop` | `target`, `role` (`broker` default, `zookeeper`) |
+| `lossy-link` | `between` (two selectors) or `target` (one selector: it and every other host), `ends`, `loss` (drop probability, 0 <= p < 1) |
+| `slow-link` | `between` or `target`, `ends`, `delay_ms` (added one-way delay), `jitter_ms` (default 0) |
+| `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
+
+The degraded-link kinds (`nemesis.links`) take each value per direction: a
+number means both ways, a list of two `[forward, backward]` means from the
+first end to the second, then back (for `target`: from it, then to it).
 
 `scope` is `all` (default), `kafka` or `zookeeper` (see `nemesis.shapes`).
 
@@ -37,12 +44,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from nemesis.links import Degradation
 from nemesis.shapes import SCOPES, Scope
 from testbed.errors import SpecError
 
 PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
-FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS
+LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
+FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS
+# The value keys of each degraded-link kind, with their defaults (None: required).
+LINK_VALUES: dict[str, dict[str, float | None]] = {
+    "lossy-link": {"loss": None},
+    "slow-link": {"delay_ms": None, "jitter_ms": 0.0},
+    "throttle-link": {"rate_kbit": None},
+}
 STATE_SELECTORS = ("leader", "controller", "leader-controller", "follower")
 SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8])$")
 ROLES_BY_FAULT: dict[str, tuple[str, ...]] = {
@@ -60,6 +75,7 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     "power-off": ("target",),
     "pause": ("target", "role"),
     "graceful-stop": ("target", "role"),
+    **{kind: ("between", "target", "ends", *values) for kind, values in LINK_VALUES.items()},
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
@@ -81,11 +97,17 @@ class FaultSpec:
     one_way: bool = False
     ends: Ends = "az"
     role: Role = "broker"
+    degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def is_partition(self) -> bool:
         return self.fault in PARTITION_FAULTS
+
+    @property
+    def is_link(self) -> bool:
+        """A degraded-link kind (`lossy-link`, `slow-link`, `throttle-link`)."""
+        return self.fault in LINK_FAULTS
 
     def to_json(self) -> dict[str, Any]:
         """The spec as written (validated), for journals."""
@@ -144,11 +166,13 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["scope"] = _choice(f"{path}.scope", raw["scope"], SCOPES)
     if "target" in raw and kind in PROCESS_FAULTS and raw["target"] == "all":
         fields["targets"] = ("all",)  # every node at one instant
+    elif kind in LINK_FAULTS:
+        _link_fields(path, kind, raw, fields)
     elif "target" in raw:
         single_az = kind == "isolate-az"
         fields["targets"] = _selectors(f"{path}.target", raw["target"]) if not single_az \
             else (_selector(f"{path}.target", raw["target"]),)
-    if "between" in raw:
+    if "between" in raw and kind not in LINK_FAULTS:
         fields["targets"] = _selectors(f"{path}.between", raw["between"], exactly=2, allow_one=False)
     if "minority" in raw:
         fields["targets"] = _selectors(f"{path}.minority", raw["minority"])
@@ -163,3 +187,38 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
     if "role" in raw:
         fields["role"] = _choice(f"{path}.role", raw["role"], ROLES_BY_FAULT[kind])
     return FaultSpec(**fields)
+
+
+def _link_fields(path: str, kind: str, raw: Mapping[str, Any], fields: dict[str, Any]) -> None:
+    """A degraded-link spec's ends and its (forward, backward) degradations."""
+    if ("between" in raw) == ("target" in raw):
+        raise SpecError(f"{path}: {kind} takes either 'between' (two targets) or 'target' (one, against the rest)")
+    fields["targets"] = (_selectors(f"{path}.between", raw["between"], exactly=2, allow_one=False)
+                         if "between" in raw else (_selector(f"{path}.target", raw["target"]),))
+    ways: list[dict[str, Any]] = [{}, {}]
+    for key, default in LINK_VALUES[kind].items():
+        if key not in raw and default is None:
+            raise SpecError(f"{path}.{key}: required for fault {kind}")
+        value = raw.get(key, default)
+        pair = value if isinstance(value, list) else [value, value]
+        unthrottled = key == "rate_kbit" and isinstance(value, list)  # [1000, null]: one way only
+        if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int | float)
+                                 for v in pair if not (unthrottled and v is None)):
+            raise SpecError(f"{path}.{key}: expected a number or a list of two [forward, backward], got {value!r}")
+        for way, v in zip(ways, pair, strict=True):
+            way[key] = v
+    try:
+        forward, backward = (_degradation(way) for way in ways)
+    except ValueError as exc:
+        raise SpecError(f"{path}: {exc}") from exc
+    if forward.empty and backward.empty:
+        raise SpecError(f"{path}: {kind} degrades nothing in either direction")
+    fields["degrade"] = (forward, backward)
+
+
+def _degradation(way: dict[str, Any]) -> Degradation:
+    rate = way.get("rate_kbit")
+    if rate is not None and (rate != int(rate) or rate < 1):
+        raise ValueError(f"rate_kbit {rate} is not a whole number of kbit/s >= 1")
+    return Degradation(loss=float(way.get("loss", 0.0)), delay_ms=float(way.get("delay_ms", 0.0)),
+                       jitter_ms=float(way.get("jitter_ms", 0.0)), rate_kbit=int(rate) if rate is not None else None)

@@ -18,6 +18,7 @@ import pandas as pd
 from checkers.context import pair_faults
 from harness.report import fmt
 from harness.report.run import parse_json
+from nemesis.spec import LINK_FAULTS
 
 # "Around" an anomaly: a fault that ended shortly before it may well be its cause.
 AROUND_NS = 5 * fmt.NS
@@ -37,6 +38,11 @@ class FaultWindow:
     def label(self) -> str:
         shown = fmt.targets(self.targets)
         return f"{self.fault} {shown}" if shown else self.fault
+
+    @property
+    def degraded(self) -> bool:
+        """A degraded link (lossy, slow, throttled): traffic still flows, unlike a clean cut."""
+        return self.fault in LINK_FAULTS
 
     def end_ns(self, run_end_ns: int) -> int:
         return self.stop_ns if self.stop_ns is not None else max(run_end_ns, self.start_ns)

@@ -90,13 +90,14 @@ class _Mark:
     label: str
     color: str
     window: bool
+    degraded: bool = False  # a degraded link: drawn with a dashed outline and a lighter fill
 
 
 def _fault_marks(frame: Frame, windows: Sequence[FaultWindow], events: Sequence[FaultEvent]) -> list[_Mark]:
     colors = fault_colors(windows, events)
     marks = [_Mark(frame.x(w.start_ns), frame.x(w.end_ns(frame.end)),
-                   w.label + ("" if w.stop_ns is not None else " (never stopped)"), colors[w.fault], True)
-             for w in windows]
+                   w.label + ("" if w.stop_ns is not None else " (never stopped)"), colors[w.fault], True,
+                   w.degraded) for w in windows]
     marks += [_Mark(frame.x(e.time_ns), frame.x(e.time_ns), f"note: {e.fault} {fmt.targets(e.targets)}".strip(),
                     colors[e.fault], False) for e in events]
     return sorted(marks, key=lambda m: (m.x0, m.x1, m.label))
@@ -115,10 +116,12 @@ def add_faults(fig: go.Figure, frame: Frame, windows: Sequence[FaultWindow], eve
     height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     for lane, mark in zip(lanes, marks, strict=True):
         if mark.window:
+            outline = {"color": mark.color, "width": 1.5, "dash": "dash"} if mark.degraded else {"width": 0}
             fig.add_shape(type="rect", xref="x", yref="paper", x0=mark.x0, x1=mark.x1, y0=0, y1=1,
-                          fillcolor=mark.color, opacity=0.14, line={"width": 0}, layer="below")
+                          fillcolor=mark.color, opacity=0.07 if mark.degraded else 0.14, line=outline, layer="below")
         fig.add_shape(type="line", xref="x", yref="paper", x0=mark.x0, x1=mark.x0, y0=0, y1=1,
-                      line={"color": mark.color, "width": 1.5, "dash": "solid" if mark.window else "dot"})
+                      line={"color": mark.color, "width": 1.5,
+                            "dash": "dash" if mark.degraded else "solid" if mark.window else "dot"})
         fig.add_annotation(x=mark.x0, xref="x", y=1 + (lane * label_px + 4) / height, yref="paper",
                            text=mark.label, showarrow=False, xanchor="left", yanchor="bottom",
                            font={"size": 11, "color": "#111827"}, bgcolor=_tint(mark.color), borderpad=2)

@@ -154,6 +154,37 @@ class Firewalled(Protocol):
         """Remove every fault rule, chain and hook on `host`; idempotent."""
 
 
+@dataclass(frozen=True)
+class LinkShaping:
+    """What one host's links must do beyond its firewall: egress bandwidth and held (delayed) packets.
+
+    `rates`: (destination address, kbit/s): the host sends to each such address
+    at most that fast; destinations at the same rate share one bucket.
+    `delays`: (queue number, delay ms, jitter ms): every packet the host's fault
+    rules send to NFQUEUE queue `number` is held delay +- jitter, in order.
+    Empty: the host's links are as fast as they are.
+    """
+
+    rates: tuple[tuple[str, int], ...] = ()
+    delays: tuple[tuple[int, float, float], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.rates and not self.delays
+
+
+@runtime_checkable
+class LinkShaper(Protocol):
+    """A runtime that can slow and throttle its hosts' links (`nemesis.links` says how much)."""
+
+    def shape_links(self, host: Host, shaping: LinkShaping) -> None:
+        """Make the host's egress rates and delay queues exactly `shaping` (empty: none); never touches
+        traffic to or from the control plane."""
+
+    def clear_links(self, host: Host) -> None:
+        """Remove every rate and delay of `host`; idempotent, and fine on a host that is gone."""
+
+
 @runtime_checkable
 class PowerCycled(Protocol):
     """A runtime whose hosts can lose power as a whole (a container killed), keeping their disks."""

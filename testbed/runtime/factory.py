@@ -45,6 +45,15 @@ def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
         DockerRuntime.preflight(plan, kafka_version)
 
 
+def shapes_links(kind: str) -> bool:
+    """Whether this kind of runtime is a `LinkShaper` (can delay and throttle links), asked before one exists."""
+    if check_kind(kind) == "netns":
+        from testbed.runtime.netns import NetnsRuntime as Kind
+    else:
+        from testbed.runtime.docker import DockerRuntime as Kind  # type: ignore[assignment]
+    return callable(getattr(Kind, "shape_links", None)) and callable(getattr(Kind, "clear_links", None))
+
+
 def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:
     if check_kind(kind) == "netns":
         from testbed.runtime.netns import NetnsRuntime

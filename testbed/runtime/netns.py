@@ -29,8 +29,9 @@ from pathlib import Path
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.kafka.dist import classpath
-from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, owned_names
+from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
 from testbed.runtime.netns_firewall import FirewallChannels
+from testbed.runtime.netns_links import NetnsLinks
 from testbed.runtime.procs import (
     LocalProcess,
     command_of,
@@ -71,8 +72,8 @@ def namespace_pids(ns: str) -> list[int]:
 
 
 class NetnsRuntime:
-    """Hosts as network namespaces; implements Runtime, Firewalled, PowerCycled and LosesUnsyncedWrites;
-    its processes are Pausable."""
+    """Hosts as network namespaces; implements Runtime, Firewalled, PowerCycled, LosesUnsyncedWrites and
+    LinkShaper; its processes are Pausable."""
 
     kind = "netns"
 
@@ -85,6 +86,7 @@ class NetnsRuntime:
         self._processes: dict[str, LocalProcess] = {}
         self._firewalls = FirewallChannels(self._env(None))
         self.disks = UnsyncedDisks(prefix, state, self._env(None))
+        self._links = NetnsLinks(self.namespace, self._env(None))
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -135,6 +137,7 @@ class NetnsRuntime:
 
     def destroy(self) -> None:
         self._firewalls.close()  # a channel's netlink socket would keep a deleted namespace alive
+        self._links.close()  # delay processes release what they hold and go
         namespaces = sorted(set(self.state.data.get("namespaces", []))
                             | {n for n in list_namespaces() if n.startswith(self.prefix + "-")})
         pids = set(pids_of_runs(self.prefix))
@@ -265,6 +268,13 @@ class NetnsRuntime:
         """Remove the fault chains and their hooks from the host's filter table, and its channel; idempotent."""
         self._firewalls.drop(host.name)
         self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
+
+    # -- link shaping (`testbed.runtime.netns_links`) -------------------------
+    def shape_links(self, host: Host, shaping: LinkShaping) -> None:
+        self._links.shape(host, shaping)
+
+    def clear_links(self, host: Host) -> None:
+        self._links.clear(host)
 
 
 def machine_networks() -> list[tuple[str, ipaddress.IPv4Network]]:

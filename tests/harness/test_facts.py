@@ -39,7 +39,7 @@ def test_an_ordinary_leader_change_seen_a_moment_apart_is_no_split(tmp_path: Pat
         + polls("broker-2", 0.6, [(0, 2)] * 10 + [(1, 2)] * 6)
     facts = observed_facts(history(tmp_path, rows))
     assert facts == {"two-leaders": False, "two-controllers": False, "leader-disagreement": False,
-                     "unavailability": False}
+                     "unavailability": False, "isr-shrink-grow": False}
 
 
 def test_a_deposed_leader_that_goes_on_claiming_is_two_leaders(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_deposed_leader_that_goes_on_claiming_is_two_leaders(tmp_path: Path) -
         + polls("broker-2", 0.6, [(0, 2)] * 5 + [(1, 2)] * 11)
     facts = observed_facts(history(tmp_path, rows, ("ok", "info")))
     assert facts == {"two-leaders": True, "two-controllers": False, "leader-disagreement": True,
-                     "unavailability": True}
+                     "unavailability": True, "isr-shrink-grow": False}
 
 
 def test_stale_views_disagree_without_two_brokers_claiming(tmp_path: Path) -> None:
@@ -70,7 +70,8 @@ def test_two_controllers_need_a_polling_period_of_overlap(tmp_path: Path) -> Non
 def test_no_observations_means_no_fact(tmp_path: Path) -> None:
     pd.DataFrame({"status": ["ok", "fail"]}).to_parquet(tmp_path / "writes.parquet")
     assert observed_facts(tmp_path) == {"two-leaders": False, "two-controllers": False,
-                                        "leader-disagreement": False, "unavailability": True}
+                                        "leader-disagreement": False, "unavailability": True,
+                                        "isr-shrink-grow": False}
 
 
 def test_the_report_lists_the_splits_the_facts_stand_on(tmp_path: Path) -> None:
@@ -82,3 +83,15 @@ def test_the_report_lists_the_splits_the_facts_stand_on(tmp_path: Path) -> None:
         shown = [line for line in summary(tmp_path / name).splitlines() if line.strip().startswith("split:")]
         assert facts["leader-disagreement"] is split and facts["two-leaders"] is split
         assert bool(shown) is split, shown
+
+
+def test_an_isr_that_lost_a_follower_and_got_it_back_shrank_and_grew(tmp_path: Path) -> None:
+    rows = polls("broker-0", 0.4, [(0, 2)] * 6)
+    path = history(tmp_path, rows)
+    obs = pd.read_parquet(path / "observations.parquet")
+    obs["isr"] = ["[0, 1, 2]", "[0, 1, 2]", "[0, 2]", "[0, 2]", "[0, 1, 2]", "[0, 1, 2]"]
+    obs.to_parquet(path / "observations.parquet")
+    assert observed_facts(path)["isr-shrink-grow"]
+    obs["isr"] = ["[0, 1, 2]", "[0, 1, 2]", "[0, 2]", "[0, 2]", "[0, 2]", "[0, 2]"]  # never back
+    obs.to_parquet(path / "observations.parquet")
+    assert not observed_facts(path)["isr-shrink-grow"]
