@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.anomalies import ANOMALIES
 from harness.spec import PRODUCER_SETTINGS, _check_keys, parse_expect
 from testbed.errors import SpecError
 
@@ -142,7 +143,7 @@ def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
     if "expect" not in raw:
         raise SpecError(f"{where}.expect: required (what the cells it matches must show)")
     parse_expect(f"{where}.expect", raw["expect"])  # the spec's own rules for an expectation
-    expect = {k: ([v] if k != "valid" and isinstance(v, str) else v) for k, v in (raw["expect"] or {}).items()}
+    expect = {k: (list(ANOMALIES) if v == "all" and k != "valid" else v) for k, v in (raw["expect"] or {}).items()}
     return Rule(dict(when), expect, where)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.campaign.changes import Changes, Key
 from harness.campaign.lake import relative
-from harness.campaign.records import ERROR, FAILING, FLAKE, OUTCOMES, PASS, SKIPPED, CaseResult
+from harness.campaign.records import ERROR, FAIL, FAILING, FLAKE, OUTCOMES, PASS, REGRESSION, SKIPPED, CaseResult
 from harness.report.junit import JUnitCase, junit_xml
 from testbed.files import write_json_atomic, write_text_atomic
 from testbed.runfolder import RunFolder
@@ -61,6 +61,12 @@ class CampaignReport:
     def status(self) -> int:
         """0: nothing failed for good; 1: a regression, or a failure the budget left no time to run again."""
         return 1 if self.failing else 0
+
+    @property
+    def headline(self) -> str:
+        """"no regression", or how many cases failed for good ("1 REGRESSION, 1 FAIL")."""
+        counts = self.counts
+        return ", ".join(f"{counts[o]} {o}" for o in (REGRESSION, FAIL) if counts[o]) or "no regression"
 
     def link(self, path: Path | None) -> str | None:
         return relative(path, self.folder)
@@ -170,13 +176,14 @@ def change_lines(changes: Changes) -> list[str]:
 
 def summary_markdown(report: CampaignReport) -> str:
     counts = ", ".join(f"{n} {o}" for o, n in report.counts.items() if n) or "nothing"
-    lines = [f"## Campaign {report.name}: {'REGRESSION' if report.status else 'no regression'}", "",
+    lines = [f"## Campaign {report.name}: {report.headline}", "",
              f"`{report.campaign_id}`, seed {report.seed} (from {report.seed_from}), budget {report.budget_s:.0f} s: "
              f"{counts}. {report.lake}.", "",
              "| scenario | configuration | outcome | attempts | observed |", "| --- | --- | --- | --- | --- |"]
     for r in report.results:
         attempts = " → ".join(a.outcome for a in r.attempts) or "-"
-        observed = (r.attempts[-1].observed if r.attempts else r.skipped or "").replace("|", "\\|")
+        observed = "; ".join(p for p in (r.attempts[-1].observed if r.attempts else "", r.skipped or "") if p)
+        observed = observed.replace("|", "\\|")
         lines.append(f"| {r.case.scenario} | {r.case.label} | **{r.outcome}** | {attempts} | {observed} |")
     lines += ["", f"### What changed since {report.changes.previous or 'the last campaign'}", ""]
     lines += [f"- {line}" for line in change_lines(report.changes)]

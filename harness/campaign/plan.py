@@ -137,16 +137,22 @@ def plan_cases(campaign: Campaign, seed: int) -> tuple[list[Case], list[dict[str
     """Every case of the campaign in running order, and the matrix cells refused; SpecError on a bad spec."""
     cases: list[Case] = []
     refused: list[dict[str, Any]] = []
-    for index, entry in enumerate(campaign.entries):
-        if isinstance(entry, ScenarioEntry):
-            cases += _catalogue_cases(index, entry, campaign.overrides)
-        elif isinstance(entry, ChaosEntry):
-            cases += _chaos_cases(index, entry, campaign.overrides, seed)
-        else:
-            cells, no = _matrix_cases(index, entry, campaign.overrides)
-            cases, refused = cases + cells, refused + no
+    try:
+        for index, entry in enumerate(campaign.entries):
+            if isinstance(entry, ScenarioEntry):
+                cases += _catalogue_cases(index, entry, campaign.overrides)
+            elif isinstance(entry, ChaosEntry):
+                cases += _chaos_cases(index, entry, campaign.overrides, seed)
+            else:
+                cells, no = _matrix_cases(index, entry, campaign.overrides)
+                cases, refused = cases + cells, refused + no
+    except SpecError as exc:
+        raise SpecError(f"{campaign.path}: {exc}") from exc
     for case in cases:  # every spec is valid before anything starts
-        case.load()
+        try:
+            case.load()
+        except SpecError as exc:
+            raise SpecError(f"{campaign.path}: entries[{case.entry}] ({case.scenario} [{case.label}]): {exc}") from exc
     return coverage_order(cases, seed), refused
 
 

@@ -45,6 +45,7 @@ class Driver:
     """The campaign's run function: the real run flow on the fake machine, a clock moved on per run."""
 
     seconds_per_run: float = 60.0
+    before: Callable[[], None] | None = None  # e.g. a fresh fake machine, so no run reads another's records
     after: Callable[[Spec, Path, int], None] | None = None  # (spec, run folder, how many runs so far)
     now: float = 0.0
     runs: list[Path] = field(default_factory=list)
@@ -54,6 +55,8 @@ class Driver:
 
     def __call__(self, specs: list[Spec], results: Path | None, engine: str | None,
                  out: TextIO) -> tuple[int, list[Any]]:
+        if self.before is not None:
+            self.before()
         status, cases = run_specs(specs, results, engine, out)
         self.now += self.seconds_per_run
         self.runs.append(Path(cases[0].run_dir))
