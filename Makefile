@@ -5,12 +5,18 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
+PYTHON3 ?= python3.11
+# actionlint checks the workflows in `make lint`; built from its Go module at this pinned version (docs/campaigns.md).
+ACTIONLINT_VERSION := 1.7.12
+ACTIONLINT := .venv/bin/actionlint
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-venv setup-kafka test test-fast lint bench bench-cluster bench-nemesis bench-workload bench-checker
+.PHONY: setup setup-debian setup-venv setup-kafka setup-actionlint test test-fast lint bench bench-cluster bench-nemesis \
+	bench-workload bench-checker
 
-setup: setup-debian setup-venv setup-kafka setup-docker
+setup: setup-debian setup-venv setup-kafka setup-docker setup-actionlint
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -20,16 +26,23 @@ setup-debian:
 	fi
 
 setup-venv:
-	@test -x $(PY) || python3.11 -m venv .venv
+	@test -x $(PY) || $(PYTHON3) -m venv .venv
 	@$(PY) -m pip install -q -r requirements.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
 setup-kafka:
 	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
 
+setup-actionlint:
+	@if ! $(ACTIONLINT) -version 2>/dev/null | grep -qx 'v$(ACTIONLINT_VERSION)'; then \
+	  echo "installing actionlint $(ACTIONLINT_VERSION) into .venv/bin"; \
+	  GOBIN=$(abspath .venv/bin) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION); \
+	fi
+
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
 	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
@@ -118,3 +131,29 @@ docker-clean:
 
 test-docker:
 	$(PY) -m pytest -m docker $(PYTEST_FLAGS)
+
+# --- campaigns (README "Nightly chaos", docs/campaigns.md) ---
+# CAMPAIGN: a name under campaigns/ or a campaign file; BUDGET (e.g. 60m): else the file's; SEED: else the date's.
+# KAFKA_VERSION given on the command line or in the environment applies to every run (else each spec's).
+CAMPAIGN ?= nightly
+BUDGET ?=
+SEED ?=
+CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(CAMPAIGN).yaml)
+CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
+	$(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+CAMPAIGN_IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
+
+.PHONY: nightly chaos-quick campaign-summary
+
+nightly: $(CAMPAIGN_IMAGES)
+	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
+
+chaos-quick: $(CAMPAIGN_IMAGES)
+	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
+
+# The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
+campaign-summary:
+	@summary=results/campaigns/latest/summary.md; \
+	if [ ! -f "$$summary" ]; then echo "no campaign summary: $$summary does not exist"; exit 1; fi; \
+	if [ -n "$$GITHUB_STEP_SUMMARY" ]; then cat "$$summary" >> "$$GITHUB_STEP_SUMMARY"; fi; \
+	cat "$$summary"

@@ -21,7 +21,17 @@ from typing import Any
 
 from harness.campaign.changes import Changes, Key
 from harness.campaign.lake import relative
-from harness.campaign.records import ERROR, FAIL, FAILING, FLAKE, OUTCOMES, PASS, REGRESSION, SKIPPED, CaseResult
+from harness.campaign.records import (
+    ERROR,
+    FAIL,
+    FAILING,
+    FLAKE,
+    OUTCOMES,
+    PASS,
+    REGRESSION,
+    SKIPPED,
+    CaseResult,
+)
 from harness.report.junit import JUnitCase, junit_xml
 from testbed.files import write_json_atomic, write_text_atomic
 from testbed.runfolder import RunFolder
