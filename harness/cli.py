@@ -76,6 +76,10 @@ def build_parser() -> Parser:
                           "else each spec's)")
     campaign.add_argument("--runtime", choices=RUNTIMES, help="where the hosts live (default: each spec's)")
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
+    campaign.add_argument("--plan", action="store_true", help="print the runs in order, when each would start "
+                          "and what the budget would leave out; run nothing")
+    campaign.add_argument("--overhead", type=float, help="with --plan: seconds a run takes on top of its duration "
+                          "(default: the campaign runner's first estimate)")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
@@ -143,7 +147,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from harness.campaign.command import Options, run_campaign
 
     options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
-                      args.kafka_version)
+                      args.kafka_version, args.plan, args.overhead)
     return run_campaign(options).status
 
 
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("cluster", "clean", "run", "recover", "campaign"):
+        if args.command in ("cluster", "clean", "run", "recover") or (args.command == "campaign" and not args.plan):
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
                    "campaign": cmd_campaign,

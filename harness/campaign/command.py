@@ -26,7 +26,7 @@ from harness.campaign.config import load_campaign, parse_duration
 from harness.campaign.outputs import INDEX_FILE, SUMMARY_FILE, CampaignReport, change_lines, write_outputs
 from harness.campaign.plan import Case, date_seed, plan_cases
 from harness.campaign.records import CaseResult
-from harness.campaign.runner import Runner, RunSpecs, default_run_specs
+from harness.campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs
 from harness.scenario import link_latest
 from harness.spec import merge
 from testbed.errors import UsageError
@@ -50,6 +50,8 @@ class Options:
     engine: str | None = None
     runtime: str | None = None
     kafka_version: str | None = None
+    plan_only: bool = False
+    overhead_s: float | None = None  # with plan_only: the overhead per run to assume (default: the runner's)
 
 
 def cli_overrides(options: Options) -> dict[str, object]:
@@ -81,6 +83,10 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
     cases, refused = plan_cases(campaign, seed)
+    if options.plan_only:
+        print_plan(cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S, out)
+        return CampaignReport(campaign.name, campaign.name, options.path, Path(), seed, "", budget_s, None,
+                              datetime.now(UTC), [], refused)
     check(cases)
 
     stamp = timestamp()
@@ -109,6 +115,23 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     report.finished_at = datetime.now(UTC)
     _finish(report, lake, ingest, out)
     return report
+
+
+def print_plan(cases: list[Case], refused: list[dict[str, object]], budget_s: float, seed: int, overhead_s: float,
+               out: TextIO) -> None:
+    """The cases in running order with when each would start if every run passed and took its spec's duration
+    plus `overhead_s`; what the budget would leave out. Runs nothing."""
+    at, fit = 0.0, 0
+    out.write(f"seed {seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
+    for number, case in enumerate(cases, 1):
+        needs = case.load().duration_s + overhead_s
+        fits = at + needs <= budget_s
+        out.write(f"{number:3d} {'' if fits else 'SKIP '}{at / 60:6.1f} min  {needs:5.0f} s  {case.kind:12s} "
+                  f"{case.scenario} [{case.label}]\n")
+        if fits:
+            at, fit = at + needs, fit + 1
+    out.write(f"{fit} of {len(cases)} runs fit in {budget_s / 60:.0f} min ({at / 60:.1f} min); "
+              f"{len(refused)} matrix cells refused\n")
 
 
 def _persist(report: CampaignReport, results: list[CaseResult]) -> None:

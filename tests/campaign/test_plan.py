@@ -138,3 +138,13 @@ def test_a_campaign_file_may_name_spec_files_beside_it(tmp_path: Path) -> None:
     spec = case.load()
     assert (spec.name, spec.duration_s, spec.seed) == ("mine", 7, 9)
     assert yaml.safe_load(path.read_text())["entries"][0]["scenario"] == "mine.yaml"
+
+
+def test_plan_prints_the_order_and_what_the_budget_leaves_out() -> None:
+    proc = faultline("campaign", "campaigns/nightly.yaml", "--plan", "--seed", "3", "--overhead", "120")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "seed 3, budget 3600 s, 120 s per run on top of its duration"
+    fit = int(lines[-1].split()[0])
+    assert lines[-1].startswith(f"{fit} of 39 runs fit in 60 min") and 0 < fit < 39
+    assert sum("SKIP" in line for line in lines[1:-1]) == 39 - fit
