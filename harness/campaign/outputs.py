@@ -190,7 +190,7 @@ def summary_markdown(report: CampaignReport) -> str:
              f"`{report.campaign_id}`, seed {report.seed} (from {report.seed_from}), budget {report.budget_s:.0f} s: "
              f"{counts}. {report.lake}.", "",
              "| scenario | configuration | outcome | attempts | observed |", "| --- | --- | --- | --- | --- |"]
-    for r in report.results:
+    for r in sorted(report.results, key=lambda r: r.case.key):
         attempts = " → ".join(a.outcome for a in r.attempts) or "-"
         observed = "; ".join(p for p in (r.attempts[-1].observed if r.attempts else "", r.skipped or "") if p)
         observed = observed.replace("|", "\\|")

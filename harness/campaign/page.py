@@ -13,6 +13,7 @@ from typing import Any
 
 import jinja2
 
+from harness.campaign.matrix import cell_label
 from harness.campaign.outputs import CampaignReport, change_lines
 from harness.campaign.records import SKIPPED
 from testbed.runfolder import RunFolder
@@ -29,11 +30,11 @@ def _environment() -> jinja2.Environment:
 
 def _rows(report: CampaignReport) -> list[dict[str, Any]]:
     rows = []
-    for result in report.results:
+    for result in sorted(report.results, key=lambda r: r.case.key):
         case = result.case
         rows.append({
             "scenario": case.scenario, "configuration": case.label, "kind": case.kind,
-            "settings": " ".join(f"{k}={v}" for k, v in case.settings.items()),
+            "settings": cell_label(case.settings),
             "outcome": result.outcome, "duration_s": result.duration_s, "skipped": result.skipped,
             "attempts": [{"number": a.number, "outcome": a.outcome, "observed": a.observed, "expected": a.expected,
                           "kinds": a.kinds, "report": report.link(RunFolder(a.run_dir).report) if a.run_dir else None,
