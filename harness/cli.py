@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("cluster", "clean", "run", "recover") or (args.command == "campaign" and not args.plan):
+        if args.command in ("cluster", "clean", "run", "recover"):  # campaign: once its file is known good
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
                    "campaign": cmd_campaign,

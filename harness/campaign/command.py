@@ -30,7 +30,7 @@ from harness.campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, defaul
 from harness.scenario import link_latest
 from harness.spec import merge
 from testbed.errors import UsageError
-from testbed.lifecycle import check_can_provision, timestamp
+from testbed.lifecycle import check_can_provision, require_root, timestamp
 from testbed.paths import RESULTS_DIR
 
 log = logging.getLogger("faultline.campaign")
@@ -61,7 +61,9 @@ def cli_overrides(options: Options) -> dict[str, object]:
 
 
 def check_machine(cases: list[Case]) -> None:
-    """The checks of `harness run`, once per distinct cluster (the machine free, the runtime there, Kafka cached)."""
+    """The checks of `harness run`: root, then once per distinct cluster the machine free, the runtime there,
+    Kafka cached."""
+    require_root()
     seen: set[str] = set()
     for case in cases:
         settings = case.load().cluster
