@@ -30,7 +30,7 @@ from harness.campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, defaul
 from harness.scenario import link_latest
 from harness.spec import merge
 from testbed.errors import UsageError
-from testbed.lifecycle import check_can_provision, require_root, timestamp
+from testbed.lifecycle import check_can_provision, require_root, terminate_on_sigterm, timestamp
 from testbed.paths import RESULTS_DIR
 
 log = logging.getLogger("faultline.campaign")
@@ -109,7 +109,8 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
         runner.overhead_s = overhead_s
     lake = options.lake or lakes.DEFAULT_LAKE
     try:
-        report.results = runner.run()
+        with terminate_on_sigterm():  # SIGTERM between runs unwinds too: the outputs say what ran
+            report.results = runner.run()
     except BaseException:  # interrupted: say what ran and what did not, ingest nothing, go on unwinding
         report.finished_at = datetime.now(UTC)
         _finish(report, lake, None, out)

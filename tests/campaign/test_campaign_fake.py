@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from checkers.anomalies import ANOMALIES
@@ -175,3 +176,25 @@ def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: M
         ("steady", 1, "PASS"), ("broken", 1, "REGRESSION"), ("broken", 2, "REGRESSION"), ("flaky", 1, "FLAKE"),
         ("flaky", 2, "FLAKE"), ("dup", 1, "PASS")}
     assert [r["anomaly_kinds"] for r in rows if r["scenario"] == "dup"] == [["duplicate"]]
+
+
+def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: Machine, fresh_topic: Callable[[], None],
+                                                                   tmp_path: Path) -> None:
+    for name in ("first", "second"):
+        write_scenario(tmp_path, name, PASSES)
+    path = write_campaign(tmp_path, [{"scenario": "first.yaml"}, {"scenario": "second.yaml"}])
+    ingested: list[Path] = []
+
+    def interrupt(spec: Spec, run_dir: Path, runs: int) -> None:
+        raise KeyboardInterrupt
+
+    driver = Driver(before=fresh_topic, after=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(Options(path, seed=0, results=tmp_path / "results", lake=tmp_path / "lake"), io.StringIO(),
+                     driver, check=lambda cases: None, ingest=lambda runs, lake: str(ingested.append(runs)),
+                     clock=driver.clock)
+    data = json.loads((tmp_path / "results" / "campaigns" / "latest" / "campaign.json").read_text())
+    assert [(c["scenario"], c["outcome"], c["skipped"]) for c in data["cases"]] == [
+        ("first", "SKIPPED", "the campaign was interrupted"), ("second", "SKIPPED", "the campaign was interrupted")]
+    assert ingested == [] and "runs not ingested (the campaign was interrupted)" in data["lake"]
+    assert machine.runtime.alive() == []
