@@ -32,8 +32,9 @@ from testbed.lifecycle import TerminationRequested
 
 CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # Before any run of this campaign has finished: what a run adds to its spec's duration (bring-up, settle,
-# stopping clients, drain, replica dump, check, report). Measured on 2 cores: see BENCHMARKS.md.
-DEFAULT_OVERHEAD_S = 45.0
+# stopping clients, drain, replica dump, check, report). Measured on 2 cores: 13-33 s, the most for the
+# first run of a campaign (the Spark session starts); see BENCHMARKS.md.
+DEFAULT_OVERHEAD_S = 30.0
 RunSpecs = Callable[[list[Spec], Path | None, str | None, TextIO], tuple[int, list[Any]]]
 
 
