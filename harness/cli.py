@@ -78,8 +78,8 @@ def build_parser() -> Parser:
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
     campaign.add_argument("--plan", action="store_true", help="print the runs in order, when each would start "
                           "and what the budget would leave out; run nothing")
-    campaign.add_argument("--overhead", type=float, help="with --plan: seconds a run takes on top of its duration "
-                          "(default: the campaign runner's first estimate)")
+    campaign.add_argument("--overhead", type=float, help="seconds a run takes on top of its duration until one is "
+                          "measured; with --plan, for every run (default: 30)")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
@@ -144,10 +144,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from harness.campaign.command import Options, run_campaign
+    from harness.campaign.command import Options, print_plan, run_campaign
 
     options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
-                      args.kafka_version, args.plan, args.overhead)
+                      args.kafka_version, args.overhead)
+    if args.plan:
+        print_plan(options)
+        return 0
     return run_campaign(options).status
 
 

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.campaign import lake as lakes
 from harness.campaign.changes import compare
-from harness.campaign.config import load_campaign, parse_duration
+from harness.campaign.config import Campaign, load_campaign, parse_duration
 from harness.campaign.outputs import INDEX_FILE, SUMMARY_FILE, CampaignReport, change_lines, write_outputs
 from harness.campaign.plan import Case, date_seed, plan_cases
 from harness.campaign.records import CaseResult
@@ -50,8 +50,7 @@ class Options:
     engine: str | None = None
     runtime: str | None = None
     kafka_version: str | None = None
-    plan_only: bool = False
-    overhead_s: float | None = None  # with plan_only: the overhead per run to assume (default: the runner's)
+    overhead_s: float | None = None  # a run's time on top of its duration until one is measured (default: the runner's)
 
 
 def cli_overrides(options: Options) -> dict[str, object]:
@@ -72,11 +71,17 @@ def check_machine(cases: list[Case]) -> None:
             check_can_provision(settings)
 
 
-def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs = default_run_specs,
-                 check: Callable[[list[Case]], None] = check_machine, ingest: Callable[[Path, Path], str] =
-                 lakes.ingest_runs, clock: Callable[[], float] | None = None, overhead_s: float | None = None
-                 ) -> CampaignReport:
-    """Run the campaign of `options`; the report says what it found (`report.status` is the exit status)."""
+@dataclass
+class Plan:
+    campaign: Campaign
+    cases: list[Case]
+    refused: list[dict[str, Any]]
+    budget_s: float
+    seed: int
+
+
+def make_plan(options: Options) -> Plan:
+    """The campaign file, the budget and seed, every case in order: everything known before a run starts."""
     campaign = load_campaign(options.path)
     budget = options.budget if options.budget is not None else campaign.budget_s
     if budget is None:
@@ -85,10 +90,15 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
     cases, refused = plan_cases(campaign, seed)
-    if options.plan_only:
-        print_plan(cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S, out)
-        return CampaignReport(campaign.name, campaign.name, options.path, Path(), seed, "", budget_s, None,
-                              datetime.now(UTC), [], refused)
+    return Plan(campaign, cases, refused, budget_s, seed)
+
+
+def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs = default_run_specs,
+                 check: Callable[[list[Case]], None] = check_machine, ingest: Callable[[Path, Path], str] =
+                 lakes.ingest_runs, clock: Callable[[], float] | None = None) -> CampaignReport:
+    """Run the campaign of `options`; the report says what it found (`report.status` is the exit status)."""
+    plan = make_plan(options)
+    campaign, cases, seed, budget_s = plan.campaign, plan.cases, plan.seed, plan.budget_s
     check(cases)
 
     stamp = timestamp()
@@ -98,15 +108,15 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     link_latest(top, folder)
     report = CampaignReport(f"{campaign.name}-{stamp}", campaign.name, options.path, folder, seed,
                             "--seed" if options.seed is not None else "the date", budget_s,
-                            options.engine or campaign.engine, datetime.now(UTC), [], refused)
+                            options.engine or campaign.engine, datetime.now(UTC), [], plan.refused)
     out.write(f"campaign {report.campaign_id}: {len(cases)} runs planned over "
               f"{len({c.scenario for c in cases})} scenarios, seed {seed}, budget {budget_s:.0f} s; {folder}\n")
     runner = Runner(report.campaign_id, cases, folder / RUNS, budget_s, report.engine, run_specs, out,
                     on_progress=lambda results: _persist(report, results))
     if clock is not None:
         runner.clock = clock
-    if overhead_s is not None:
-        runner.overhead_s = overhead_s
+    if options.overhead_s is not None:
+        runner.overhead_s = options.overhead_s
     lake = options.lake or lakes.DEFAULT_LAKE
     try:
         with terminate_on_sigterm():  # SIGTERM between runs unwinds too: the outputs say what ran
@@ -120,12 +130,13 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     return report
 
 
-def print_plan(cases: list[Case], refused: list[dict[str, object]], budget_s: float, seed: int, overhead_s: float,
-               out: TextIO) -> None:
+def print_plan(options: Options, out: TextIO = sys.stdout) -> None:
     """The cases in running order with when each would start if every run passed and took its spec's duration
-    plus `overhead_s`; what the budget would leave out. Runs nothing."""
+    plus the overhead; what the budget would leave out. Runs nothing."""
+    plan = make_plan(options)
+    cases, budget_s, overhead_s = plan.cases, plan.budget_s, options.overhead_s or DEFAULT_OVERHEAD_S
     at, fit = 0.0, 0
-    out.write(f"seed {seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
+    out.write(f"seed {plan.seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
     for number, case in enumerate(cases, 1):
         needs = case.load().duration_s + overhead_s
         fits = at + needs <= budget_s
@@ -134,7 +145,7 @@ def print_plan(cases: list[Case], refused: list[dict[str, object]], budget_s: fl
         if fits:
             at, fit = at + needs, fit + 1
     out.write(f"{fit} of {len(cases)} runs fit in {budget_s / 60:.0f} min ({at / 60:.1f} min); "
-              f"{len(refused)} matrix cells refused\n")
+              f"{len(plan.refused)} matrix cells refused\n")
 
 
 def _persist(report: CampaignReport, results: list[CaseResult]) -> None:

@@ -34,9 +34,10 @@ PASSES = {"absent": ["lost"]}
 def campaign(path: Path, tmp_path: Path, driver: Driver, budget: str | None = None,
              overhead_s: float | None = None) -> tuple[CampaignReport, str]:
     out = io.StringIO()
-    report = run_campaign(Options(path, budget=budget, seed=0, results=tmp_path / "results", lake=tmp_path / "lake"),
+    report = run_campaign(Options(path, budget=budget, seed=0, results=tmp_path / "results", lake=tmp_path / "lake",
+                                  overhead_s=overhead_s),
                           out, driver, check=lambda cases: None, ingest=lambda runs, lake: "lake: not in this test",
-                          clock=driver.clock, overhead_s=overhead_s)
+                          clock=driver.clock)
     return report, out.getvalue()
 
 
