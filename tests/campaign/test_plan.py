@@ -148,3 +148,14 @@ def test_plan_prints_the_order_and_what_the_budget_leaves_out() -> None:
     fit = int(lines[-1].split()[0])
     assert lines[-1].startswith(f"{fit} of 44 runs fit in 60 min") and 0 < fit < 44
     assert sum("SKIP" in line for line in lines[1:-1]) == 44 - fit
+
+
+def test_runtime_and_kafka_version_from_the_command_line_apply_to_every_run() -> None:
+    from harness.campaign.command import Options, make_plan
+
+    plan = make_plan(Options(REPO / "campaigns" / "quick.yaml", seed=1, runtime="docker", kafka_version="2.8.2"))
+    clusters = [case.load().cluster for case in plan.cases]
+    assert {(c.runtime, c.network, c.kafka_version) for c in clusters} == {("docker", "198.19.0.0/24", "2.8.2")}
+    assert plan.budget_s == 600 and plan.seed == 1
+    default = make_plan(Options(REPO / "campaigns" / "quick.yaml", budget="5m"))
+    assert {case.load().cluster.runtime for case in default.cases} == {"netns"} and default.budget_s == 300
