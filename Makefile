@@ -5,7 +5,6 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
-PYTHON3 ?= python3.11
 # actionlint checks the workflows in `make lint`; built from its Go module at this pinned version (docs/campaigns.md).
 ACTIONLINT_VERSION := 1.7.12
 ACTIONLINT := .venv/bin/actionlint
@@ -13,8 +12,8 @@ GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-venv setup-kafka setup-actionlint test test-fast lint bench bench-cluster bench-nemesis \
-	bench-workload bench-checker
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-actionlint test test-fast lint bench \
+	bench-cluster bench-nemesis bench-workload bench-checker
 
 setup: setup-debian setup-venv setup-kafka setup-docker setup-actionlint
 
@@ -25,9 +24,25 @@ setup-debian:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# The Python that makes .venv: python3.11 if there is one, else python3 (3.11 or later).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+
+# Debian splits `python3.X -m venv` off into python3.X-venv (ensurepip and its wheels): install it if missing.
+setup-python:
+	@test -n "$(PYTHON)" || { echo "no python3.11 or python3: apt-get install python3 python3-venv"; exit 3; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "$(PYTHON) is older than 3.11: make setup PYTHON=/path/to/python3.11"; exit 3; }
+	@if ! $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1; then \
+	  pkg=python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv; \
+	  if ! command -v apt-get >/dev/null; then echo "$(PYTHON) has no ensurepip (venv) and there is no apt-get"; exit 3; fi; \
+	  echo "installing Debian package $$pkg ($(PYTHON) -m venv needs its ensurepip)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkg >/dev/null; \
+	fi
+
+# requirements-dev.txt: the exact runtime pins (requirements.txt) and the development tools.
 setup-venv:
-	@test -x $(PY) || $(PYTHON3) -m venv .venv
-	@$(PY) -m pip install -q -r requirements.txt
+	@test -x $(PY) || { $(MAKE) --no-print-directory setup-python && $(PYTHON) -m venv .venv; }
+	@$(PY) -m pip install -q -r requirements-dev.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
 setup-kafka:
@@ -47,9 +62,9 @@ lint:
 test: lint
 	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
 
-# The fast set: everything that needs neither root nor a cluster nor Spark.
+# The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:
-	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network" $(PYTEST_FLAGS)
 
 bench-cluster:
 	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
@@ -91,9 +106,13 @@ test-power-off:
 test-scenarios:
 	$(call run_scenarios,$(filter-out smoke,$(SCENARIOS)))
 
-.PHONY: docs-diagram
+.PHONY: docs-diagram spec-docs
 docs-diagram:
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
+
+# docs/spec.schema.json and the key tables of docs/spec.md, from harness/spec_keys.py (a test checks they are current).
+spec-docs:
+	$(PY) -m harness.spec_schema
 
 # --- Docker images and the project's own dockerd (compose/README.md) ---
 # Built without network into DOCKER_HOST, else the default socket if a daemon answers there, else a dockerd

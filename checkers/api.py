@@ -6,6 +6,7 @@ the engine returns an "unknown" verdict naming the reason.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,17 @@ from checkers.sources import locate_history
 from checkers.tables import validate_source
 
 ENGINES = ("spark", "pandas")
+# Each engine's package outside the core dependencies, and the extra of faultline's that brings it.
+_ENGINE_PACKAGES = {"spark": ("pyspark", "spark")}
+
+
+def missing_engine(name: str) -> str | None:
+    """Why engine `name` cannot run in this Python (its package is not installed), or None if it can."""
+    package = _ENGINE_PACKAGES.get(name)
+    if package is None or importlib.util.find_spec(package[0]) is not None:
+        return None
+    return (f"the {name} checker engine needs {package[0]}, which is not installed: "
+            f"pip install 'faultline[{package[1]}]', or use --engine pandas")
 
 
 def make_engine(name: str, spark_master: str | None = None) -> Engine:

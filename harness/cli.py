@@ -41,8 +41,26 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{where}: {message}" if where else message)
 
 
+class VersionAction(argparse.Action):
+    """`--version`: faultline and the software a run will use (harness.versions owns the facts)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print faultline's version and the Kafka, librdkafka and confluent-kafka it uses")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> NoReturn:
+        from harness.versions import commit, software_versions
+
+        v, head = software_versions(), commit()
+        print(f"faultline {v['faultline']}" + (f" (commit {head})" if head else ""))
+        print(f"Kafka {v['kafka']} (the default; a spec's cluster.kafka_version may choose another)")
+        print(f"librdkafka {v['librdkafka']}\nconfluent-kafka {v['confluent_kafka']}\nPython {v['python']}")
+        parser.exit(0)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="faultline", description="Break a real Kafka cluster on purpose and check what it kept.")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     cluster = sub.add_parser("cluster", help="bring a cluster up, show it, take it down")
     csub = cluster.add_subparsers(dest="action", required=True, parser_class=Parser)
@@ -133,10 +151,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from checkers.api import missing_engine
     from harness.scenario import run_specs
     from harness.spec import load_specs
 
     specs = load_specs(args.spec, args.configuration, args.runtime)
+    for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
+        raise UsageError(f"{args.spec}: {problem}")
+    require_root()  # after the spec: a bad spec is named to anyone, root or not
     for spec in specs:  # bad input is refused before any run folder is written
         check_can_provision(spec.cluster)
     status, _ = run_specs(specs, args.results, args.engine, sys.stdout)
@@ -217,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("cluster", "clean", "run", "recover"):  # campaign: once its file is known good
+        if args.command in ("cluster", "clean", "recover"):  # campaign: root is checked once its file is known good
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
                    "campaign": cmd_campaign,

@@ -26,6 +26,8 @@ def faultline_version() -> str:
 
 def commit() -> str | None:
     """The checkout's commit (with `-dirty` when it has uncommitted changes), or None outside a git checkout."""
+    if not (REPO_ROOT / ".git").exists():  # an installed copy (site-packages) is no checkout, whatever encloses it
+        return None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=10)

@@ -77,7 +77,7 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     bootstrap=cluster.bootstrap, mode="group" if grouped else "assign",
                     group=cgroup.group if grouped else None,
                     commit=("sync" if cgroup.commit == "sync" else "auto") if grouped else None,
-                    partitions=partitions)))
+                    partitions=partitions, kafka=dict(cgroup.settings))))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(

@@ -34,7 +34,7 @@ KafkaValue = str | int | float | bool
 
 # Settings a workload derives itself; passing them through `kafka` would contradict its other keys.
 _ALWAYS_RESERVED = ("bootstrap.servers", "metadata.broker.list")
-_RESERVED: dict[str, tuple[str, ...]] = {
+RESERVED_SETTINGS: dict[str, tuple[str, ...]] = {
     "producer": _ALWAYS_RESERVED,
     "consumer": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store"),
     "drain": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store",
@@ -163,7 +163,7 @@ def _kafka_settings(keys: _Keys, role: str) -> dict[str, KafkaValue]:
     for name, setting in value.items():
         if isinstance(setting, dict | list) or setting is None:
             raise ConfigError(f"kafka.{name}: must be a string, number or boolean, got {setting!r}")
-        if name in _RESERVED[role]:
+        if name in RESERVED_SETTINGS[role]:
             raise ConfigError(f"kafka.{name}: set by the workload itself; use the workload's own keys")
     return dict(value)
 

@@ -59,9 +59,15 @@ def cli_overrides(options: Options) -> dict[str, object]:
     return {"cluster": cluster} if cluster else {}
 
 
-def check_machine(cases: list[Case]) -> None:
-    """The checks of `harness run`: root, then once per distinct cluster the machine free, the runtime there,
-    Kafka cached."""
+def check_machine(cases: list[Case], engine: str | None = None) -> None:
+    """The checks of `harness run`: the checker engines there, root, then once per distinct cluster the machine
+    free, the runtime there, Kafka cached."""
+    from checkers.api import missing_engine
+
+    for case in cases:
+        problem = missing_engine(engine or case.load().checker)
+        if problem:
+            raise UsageError(f"{case.source}: {problem}")
     require_root()
     seen: set[str] = set()
     for case in cases:
@@ -94,12 +100,12 @@ def make_plan(options: Options) -> Plan:
 
 
 def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs = default_run_specs,
-                 check: Callable[[list[Case]], None] = check_machine, ingest: Callable[[Path, Path], str] =
+                 check: Callable[[list[Case], str | None], None] = check_machine, ingest: Callable[[Path, Path], str] =
                  lakes.ingest_runs, clock: Callable[[], float] | None = None) -> CampaignReport:
     """Run the campaign of `options`; the report says what it found (`report.status` is the exit status)."""
     plan = make_plan(options)
     campaign, cases, seed, budget_s = plan.campaign, plan.cases, plan.seed, plan.budget_s
-    check(cases)
+    check(cases, options.engine or campaign.engine)
 
     stamp = timestamp()
     top = (options.results or RESULTS_DIR) / CAMPAIGNS

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.keys import check_keys
 from harness.campaign.matrix import Matrix, parse_matrix
-from harness.spec import _check_keys as check_keys
 from harness.spec import load_spec_file
 from testbed.errors import SpecError
 from testbed.paths import REPO_ROOT

@@ -9,8 +9,8 @@
         - when: {acks: [0, 1]}                               # a list: any of these values
           expect: {observed: [two-leaders]}
 
-A grid key is a producer setting (every producer group of the scenario gets it) or one of the
-broker and topic settings of `CLUSTER_SETTINGS`. A cell's expectation is every matching rule's
+A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, else a librdkafka producer
+setting (every producer group of the scenario gets it; librdkafka itself checks each value). A cell's expectation is every matching rule's
 expectation together (a rule without `when` matches every cell); a cell no rule matches is an error,
 so that no cell runs without a stated expectation. Conditions are a value (equal), a list (one of) or
 a comparison such as ">= 2" (numbers).
@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomalies import ANOMALIES
-from harness.spec import PRODUCER_SETTINGS, _check_keys, parse_expect
+from harness.campaign.keys import check_keys
+from harness.spec_keys import EXPECT
 from testbed.errors import SpecError
+from workloads.settings_check import SettingRefused, check_settings
 
 # Broker and topic settings by their Kafka names, and the spec's cluster key that sets each.
 CLUSTER_SETTINGS = {"min.insync.replicas": "min_insync_replicas",
@@ -122,7 +124,7 @@ def cell_overrides(raw: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     for group in producers:
         if isinstance(group, dict):
             group["settings"] = {**(group.get("settings") or {}),
-                                 **{k: v for k, v in cell.items() if k in PRODUCER_SETTINGS}}
+                                 **{k: v for k, v in cell.items() if k not in CLUSTER_SETTINGS}}
     cluster = {CLUSTER_SETTINGS[k]: v for k, v in cell.items() if k in CLUSTER_SETTINGS}
     overrides: dict[str, Any] = {"workloads": {"producers": producers}}
     if cluster:
@@ -131,7 +133,7 @@ def cell_overrides(raw: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
-    raw = _check_keys(where, raw, {"when", "expect"})
+    raw = check_keys(where, raw, {"when", "expect"})
     when = raw.get("when") or {}
     if not isinstance(when, dict):
         raise SpecError(f"{where}.when: must be a mapping of grid settings to conditions")
@@ -142,7 +144,7 @@ def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
             raise SpecError(f"{where}.when.{key}: must be a value, a list of values or a comparison like '>= 2'")
     if "expect" not in raw:
         raise SpecError(f"{where}.expect: required (what the cells it matches must show)")
-    parse_expect(f"{where}.expect", raw["expect"])  # the spec's own rules for an expectation
+    EXPECT.check(f"{where}.expect", raw["expect"])  # the spec's own rules for an expectation
     expect = {k: (list(ANOMALIES) if v == "all" and k != "valid" else v) for k, v in (raw["expect"] or {}).items()}
     return Rule(dict(when), expect, where)
 
@@ -153,11 +155,15 @@ def parse_matrix(where: str, raw: dict[str, Any], source: Path) -> Matrix:
         raise SpecError(f"{where}.grid: must map settings to lists of values")
     grid: dict[str, tuple[Any, ...]] = {}
     for key, values in grid_raw.items():
-        if key not in PRODUCER_SETTINGS and key not in CLUSTER_SETTINGS:
-            known = ", ".join([*PRODUCER_SETTINGS, *CLUSTER_SETTINGS])
-            raise SpecError(f"{where}.grid.{key}: not a setting a matrix can vary (known: {known})")
         if not isinstance(values, list) or not values:
             raise SpecError(f"{where}.grid.{key}: must be a non-empty list of values")
+        if key not in CLUSTER_SETTINGS:
+            for value in values:
+                try:
+                    check_settings("producer", {key: value})
+                except SettingRefused as exc:
+                    raise SpecError(f"{where}.grid.{key}: not a producer setting a matrix can vary "
+                                    f"({exc.problem}; broker settings: {', '.join(CLUSTER_SETTINGS)})") from exc
         grid[key] = tuple(values)
     rules = raw.get("rules")
     if not isinstance(rules, list) or not rules:

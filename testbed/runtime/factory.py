@@ -7,6 +7,8 @@ Must never: build a runtime of another kind than the state file says.
 
 from __future__ import annotations
 
+import importlib.util
+
 from testbed.addressing import AddressPlan
 from testbed.errors import UsageError
 from testbed.runtime.base import Runtime
@@ -24,6 +26,10 @@ def check_kind(kind: str) -> str:
     return kind
 
 
+def _docker_sdk() -> bool:
+    return importlib.util.find_spec("docker") is not None
+
+
 def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
     """Refuse, before anything is created, a plan this kind of runtime cannot lay out here."""
     if check_kind(kind) == "netns":
@@ -31,6 +37,9 @@ def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
 
         NetnsRuntime.preflight(plan)
     else:
+        if not _docker_sdk():
+            raise UsageError("the docker runtime needs the Python docker SDK, which is not installed: "
+                             "pip install 'faultline[docker]'")
         from testbed.runtime.docker import DockerRuntime
 
         DockerRuntime.preflight(plan, kafka_version)
@@ -53,7 +62,11 @@ def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
 
 def clean_leftovers(prefix: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went."""
-    from testbed.runtime.docker_api import clean_leftovers as clean_docker
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
-    return clean_netns(prefix) + clean_docker(prefix)
+    removed = clean_netns(prefix)
+    if _docker_sdk():  # without the SDK this installation made no containers to clean
+        from testbed.runtime.docker_api import clean_leftovers as clean_docker
+
+        removed += clean_docker(prefix)
+    return removed

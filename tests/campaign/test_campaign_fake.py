@@ -36,7 +36,7 @@ def campaign(path: Path, tmp_path: Path, driver: Driver, budget: str | None = No
     out = io.StringIO()
     report = run_campaign(Options(path, budget=budget, seed=0, results=tmp_path / "results", lake=tmp_path / "lake",
                                   overhead_s=overhead_s),
-                          out, driver, check=lambda cases: None, ingest=lambda runs, lake: "lake: not in this test",
+                          out, driver, check=lambda cases, engine: None, ingest=lambda runs, lake: "lake: not in this test",
                           clock=driver.clock)
     return report, out.getvalue()
 
@@ -192,7 +192,7 @@ def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: Mach
     driver = Driver(before=fresh_topic, after=interrupt)
     with pytest.raises(KeyboardInterrupt):
         run_campaign(Options(path, seed=0, results=tmp_path / "results", lake=tmp_path / "lake"), io.StringIO(),
-                     driver, check=lambda cases: None, ingest=lambda runs, lake: str(ingested.append(runs)),
+                     driver, check=lambda cases, engine: None, ingest=lambda runs, lake: str(ingested.append(runs)),
                      clock=driver.clock)
     data = json.loads((tmp_path / "results" / "campaigns" / "latest" / "campaign.json").read_text())
     assert [(c["scenario"], c["outcome"], c["skipped"]) for c in data["cases"]] == [

@@ -139,12 +139,13 @@ BROKEN = [
     ({"cluster": {"nodes": 2}}, "cluster.nodes: must be >= 3"),
     (
         {"workloads": {"producers": [{"settings": {"acks": 1, "enable.idempotence": True}}]}},
-        "workloads.producers[0].settings.acks: enable.idempotence requires acks=all",
+        "workloads.producers[0].settings: librdkafka refuses these together: `acks` must be set to `all`",
     ),
     ({"workloads": {"producers": [{"azs": ["az9"]}]}}, "workloads.producers[0].azs[0]: unknown AZ 'az9'"),
-    ({"cluster": {"min_insync_replicas": 4}}, "cluster.min_insync_replicas: must be <= 3"),
+    ({"cluster": {"min_insync_replicas": 4}}, "cluster.min_insync_replicas: 4 is more than the replication factor 3"),
+    ({"cluster": {"partitions": "lots"}}, "cluster.partitions: must be an integer in 1..64, got 'lots'"),
     ({"nemesis": [{"at": 5, "fault": "meteor-strike"}]}, "nemesis[0].fault"),
-    ({"duration": 5}, "spec.duration: unknown key"),
+    ({"duration": 5}, "duration: unknown key"),
 ]
 
 

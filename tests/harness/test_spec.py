@@ -22,10 +22,11 @@ BASE: dict[str, Any] = {
 
 
 def with_(path: str, value: Any) -> dict[str, Any]:
-    """BASE with one key (dotted path, [i] for list items) replaced."""
+    """BASE with one key (dotted path, [i] for list items; what follows `.settings.` is one name) replaced."""
     spec = yaml.safe_load(yaml.safe_dump(BASE))
     node: Any = spec
-    parts = path.replace("]", "").replace("[", ".").split(".")
+    head, dotted, setting = path.partition(".settings.")
+    parts = head.replace("]", "").replace("[", ".").split(".") + (["settings", setting] if dotted else [])
     for part in parts[:-1]:
         node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
     node[parts[-1]] = value
@@ -44,26 +45,76 @@ def test_the_base_spec_is_valid() -> None:
     [
         ("cluster.replicas", 3, "cluster.replicas: unknown key"),
         ("cluster.nodes", 2, "cluster.nodes: must be >= 3"),
-        ("cluster.min_insync_replicas", "two", "cluster.min_insync_replicas: must be int"),
-        ("cluster.unclean_leader_election", "yes", "cluster.unclean_leader_election: must be bool"),
+        ("cluster.min_insync_replicas", "two", "cluster.min_insync_replicas: must be an integer in 1..9, got 'two'"),
+        ("cluster.unclean_leader_election", "yes", "cluster.unclean_leader_election: must be true or false"),
         (
             "workloads.producers[0].settings.acks",
             1,
-            "workloads.producers[0].settings.acks: enable.idempotence requires acks=all",
+            "workloads.producers[0].settings: librdkafka refuses these together: "
+            "`acks` must be set to `all` when `enable.idempotence` is true",
         ),
         (
             "workloads.producers[0].settings.acks",
             "some",
-            "workloads.producers[0].settings.acks: must be 0, 1, all or -1",
+            "workloads.producers[0].settings.acks: librdkafka refuses it: "
+            'Invalid value for configuration property "request.required.acks"',
         ),
         (
             "workloads.producers[0].settings",
             {"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
-            "workloads.producers[0].settings.max.in.flight.requests.per.connection: enable.idempotence requires at most 5",
+            "workloads.producers[0].settings: librdkafka refuses these together: `max.in.flight` must be set <= 5",
         ),
+        (
+            "workloads.producers[0].settings.linger.ms",
+            -5,
+            "workloads.producers[0].settings.linger.ms: librdkafka refuses it: "
+            'Configuration property "queue.buffering.max.ms" value -5 is outside allowed range',
+        ),
+        (
+            "workloads.producers[0].settings.fetch.min.bytes",
+            5,
+            "workloads.producers[0].settings.fetch.min.bytes: librdkafka refuses it: Configuration property "
+            "fetch.min.bytes is a consumer property and will be ignored by this producer instance",
+        ),
+        (
+            "workloads.producers[0].settings.linger.ms",
+            [5],
+            "workloads.producers[0].settings.linger.ms: must be a string or a number or true or false, got [5]",
+        ),
+        (
+            "workloads.producers[0].settings.bootstrap.servers",
+            "10.0.0.1:9092",
+            "workloads.producers[0].settings.bootstrap.servers: set by the harness itself",
+        ),
+        (
+            "workloads.consumers[0].settings.fetch.frobs",
+            1,
+            'workloads.consumers[0].settings.fetch.frobs: librdkafka refuses it: No such configuration property: "fetch.frobs"',
+        ),
+        (
+            "workloads.consumers[0].settings.isolation.level",
+            "read_everything",
+            "workloads.consumers[0].settings.isolation.level: librdkafka refuses it: Invalid value",
+        ),
+        (
+            "workloads.consumers[0].settings.group.id",
+            "mine",
+            "workloads.consumers[0].settings.group.id: set by the harness itself",
+        ),
+        ("description", ["one", "two"], "description: must be a string, got ['one', 'two']"),
+        ("notes", ["one"], "notes: must be a string, got ['one']"),
+        ("cluster.partitions", "lots", "cluster.partitions: must be an integer in 1..64, got 'lots'"),
+        ("cluster.partitions", -5, "cluster.partitions: must be >= 1, got -5"),
+        ("cluster.controller", 3, "cluster.controller: no broker 3 in a cluster of 3 nodes"),
+        ("seed", 1.5, "seed: must be an integer >= 0, got 1.5"),
+        ("nemesis", [{"at": 1, "fault": "isolate-az", "target": "nowhere"}], "nemesis[0].target: 'nowhere' is not a target"),
         ("workloads.producers[0].azs", ["az7"], "workloads.producers[0].azs[0]: unknown AZ 'az7'"),
         ("workloads.producers[0].rate", -1, "workloads.producers[0].rate: must be >= 0"),
-        ("workloads.producers[0].settings.frobs", 1, "workloads.producers[0].settings.frobs: unknown key"),
+        (
+            "workloads.producers[0].settings.frobs",
+            1,
+            'workloads.producers[0].settings.frobs: librdkafka refuses it: No such configuration property: "frobs"',
+        ),
         (
             "workloads.consumers[0].mode",
             "stream",
@@ -81,7 +132,7 @@ def test_the_base_spec_is_valid() -> None:
             "cluster.replica_assignment[0]: must list distinct broker ids",
         ),
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
-        ("checker", "excel", "checker: must be spark or pandas"),
+        ("checker", "excel", "checker: must be one of spark, pandas, got 'excel'"),
         ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker)"),
     ],
 )
@@ -118,7 +169,7 @@ def test_configurations_merge_and_validate_as_a_whole() -> None:
     spec = parse_spec(raw, "acks1")
     assert spec.producers[0].settings["acks"] == "1" and spec.expect.present == ("lost",)
     assert spec.run_name == "t/acks1"
-    with pytest.raises(SpecError, match=r"enable.idempotence requires acks=all"):
+    with pytest.raises(SpecError, match=r"^configurations.bad: workloads.producers\[0\].settings: .* `acks` must be"):
         parse_spec(raw, "bad")
     with pytest.raises(SpecError, match=r"configurations: no configuration 'nope'"):
         parse_spec(raw, "nope")
@@ -151,3 +202,74 @@ def test_the_runtime_is_the_specs_and_the_cli_may_replace_it(tmp_path: Path) -> 
     with pytest.raises(SpecError, match=r"spec.yaml: cluster.runtime: unknown runtime 'podman'"):
         load_specs(path, runtime="podman")
     assert [s.raw["cluster"]["runtime"] for s in load_specs(path, runtime="netns")] == ["netns"]
+
+
+def test_a_replica_assignment_fixes_partitions_and_a_given_count_must_agree() -> None:
+    spec = with_("cluster.replica_assignment", [[1, 2, 0]])
+    assert parse_spec(spec).cluster.partitions == 1
+    spec["cluster"]["partitions"] = 3
+    with pytest.raises(SpecError, match=r"^cluster.partitions: 3 disagrees with replica_assignment, which gives 1"):
+        parse_spec(spec)
+    spec["cluster"]["partitions"] = 1
+    spec["cluster"]["replication_factor"] = 2
+    with pytest.raises(SpecError, match=r"^cluster.replication_factor: 2 disagrees with replica_assignment"):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "configuration, says",
+    [
+        ({"overrides": {"cluster": {"partitions": "lots"}}}, "configurations.c.overrides.cluster.partitions: must be"),
+        ({"overrides": {"description": ["x"]}}, "configurations.c.overrides.description: must be a string"),
+        ({"overrides": {"name": "other"}}, "configurations.c.overrides.name: unknown key"),
+        ({"description": ["x"]}, "configurations.c.description: must be a string"),
+        ({"expect": {"absent": ["lots"]}}, "configurations.c.expect.absent[0]: unknown anomaly 'lots'"),
+        (
+            {"overrides": {"workloads": {"producers": [{"settings": {"frobs": 1}}]}}},
+            "configurations.c: workloads.producers[0].settings.frobs: librdkafka refuses it",
+        ),
+        ({"frobs": 1}, "configurations.c.frobs: unknown key"),
+    ],
+)
+def test_keys_are_checked_inside_every_configuration_even_one_not_run(
+    tmp_path: Path, configuration: dict[str, Any], says: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(dict(BASE, configurations={"good": {}, "c": configuration})))
+    with pytest.raises(SpecError) as err:
+        load_specs(path, only="good")  # only "good" runs; "c" is in the file and must be right too
+    assert f"spec.yaml: {says}" in str(err.value)
+
+
+def test_the_top_level_expectation_is_checked_even_when_every_configuration_has_its_own() -> None:
+    raw = dict(BASE, expect={"present": ["nothing-like-it"]}, configurations={"a": {"expect": {"present": ["lost"]}}})
+    with pytest.raises(SpecError, match=r"^expect.present\[0\]: unknown anomaly 'nothing-like-it'"):
+        parse_spec(raw, "a")
+
+
+def test_any_librdkafka_setting_is_taken_and_consumers_have_settings_too() -> None:
+    raw = with_("workloads.producers[0].settings", {"acks": -1, "compression.codec": "lz4", "batch.num.messages": 50,
+                                                     "enable.idempotence": True, "sticky.partitioning.linger.ms": 0})
+    raw["workloads"]["consumers"][0]["settings"] = {"fetch.min.bytes": 10, "isolation.level": "read_uncommitted"}
+    spec = parse_spec(raw)
+    assert spec.producers[0].settings == {"acks": "all", "compression.codec": "lz4", "batch.num.messages": 50,
+                                          "enable.idempotence": True, "sticky.partitioning.linger.ms": 0}
+    assert spec.consumers[0].settings == {"fetch.min.bytes": 10, "isolation.level": "read_uncommitted"}
+
+
+def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
+    from harness.workloadset import plan_workloads
+    from testbed.addressing import make_plan
+    from testbed.kafka.cluster import KafkaCluster
+    from testbed.runfolder import RunFolder
+    from testbed.state import RunState
+    from tests.fakes import FakeRuntime
+
+    raw = yaml.safe_load(yaml.safe_dump(BASE))
+    raw["workloads"]["consumers"][0]["settings"] = {"fetch.min.bytes": 10}
+    spec = parse_spec(raw)
+    state = RunState.create(tmp_path, "fl000042", runtime="fake", settings=spec.cluster.to_json(), harness_pid=1)
+    world = FakeRuntime(make_plan(spec.cluster.network, spec.cluster.nodes), "fl000042", state)
+    cluster = KafkaCluster(world, spec.cluster, RunFolder(tmp_path).make())
+    consumers = [w for w in plan_workloads(spec, cluster) if w.role == "consumer"]
+    assert consumers and all(w.config.kafka == {"fetch.min.bytes": 10} for w in consumers)  # type: ignore[union-attr]

@@ -1,0 +1,158 @@
+"""Every key a spec may hold, where it may appear, its type, bounds, default and meaning: the one list.
+
+`harness.spec` checks a spec against `SPEC` before it reads a single value
+(top level, each configuration and each configuration's overrides alike), then
+checks keys against each other; `harness.spec_schema` writes the same tree as
+docs/spec.schema.json and as the key tables of docs/spec.md.
+
+To add a key: add one entry to its section below (type, bounds, default, what
+it means), read it in `harness.spec` (`cluster` keys become a
+`ClusterSettings` field), then `make spec-docs` to regenerate the schema and
+the tables (a test fails until they are current). A new fault kind or fault
+key belongs to the nemesis: `nemesis.spec` and `nemesis.schema.FAULT_KEYS`.
+
+Must never: hold a check of one key against another (that is `harness.spec`'s).
+"""
+
+from __future__ import annotations
+
+from checkers.anomalies import ANOMALIES
+from harness.facts import OBSERVED_FACTS
+from harness.spec_types import (
+    SETTING_VALUE,
+    AnyOf,
+    Bool,
+    Choice,
+    Custom,
+    Int,
+    ListOf,
+    MapOf,
+    Num,
+    Scalar,
+    Section,
+    Str,
+)
+from nemesis.schedule import parse_schedule
+from nemesis.schema import schedule_schema
+from testbed.kafka.config import ClusterSettings
+from testbed.runtime.factory import DEFAULT_NETWORKS, RUNTIMES
+
+_d = ClusterSettings()
+CONSUMER_MODES = ("assign", "group")
+COMMIT_MODES = ("auto", "sync")
+CHECKERS = ("spark", "pandas")
+AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number of nodes",
+            pattern=r"az[1-9]", pattern_text="an AZ name like az1")
+
+CLUSTER = Section({
+    "nodes": Int("nodes (AZs), each one ZooKeeper server and one broker, plus one client host per AZ",
+                 _d.nodes, 3, 9),
+    "runtime": Choice(RUNTIMES, "where the hosts live (docs/runtimes.md); `--runtime` replaces it",
+                      _d.runtime, what="runtime"),
+    "kafka_version": Str("the Apache Kafka version (Scala 2.13 build), fetched from Maven Central if not cached",
+                         _d.kafka_version),
+    "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
+                   + ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")"),
+    "topic": Str("the topic every client writes and reads", _d.topic),
+    "partitions": Int("the topic's partitions (with `replica_assignment`: its length, and must agree)",
+                      _d.partitions, 1, 64),
+    "replication_factor": Int("replicas per partition, at most `nodes` (with `replica_assignment`: "
+                              "the length of each entry, and must agree)", _d.replication_factor, 1, 9),
+    "min_insync_replicas": Int("the topic's min.insync.replicas, at most the replication factor",
+                               _d.min_insync_replicas, 1, 9),
+    "unclean_leader_election": Bool("unclean.leader.election.enable", _d.unclean_leader_election),
+    "replica_lag_time_max_ms": Int("replica.lag.time.max.ms: how long a follower may lag before it leaves the ISR",
+                                   _d.replica_lag_time_max_ms, 500),
+    "zookeeper_session_timeout_ms": Int("zookeeper.session.timeout.ms: how long a cut-off broker keeps its "
+                                        "session (and its partitions)", _d.zookeeper_session_timeout_ms, 2000),
+    "replica_assignment": ListOf(ListOf(Int("a broker id", low=0), min_items=1), min_items=1,
+                                 text="a list of lists of broker ids",
+                                 doc="broker ids per partition, preferred leader first, e.g. [[0, 1, 2]]; "
+                                     "steers which broker leads (default: Kafka chooses)"),
+    "broker_overrides": MapOf(SETTING_VALUE, "any other server.properties key of every broker, e.g. "
+                                             "{log.flush.interval.messages: 1}", what="a mapping of "
+                                             "server.properties keys to values"),
+    "controller": Int("the broker that must be controller once the cluster is up (started first)", low=0, high=8),
+    "broker_heap_mb": Int("each broker's JVM heap", _d.broker_heap_mb, 128),
+    "zookeeper_heap_mb": Int("each ZooKeeper server's JVM heap", _d.zookeeper_heap_mb, 64),
+}, doc="the cluster: nodes, runtime, Kafka version, the topic and broker settings", title="cluster",
+    nullable=True, ref="cluster")
+
+CLIENT_SETTINGS = MapOf(SETTING_VALUE, "librdkafka settings (any property of librdkafka's CONFIGURATION.md for "
+                                       "this role, checked by librdkafka when the spec is read)",
+                        what="a mapping of librdkafka settings to values")
+
+PRODUCER = Section({
+    "azs": ListOf(AZ, min_items=1, one_for_list=True, doc="the AZs whose client hosts run these producers "
+                                                           "(default: every AZ)"),
+    "per_az": Int("producer processes in each of those AZs", 1, 1, 16),
+    "rate": Num("sends per second of each process (0: as fast as it can)", 200, 0),
+    "value_bytes": Int("pad each value to this many bytes (0: no padding)", 0, 0, 1_000_000),
+    "settings": CLIENT_SETTINGS,
+}, doc="a group of producer processes, one value per send, each value unique in the run", title="a producer",
+    ref="producer")
+
+CONSUMER = Section({
+    "azs": ListOf(AZ, min_items=1, one_for_list=True, doc="the AZs whose client hosts run these consumers "
+                                                           "(default: every AZ)"),
+    "per_az": Int("consumer processes in each of those AZs", 1, 1, 16),
+    "mode": Choice(CONSUMER_MODES, "assign: every partition from the earliest offset, no group; "
+                                   "group: subscribe as a member of `group`", "assign"),
+    "group": Str("the consumer group (mode group only; default faultline-g<index>)"),
+    "commit": Choice(COMMIT_MODES, "mode group: auto commits in the background, sync commits after each poll",
+                     "auto"),
+    "settings": CLIENT_SETTINGS,
+}, doc="a group of consumer processes reading while the run goes on (the `live` reads)", title="a consumer",
+    ref="consumer")
+
+WORKLOADS = Section({
+    "producers": ListOf(PRODUCER, min_items=1, doc="at least one"),
+    "consumers": ListOf(CONSUMER, doc="none, one or more"),
+}, doc="the client processes (the final drain is the harness's own)", title="workloads", nullable=True,
+    ref="workloads")
+
+
+
+def _anomalies(doc: str) -> AnyOf:
+    return AnyOf((Choice(("all",)), ListOf(Choice(ANOMALIES, what="anomaly"))), doc)
+
+
+EXPECT = Section({
+    "absent": _anomalies("anomalies whose count must be 0 (`all`: every one)"),
+    "present": _anomalies("anomalies whose count must be > 0 (`all`: every one)"),
+    "valid": Bool("the verdict's `valid` must be this"),
+    "observed": ListOf(Choice(OBSERVED_FACTS, what="fact"), doc="facts the observations must show"),
+}, doc="what the run must show for the scenario to pass", title="expect", nullable=True, ref="expect")
+
+NEMESIS = Custom(parse_schedule, schedule_schema, "a list of fault events",
+                 doc="the fault timeline (starts, stops, heals, random chaos); see the fault table", ref="nemesis")
+
+SPEC = Section({
+    "name": Scalar(("string",), "the scenario's name: results go to results/<name>/",
+                   pattern=r"[A-Za-z0-9_-]+", pattern_text="an identifier like isolate-az-leader"),
+    "description": Str("one line: what the scenario does (`faultline list` shows it)"),
+    "notes": Str("prose: steering, mechanism, what runs on this cluster showed"),
+    "seed": Int("seeds every random choice (random targets, random chaos)", 0, 0),
+    "duration_s": Num("seconds the workloads run with the fault timeline", 20, 1, 3600),
+    "settle_timeout_s": Num("at most this long for the healed cluster to settle (full ISRs, one leader)", 120, 1),
+    "drain_timeout_s": Num("at most this long for the final drain", 90, 1),
+    "checker": Choice(CHECKERS, "the checker engine (`--engine` replaces it)", "spark"),
+    "cluster": CLUSTER,
+    "workloads": WORKLOADS,
+    "nemesis": NEMESIS,
+    "expect": EXPECT,
+}, doc="a faultline spec (scenarios/*.yaml)", title="top level", required=("name",))
+
+OVERRIDES = SPEC.without("name", doc="any top-level key but name and configurations, merged into the base spec "
+                                     "(mappings merge key by key; lists and values replace)",
+                         title="overrides", ref="overrides", nullable=True)
+CONFIGURATION = Section({
+    "description": Str("what this configuration is, or what its runs showed"),
+    "overrides": OVERRIDES,
+    "expect": EXPECT,
+}, doc="one configuration: the base spec with its overrides, and its own expectation (else the top level's)",
+    title="a configuration", nullable=True, ref="configuration")
+SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run runs each (or the one "
+                                                   "`--configuration` names)", what="a mapping of configuration "
+                                                   "names to configurations")
+SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, WORKLOADS, PRODUCER, CONSUMER, EXPECT, CONFIGURATION)

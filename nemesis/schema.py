@@ -1,0 +1,93 @@
+"""The nemesis schedule as JSON Schema, built from the vocabulary `nemesis.spec` and `nemesis.schedule` own.
+
+For editors (docs/spec.schema.json, written by `harness.spec_schema`) and for
+the fault table of docs/spec.md; the validation that counts stays in
+`nemesis.schedule.parse_schedule`. Every key a fault kind takes
+(`nemesis.spec.KEYS_BY_FAULT`) needs an entry in `FAULT_KEYS` below, saying
+its JSON shape and what it means: a test fails naming any key without one.
+
+Must never: validate a spec itself, or reach a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemesis.schedule import HEAL_ALL
+from nemesis.shapes import SCOPES
+from nemesis.spec import FAULT_KINDS, KEYS_BY_FAULT, REQUIRED, ROLES_BY_FAULT, SELECTOR_RE
+
+JsonSchema = dict[str, Any]
+
+SELECTOR: JsonSchema = {
+    "type": "string", "pattern": SELECTOR_RE.pattern,
+    "description": "leader, controller, leader-controller, follower, random, an AZ (az1), a node (az1-node) "
+                   "or a broker (broker-0), resolved when the fault starts",
+}
+ONE_OR_MORE: JsonSchema = {"anyOf": [SELECTOR, {"type": "array", "items": SELECTOR, "minItems": 1}]}
+
+# Each fault key: its JSON shape and its meaning. `role` is narrowed per fault kind (ROLES_BY_FAULT).
+FAULT_KEYS: dict[str, JsonSchema] = {
+    "partition": {"type": "integer", "minimum": 0, "default": 0,
+                  "description": "the partition that leader, follower and leader-controller refer to"},
+    "target": {**ONE_OR_MORE, "description": "what the fault hits: one selector, or a list hit at once "
+                                             "(isolate-az: one AZ)"},
+    "between": {"type": "array", "items": SELECTOR, "minItems": 2, "maxItems": 2,
+                "description": "the two ends of the cut link"},
+    "one_way": {"type": "boolean", "default": False,
+                "description": "drop only the packets from the first end to the second"},
+    "ends": {"enum": ["az", "node"], "default": "az",
+             "description": "az: every host of each AZ (node and clients); node: only the node hosts"},
+    "minority": {**ONE_OR_MORE, "description": "the AZs cut off from the rest (fewer than half)"},
+    "middle": {**SELECTOR, "description": "the AZ that hears both halves (default: the plan's middle AZ)"},
+    "scope": {"enum": list(SCOPES), "default": "all",
+              "description": "all traffic, or only Kafka's or only ZooKeeper's ports"},
+    "role": {"type": "string", "default": "broker", "description": "which process of the node"},
+}
+AT: JsonSchema = {"type": "number", "minimum": 0, "description": "seconds from the start of the run"}
+RANGE: JsonSchema = {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2,
+                     "description": "[low, high] in seconds, drawn uniformly"}
+
+
+def fault_keys(kind: str) -> tuple[str, ...]:
+    """The keys a fault of `kind` takes besides `fault`."""
+    return ("partition", *KEYS_BY_FAULT[kind])
+
+
+def _key_schema(kind: str, key: str) -> JsonSchema:
+    if key not in FAULT_KEYS:
+        raise KeyError(f"fault key {key!r} (of {kind}) has no entry in nemesis.schema.FAULT_KEYS")
+    schema = dict(FAULT_KEYS[key])
+    if key == "role":
+        schema["enum"] = list(ROLES_BY_FAULT[kind])
+    return schema
+
+
+def fault_schema(kind: str, extra: JsonSchema | None = None) -> JsonSchema:
+    """One fault spec of `kind` (with `extra` properties: `at` and `name` in a timeline item)."""
+    properties: JsonSchema = {"fault": {"const": kind}, **(extra or {})}
+    properties.update({key: _key_schema(kind, key) for key in fault_keys(kind)})
+    required = ["fault", *REQUIRED.get(kind, ()), *(["at"] if extra and "at" in extra else [])]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def schedule_schema() -> JsonSchema:
+    """The spec's `nemesis` key: a list of starts, stops, heals and random-chaos items."""
+    name = {"type": "string", "minLength": 1, "not": {"const": HEAL_ALL},
+            "description": "a name a later stop can refer to (default <fault>#<index>)"}
+    starts = [fault_schema(kind, {"at": AT, "name": name}) for kind in FAULT_KINDS]
+    stop = {"type": "object", "properties": {"at": AT, "stop": {"type": "string", "minLength": 1}},
+            "required": ["at", "stop"], "additionalProperties": False, "description": "undo the named fault"}
+    heal = {"type": "object", "properties": {"at": AT, "heal": {"type": "string", "minLength": 1}},
+            "required": ["at", "heal"], "additionalProperties": False,
+            "description": f"undo the named fault, or every active one with heal: {HEAL_ALL}"}
+    chaos = {"type": "object", "additionalProperties": False, "required": ["until"], "properties": {
+        "from": {**AT, "default": 0}, "until": AT,
+        "seed": {"type": "integer", "description": "default: the spec's seed"},
+        "faults": {"type": "array", "minItems": 1, "items": {"anyOf": [fault_schema(k) for k in FAULT_KINDS]},
+                   "description": "the faults to draw from (default: every kind)"},
+        "duration": {**RANGE, "default": [5, 15]}, "interval": {**RANGE, "default": [5, 15]}}}
+    random_chaos = {"type": "object", "properties": {"random-chaos": chaos}, "required": ["random-chaos"],
+                    "additionalProperties": False,
+                    "description": "a seeded random schedule: one fault at a time from `from` to `until`"}
+    return {"type": ["array", "null"], "items": {"anyOf": [*starts, stop, heal, random_chaos]}}
