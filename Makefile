@@ -5,13 +5,17 @@ KAFKA_VERSION ?= 2.7.2
 DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
+# actionlint checks the workflows in `make lint`; built from its Go module at this pinned version (docs/campaigns.md).
+ACTIONLINT_VERSION := 1.7.12
+ACTIONLINT := .venv/bin/actionlint
+GO ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),/usr/bin/go)
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs test test-fast lint bench bench-cluster \
-	bench-nemesis bench-workload bench-unsyncfs bench-checker bench-lake ingest notebook spark-cluster
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
+	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-lake ingest notebook spark-cluster
 
-setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker
+setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -47,7 +51,6 @@ setup-kafka:
 # The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
 # modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with
 # mount(2) itself (root), so it needs /dev/fuse and no fusermount.
-GO = $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; } || echo /usr/bin/go)
 UNSYNCFS := build/bin/unsyncfs
 setup-unsyncfs: $(UNSYNCFS)
 
@@ -56,9 +59,16 @@ $(UNSYNCFS): $(wildcard testbed/unsyncfs/*.go) testbed/unsyncfs/go.mod testbed/u
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }
 	cd testbed/unsyncfs && $(GO) build -trimpath -o ../../$(UNSYNCFS) .
 
+setup-actionlint:
+	@if ! $(ACTIONLINT) -version 2>/dev/null | grep -qx 'v$(ACTIONLINT_VERSION)'; then \
+	  echo "installing actionlint $(ACTIONLINT_VERSION) into .venv/bin"; \
+	  GOBIN=$(abspath .venv/bin) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION); \
+	fi
+
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
 	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
@@ -181,3 +191,29 @@ docker-clean:
 
 test-docker:
 	$(PY) -m pytest -m docker $(PYTEST_FLAGS)
+
+# --- campaigns (README "Nightly chaos", docs/campaigns.md) ---
+# CAMPAIGN: a name under campaigns/ or a campaign file; BUDGET (e.g. 60m): else the file's; SEED: else the date's.
+# KAFKA_VERSION given on the command line or in the environment applies to every run (else each spec's).
+CAMPAIGN ?= nightly
+BUDGET ?=
+SEED ?=
+CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(CAMPAIGN).yaml)
+CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
+	$(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+CAMPAIGN_IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
+
+.PHONY: nightly chaos-quick campaign-summary
+
+nightly: $(CAMPAIGN_IMAGES)
+	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
+
+chaos-quick: $(CAMPAIGN_IMAGES)
+	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
+
+# The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
+campaign-summary:
+	@summary=results/campaigns/latest/summary.md; \
+	if [ ! -f "$$summary" ]; then echo "no campaign summary: $$summary does not exist"; exit 1; fi; \
+	if [ -n "$$GITHUB_STEP_SUMMARY" ]; then cat "$$summary" >> "$$GITHUB_STEP_SUMMARY"; fi; \
+	cat "$$summary"

@@ -91,6 +91,22 @@ def build_parser() -> Parser:
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
+    campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
+                              "within a time budget; failures run again once (FLAKE or REGRESSION)")
+    campaign.add_argument("campaign", type=Path, help="a campaign file, e.g. campaigns/nightly.yaml")
+    campaign.add_argument("--budget", help="wall time for the runs, e.g. 60m or 1h30m (default: the file's budget)")
+    campaign.add_argument("--seed", type=int, help="seeds and order of this campaign (default: from the date)")
+    campaign.add_argument("--results", type=Path, help="results folder (default: results/); the campaign goes "
+                          "into RESULTS/campaigns/<timestamp>/")
+    campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
+    campaign.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the file's, "
+                          "else each spec's)")
+    campaign.add_argument("--runtime", choices=RUNTIMES, help="where the hosts live (default: each spec's)")
+    campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
+    campaign.add_argument("--plan", action="store_true", help="print the runs in order, when each would start "
+                          "and what the budget would leave out; run nothing")
+    campaign.add_argument("--overhead", type=float, help="seconds a run takes on top of its duration until one is "
+                          "measured; with --plan, for every run (default: 30)")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
@@ -170,6 +186,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from harness.campaign.command import Options, print_plan, run_campaign
+
+    options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
+                      args.kafka_version, args.overhead)
+    if args.plan:
+        print_plan(options)
+        return 0
+    return run_campaign(options).status
+
+
 def cmd_recover(args: argparse.Namespace) -> int:
     from harness.recover import recover
 
@@ -236,9 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         args = absolute_paths(build_parser().parse_args(argv))
-        if args.command in ("cluster", "clean", "recover"):
+        if args.command in ("cluster", "clean", "recover"):  # campaign: root is checked once its file is known good
             require_root()
         handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
+                   "campaign": cmd_campaign,
                    "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}[args.command]
         return handler(args)
     except HarnessError as exc:

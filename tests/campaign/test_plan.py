@@ -1,0 +1,162 @@
+"""Campaign files and plans, pure: validation (one line naming the file and key), seeds, order, matrix rules."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.campaign.changes import compare
+from harness.campaign.config import load_campaign, parse_duration
+from harness.campaign.plan import coverage_order, date_seed, plan_cases, seed_window
+from testbed.errors import SpecError
+from tests.campaign.fake import write_campaign, write_scenario
+from tests.conftest import REPO, faultline
+
+MATRIX: dict[str, Any] = {"scenario": "isolate-az-leader", "grid": {
+    "acks": [0, 1, "all"], "enable.idempotence": [False, True], "min.insync.replicas": [1, 2]}, "rules": [
+    {"expect": {"observed": ["two-leaders"]}},
+    {"when": {"acks": "all", "min.insync.replicas": ">= 2"}, "expect": {"absent": ["lost", "divergence"]}},
+    {"when": {"acks": [0, 1]}, "expect": {"present": ["lost"]}}]}
+
+
+def test_the_repos_campaigns_plan() -> None:
+    for name in ("nightly", "quick"):
+        cases, _ = plan_cases(load_campaign(REPO / "campaigns" / f"{name}.yaml"), 1)
+        assert cases, name
+    nightly, refused = plan_cases(load_campaign(REPO / "campaigns" / "nightly.yaml"), 1)
+    catalogue = {p.stem for p in (REPO / "scenarios").glob("*.yaml")} - {"smoke"}
+    assert {c.scenario for c in nightly} == catalogue
+    assert len(refused) == 8 and all("must be set to `all` when `enable.idempotence` is true" in r["reason"]
+                                     for r in refused)
+
+
+def test_durations() -> None:
+    assert parse_duration("60m", "b") == 3600 and parse_duration("1h30m", "b") == 5400
+    assert parse_duration("90s", "b") == 90 and parse_duration(120, "b") == 120
+    for bad in ("60", "an hour", "0m", "", "-5m"):
+        with pytest.raises(SpecError, match="b: (expected a duration like 90s|a budget must be longer than 0 s)"):
+            parse_duration(bad, "b")
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ([{"scenario": "no-such-scenario"}], r"entries\[0\]\.scenario: no scenario 'no-such-scenario'"),
+    ([{"scenario": "isolate-az-leader", "configurations": ["acks7"]}],
+     r"entries\[0\]\.configurations: isolate-az-leader has no configuration 'acks7'"),
+    ([{"random-chaos": {"seeds": [5, 1]}}], r"entries\[0\]\.random-chaos\.seeds: must be a range"),
+    ([{"random-chaos": {"seeds": [1, 5], "count": 0}}], r"entries\[0\]\.random-chaos\.count"),
+    ([{"matrix": {**MATRIX, "grid": {"acks": [1], "colour": ["red"]}}}],
+     r"entries\[0\]\.matrix\.grid\.colour: not a producer setting a matrix can vary"),
+    ([{"matrix": {**MATRIX, "rules": [{"when": {"acks": 1}, "expect": {"absent": ["lost"]}}]}}],
+     r"entries\[0\]\.matrix\.rules: no rule matches the cell acks=0"),
+    ([{"matrix": {**MATRIX, "rules": [{"when": {"retries": 1}, "expect": {}}]}}],
+     r"entries\[0\]\.matrix\.rules\[0\]\.when\.retries: not a setting of the grid"),
+    ([{"matrix": {**MATRIX, "rules": [{"expect": {"absent": ["lots"]}}]}}],
+     r"entries\[0\]\.matrix\.rules\[0\]\.expect\.absent\[0\]: unknown anomaly 'lots'"),
+    ([{"scenario": "smoke", "overrides": {"duration_s": "long"}}], r"entries\[0\] \(smoke \[default\]\): .*smoke\.yaml: duration_s: must be a number"),
+    ([{"scenario": "smoke", "colour": "red"}], r"entries\[0\]\.colour: unknown key"),
+    ([{"nothing": 1}], r"entries\[0\]: must be one of"),
+    ([], r"entries: must be a non-empty list"),
+])
+def test_bad_campaigns_are_one_line_naming_file_and_key(tmp_path: Path, entries: list[Any], message: str) -> None:
+    path = write_campaign(tmp_path, entries)
+    with pytest.raises(SpecError, match=message) as caught:
+        plan_cases(load_campaign(path), 1)
+    assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
+
+
+def test_the_cli_refuses_a_bad_campaign_with_exit_3_and_writes_nothing(tmp_path: Path) -> None:
+    path = write_campaign(tmp_path, [{"scenario": "smoke"}], budget="soon")
+    proc = faultline("campaign", str(path), "--results", str(tmp_path / "results"))
+    assert proc.returncode == 3 and proc.stderr.strip() == f"faultline: {path}: budget: expected a duration like " \
+        "90s, 10m or 1h30m, got 'soon'", proc.stderr
+    proc = faultline("campaign", str(REPO / "campaigns" / "quick.yaml"), "--budget", "1 hour",
+                     "--results", str(tmp_path / "results"))
+    assert proc.returncode == 3 and proc.stderr.strip().endswith("--budget: expected a duration like 90s, 10m or "
+                                                                  "1h30m, got '1 hour'"), proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_matrix_cells_get_their_settings_and_the_expectation_of_every_matching_rule(tmp_path: Path) -> None:
+    path = write_campaign(tmp_path, [{"matrix": MATRIX}])
+    cases, refused = plan_cases(load_campaign(path), 0)
+    assert len(cases) == 8 and len(refused) == 4  # idempotence needs acks=all
+    by_name = {c.configuration: c.load() for c in cases}
+    strict = by_name["acks-all.idem-true.minisr-2"]
+    assert strict.cluster.min_insync_replicas == 2
+    assert strict.producers[0].settings["acks"] == "all" and strict.producers[0].settings["enable.idempotence"]
+    assert (strict.expect.absent, strict.expect.observed) == (("lost", "divergence"), ("two-leaders",))
+    loose = by_name["acks-1.idem-false.minisr-1"]
+    assert loose.cluster.min_insync_replicas == 1 and loose.producers[0].settings["acks"] == "1"
+    assert (loose.expect.present, loose.expect.absent) == (("lost",), ())
+    assert by_name["acks-all.idem-false.minisr-1"].expect.absent == ()
+
+
+def test_seed_windows_move_on_each_night_and_cover_the_range() -> None:
+    assert seed_window(1, 10, 3, 0) == [1, 2, 3] and seed_window(1, 10, 3, 1) == [4, 5, 6]
+    assert seed_window(1, 10, 3, 3) == [10, 1, 2]
+    nights = {s for night in range(4) for s in seed_window(1, 10, 3, night)}
+    assert nights == set(range(1, 11))
+    assert date_seed(date(2026, 11, 24)) == date_seed(date(2026, 11, 23)) + 1
+
+
+def test_order_covers_every_scenario_before_repeating_any(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        write_scenario(tmp_path, name, configurations={f"{name}{i}": {} for i in range(3 if name == "a" else 1)})
+    path = write_campaign(tmp_path, [{"scenario": "a.yaml"}, {"scenario": "b.yaml"}, {"scenario": "c.yaml"},
+                                     {"random-chaos": {"scenario": "b.yaml", "seeds": [1, 100], "count": 2}}])
+    for seed in range(4):
+        cases, _ = plan_cases(load_campaign(path), seed)
+        assert {c.scenario for c in cases[:3]} == {"a", "b", "c"}, seed
+        assert len(cases) == 7
+    first = [c.label for c in plan_cases(load_campaign(path), 0)[0]]
+    second = [c.label for c in plan_cases(load_campaign(path), 1)[0]]
+    assert first != second and sorted(first) != sorted(second)  # another order and other seeds
+    assert coverage_order([], 3) == []
+
+
+def test_changes_name_new_anomaly_kinds_and_cases_run_only_once() -> None:
+    def row(configuration: str, outcome: str, kinds: list[str]) -> dict[str, Any]:
+        return {"scenario": "s", "configuration": configuration, "outcome": outcome, "anomaly_kinds": kinds}
+    before = [row("a", "PASS", ["duplicate"]), row("b", "REGRESSION", []), row("c", "PASS", []), row("gone", "PASS", [])]
+    now = [row("a", "PASS", ["duplicate", "lost"]), row("b", "PASS", []), row("c", "FAIL", []), row("new", "PASS", []),
+           row("c", "PASS", [])]
+    changes = compare(now, before, "prev")
+    assert changes.new_kinds == [(("s", "a"), ["lost"])]
+    assert changes.fixed == [("s", "b")] and changes.newly_failing == [("s", "c")]
+    assert changes.new_cases == [("s", "new")] and changes.not_run == [("s", "gone")]
+    assert compare(now, [], None).to_json()["previous"] is None
+
+
+def test_a_campaign_file_may_name_spec_files_beside_it(tmp_path: Path) -> None:
+    write_scenario(tmp_path, "mine", {"absent": ["lost"]})
+    path = write_campaign(tmp_path, [{"scenario": "mine.yaml", "overrides": {"duration_s": 7}}],
+                          overrides={"duration_s": 5, "seed": 9})
+    (case,), _ = plan_cases(load_campaign(path), 0)
+    spec = case.load()
+    assert (spec.name, spec.duration_s, spec.seed) == ("mine", 7, 9)
+    assert yaml.safe_load(path.read_text())["entries"][0]["scenario"] == "mine.yaml"
+
+
+def test_plan_prints_the_order_and_what_the_budget_leaves_out() -> None:
+    proc = faultline("campaign", "campaigns/nightly.yaml", "--plan", "--seed", "3", "--overhead", "120")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "seed 3, budget 3600 s, 120 s per run on top of its duration"
+    fit = int(lines[-1].split()[0])
+    assert lines[-1].startswith(f"{fit} of 50 runs fit in 60 min") and 0 < fit < 50
+    assert sum("SKIP" in line for line in lines[1:-1]) == 50 - fit
+
+
+def test_runtime_and_kafka_version_from_the_command_line_apply_to_every_run() -> None:
+    from harness.campaign.command import Options, make_plan
+
+    plan = make_plan(Options(REPO / "campaigns" / "quick.yaml", seed=1, runtime="docker", kafka_version="2.8.2"))
+    clusters = [case.load().cluster for case in plan.cases]
+    assert {(c.runtime, c.network, c.kafka_version) for c in clusters} == {("docker", "198.19.0.0/24", "2.8.2")}
+    assert plan.budget_s == 600 and plan.seed == 1
+    default = make_plan(Options(REPO / "campaigns" / "quick.yaml", budget="5m"))
+    assert {case.load().cluster.runtime for case in default.cases} == {"netns"} and default.budget_s == 300

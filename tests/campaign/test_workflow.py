@@ -1,0 +1,65 @@
+"""The nightly workflow: actionlint accepts it, and every command it runs is a make target that exists."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+WORKFLOW = REPO / ".github" / "workflows" / "nightly-chaos.yml"
+ACTIONLINT = REPO / ".venv" / "bin" / "actionlint"
+
+
+def actionlint(path: Path) -> subprocess.CompletedProcess[str]:
+    if not ACTIONLINT.exists():
+        pytest.fail(f"{ACTIONLINT} is missing: `make setup` installs it (setup-actionlint)")
+    return subprocess.run([str(ACTIONLINT), "-no-color", str(path)], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, check=False)
+
+
+def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
+def test_actionlint_passes_on_the_workflow() -> None:
+    done = actionlint(WORKFLOW)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
+    broken = tmp_path / ".github" / "workflows" / "broken.yml"
+    broken.parent.mkdir(parents=True)
+    text = WORKFLOW.read_text().replace("inputs.budget ||", "inputs.budgett ||").replace("runs-on:", "runs_on:")
+    broken.write_text(text)
+    done = actionlint(broken)
+    assert done.returncode == 1 and "budgett" in done.stdout and "runs-on" in done.stdout, done.stdout
+
+
+def test_every_run_step_calls_a_make_target_that_exists() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert "schedule" in triggers and set(triggers["workflow_dispatch"]["inputs"]) == {
+        "campaign", "budget", "seed", "kafka_version", "runtime"}
+    commands = [line.strip() for step in steps(workflow) if "run" in step
+                for line in step["run"].splitlines() if line.strip() and not line.strip().startswith("#")]
+    assert [c.split()[:2] for c in commands] == [["make", "setup"], ["make", "nightly"], ["make", "campaign-summary"]]
+    for command in commands:
+        words = shlex.split(command)
+        assert words[0] == "make" and all("=" in w for w in words[2:]), command
+        dry = subprocess.run(["make", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=60,
+                             check=False)
+        assert dry.returncode == 0 and "No rule to make target" not in dry.stderr, (command, dry.stderr)
+    uses = [step["uses"].split("@")[0] for step in steps(workflow) if "uses" in step]
+    assert "actions/upload-artifact" in uses and "mikepenz/action-junit-report" in uses
+
+
+def test_a_step_calling_a_missing_target_is_caught() -> None:
+    dry = subprocess.run(["make", "-n", "no-such-target"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert dry.returncode != 0 and "No rule to make target" in dry.stderr
