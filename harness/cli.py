@@ -53,17 +53,21 @@ def build_parser() -> Parser:
                     ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
-    up.add_argument("--runtime", choices=RUNTIMES, default=DEFAULT_RUNTIME, help="where the hosts live")
+    up.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: ssh with --inventory, "
+                    f"else {DEFAULT_RUNTIME})")
+    add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
-    sub.add_parser("clean", help="remove everything a killed harness left behind")
+    clean = sub.add_parser("clean", help="remove everything a killed harness left behind")
+    add_ssh_flags(clean, "clean these ssh hosts (only them) instead of this machine")
     run = sub.add_parser("run", help="run a spec (every configuration, or one) and judge it")
     run.add_argument("spec", type=Path)
     run.add_argument("--configuration", help="run only this configuration of the spec")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
+    add_ssh_flags(run)
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
     recover.add_argument("--engine", choices=("spark", "pandas"))
@@ -79,6 +83,13 @@ def build_parser() -> Parser:
     return parser
 
 
+def add_ssh_flags(parser: argparse.ArgumentParser, inventory_help: str = "") -> None:
+    parser.add_argument("--inventory", type=Path, help=inventory_help or "the ssh runtime's hosts (a YAML inventory; "
+                        "implies --runtime ssh); see docs/runtimes.md")
+    parser.add_argument("--known-hosts", type=Path, help="check the ssh hosts' keys against this known_hosts file "
+                        "(default: trust on first use, the keys kept in the run folder)")
+
+
 def active_run_dir() -> Path:
     current = live_active_cluster()
     if current is None:
@@ -89,9 +100,12 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        settings = ClusterSettings(nodes=args.nodes, runtime=args.runtime,
-                                   network=args.network or DEFAULT_NETWORKS[args.runtime],
-                                   kafka_version=args.kafka_version, partitions=args.partitions)
+        kind = args.runtime or ("ssh" if args.inventory else DEFAULT_RUNTIME)
+        settings = ClusterSettings(nodes=args.nodes, runtime=kind,
+                                   network=args.network or DEFAULT_NETWORKS.get(kind, ClusterSettings.network),
+                                   kafka_version=args.kafka_version, partitions=args.partitions,
+                                   inventory=str(args.inventory.absolute()) if args.inventory else None,
+                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -110,8 +124,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    removed = clean_leftovers()
-    ACTIVE_FILE.unlink(missing_ok=True)
+    if args.inventory is not None:
+        removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
+    else:
+        removed = clean_leftovers()
+    if args.inventory is None or live_active_cluster() is None:
+        ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")
     return 0
 
@@ -120,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.scenario import run_specs
     from harness.spec import load_specs
 
-    specs = load_specs(args.spec, args.configuration, args.runtime)
+    specs = load_specs(args.spec, args.configuration, args.runtime, args.inventory, args.known_hosts)
     for spec in specs:  # bad input is refused before any run folder is written
         check_can_provision(spec.cluster)
     status, _ = run_specs(specs, args.results, args.engine, sys.stdout)

@@ -36,7 +36,7 @@ TOP_KEYS = {"name", "description", "seed", "duration_s", "settle_timeout_s", "dr
 CLUSTER_KEYS = {"nodes", "runtime", "kafka_version", "network", "topic", "partitions", "replication_factor",
                 "min_insync_replicas", "unclean_leader_election", "replica_lag_time_max_ms",
                 "zookeeper_session_timeout_ms", "replica_assignment", "broker_overrides", "controller",
-                "broker_heap_mb", "zookeeper_heap_mb"}
+                "broker_heap_mb", "zookeeper_heap_mb", "inventory", "known_hosts"}
 PRODUCER_KEYS = {"azs", "per_az", "rate", "value_bytes", "settings"}
 CONSUMER_KEYS = {"azs", "per_az", "mode", "group", "commit"}
 EXPECT_KEYS = {"absent", "present", "valid", "observed"}
@@ -156,14 +156,19 @@ def parse_cluster(raw: Any) -> ClusterSettings:
     overrides = raw.get("broker_overrides", {})
     if not isinstance(overrides, dict):
         raise _fail(f"{where}.broker_overrides", "must be a mapping of server.properties keys to values")
-    runtime = _get(raw, where, "runtime", str, d.runtime)
+    inventory = _get(raw, where, "inventory", str, None) if raw.get("inventory") is not None else None
+    known_hosts = _get(raw, where, "known_hosts", str, None) if raw.get("known_hosts") is not None else None
+    runtime = _get(raw, where, "runtime", str, "ssh" if inventory else d.runtime)
     if runtime not in RUNTIMES:
         raise _fail(f"{where}.runtime", f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
+    if (runtime == "ssh") != (inventory is not None):
+        raise _fail(f"{where}.inventory", "the ssh runtime needs an inventory (--inventory FILE), and only it uses one"
+                    if runtime == "ssh" else f"an inventory names ssh hosts, but the runtime is {runtime}")
     settings = ClusterSettings(
         nodes=nodes,
         runtime=runtime,
         kafka_version=str(_get(raw, where, "kafka_version", str, d.kafka_version)),
-        network=_get(raw, where, "network", str, DEFAULT_NETWORKS[runtime]),
+        network=_get(raw, where, "network", str, DEFAULT_NETWORKS.get(runtime, d.network)),
         topic=_get(raw, where, "topic", str, d.topic),
         partitions=len(assignment) if assignment else _get(raw, where, "partitions", int, d.partitions, 1, 64),
         replication_factor=len(assignment[0]) if assignment else rf,
@@ -177,6 +182,8 @@ def parse_cluster(raw: Any) -> ClusterSettings:
         replica_assignment=assignment,
         controller=_get(raw, where, "controller", int, None, 0, nodes - 1) if "controller" in raw else None,
         broker_overrides={str(k): str(v) for k, v in overrides.items()},
+        inventory=inventory,
+        known_hosts=known_hosts,
     )
     if settings.min_insync_replicas > settings.replication_factor:
         raise _fail(f"{where}.min_insync_replicas", f"{settings.min_insync_replicas} is more than the replication "
@@ -331,11 +338,22 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return raw
 
 
-def load_specs(path: Path, only: str | None = None, runtime: str | None = None) -> list[Spec]:
+def load_specs(path: Path, only: str | None = None, runtime: str | None = None, inventory: Path | None = None,
+               known_hosts: Path | None = None) -> list[Spec]:
     """Every configuration of the spec file (or just `only`), validated, file name in each error.
 
-    `runtime` (the CLI's --runtime) replaces the spec's `cluster.runtime`."""
+    `runtime`, `inventory` and `known_hosts` (the CLI's flags) replace the spec's; an inventory alone means
+    the ssh runtime. Paths in the spec are relative to its folder."""
     raw = load_spec_file(path)
+    for key in ("inventory", "known_hosts"):
+        given = (raw.get("cluster") or {}).get(key) if isinstance(raw.get("cluster"), dict) else None
+        if isinstance(given, str):
+            raw = merge(raw, {"cluster": {key: str((path.parent / given).absolute())}})
+    if inventory is not None:
+        raw = merge(raw, {"cluster": {"inventory": str(inventory.absolute()),
+                                      **({"runtime": "ssh"} if runtime is None else {})}})
+    if known_hosts is not None:
+        raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
     if runtime is not None:
         raw = merge(raw, {"cluster": {"runtime": runtime}})
     try:

@@ -24,6 +24,7 @@ from harness.report import fmt
 from harness.report.anomalies import Example, collect_examples
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, fault_colors, leadership_figure, timeline_figure
+from harness.report.hosts import host_notes
 from harness.report.replicas import read_replicas
 from harness.report.run import Run, parse_json
 from harness.report.verdict import Outcome, read_expectation, read_outcome
@@ -127,6 +128,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "anomalies": _anomaly_sections(outcome, examples, t0),
         "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),
+        "host_notes": host_notes(run.run_dir, run.table("nemesis")),
         "files": [p.name for p in run_files(RunFolder(run.run_dir)) if p.exists() or p.name == "junit.xml"],
         "plots": {},
         "splits": [],

@@ -41,6 +41,9 @@ class ClusterSettings:
     # The broker that must be controller once the cluster is up (started first); None lets them race.
     controller: int | None = None
     broker_overrides: dict[str, str] = field(default_factory=dict)
+    # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
+    inventory: str | None = None
+    known_hosts: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -82,7 +82,7 @@ def test_the_base_spec_is_valid() -> None:
         ),
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
         ("checker", "excel", "checker: must be spark or pandas"),
-        ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker)"),
+        ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker, ssh)"),
     ],
 )
 def test_bad_specs_name_the_key(path: str, value: Any, says: str) -> None:
