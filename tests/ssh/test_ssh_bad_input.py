@@ -9,7 +9,7 @@ import paramiko
 import pytest
 
 from tests.conftest import faultline
-from tests.ssh.conftest import SshTestBed
+from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 NOWHERE = "198.19.0.190"  # on the test bed's network, but no host answers there

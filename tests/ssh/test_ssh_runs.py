@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -15,8 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from tests.ssh.conftest import SshTestBed
+from tests.conftest import REPO, faultline
+from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -85,3 +86,65 @@ def test_smoke_over_ssh_from_a_fresh_testbed_survives_a_killed_session(testbed: 
     assert state["runtime"] == "ssh" and "--known-hosts" in state["ssh"]["host_keys"]
     (testbed.folder / "first-ready-s").write_text(str(ready_seconds(log)))
     nothing_of_runs_left(testbed)
+
+
+def test_isolate_az_leader_over_ssh_reuses_the_upload_and_finds_what_netns_finds(testbed: SshTestBed,
+                                                                                 tmp_path: Path) -> None:
+    spec = yaml.safe_load((REPO / "scenarios" / "isolate-az-leader.yaml").read_text())
+    del spec["configurations"]["acksall-idempotent"]  # two configurations make the point; CI time is short
+    spec.update(duration_s=34, nemesis=[{"at": 8, "fault": "isolate-az", "target": "leader", "name": "isolate-leader"},
+                                        {"at": 24, "stop": "isolate-leader"}])
+    (tmp_path / "isolate.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    proc = faultline("run", str(tmp_path / "isolate.yaml"), "--inventory", str(testbed.inventory), "--known-hosts",
+                     str(testbed.known_hosts), "--results", str(tmp_path), timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    first_ready = float((testbed.folder / "first-ready-s").read_text())
+    for configuration in ("acks1", "acksall"):
+        run_dir = run_dir_of(tmp_path, "isolate-az-leader", configuration)
+        counts = json.loads((run_dir / "verdict.json").read_text())["counts"]
+        if configuration == "acks1":
+            assert counts["lost"] > 0 and counts["divergence"] > 0, counts
+        else:
+            assert counts["lost"] == counts["divergence"] == 0, counts
+        log = (run_dir / "harness.log").read_text()
+        assert "az1-node already has Kafka 2.7.2" in log and "reusing it, nothing uploaded" in log
+        assert "uploading Kafka" not in log and "installing the client venv" not in log
+        assert ready_seconds(log) < first_ready, (ready_seconds(log), first_ready)
+    nothing_of_runs_left(testbed)
+
+
+def test_a_killed_harness_leaves_what_clean_inventory_removes_and_nothing_else(testbed: SshTestBed,
+                                                                               tmp_path: Path) -> None:
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    spec.update(name="killed-ssh", duration_s=120)
+    (tmp_path / "killed.yaml").write_text(yaml.safe_dump(spec))
+    node = next(a for a, r in testbed.roles.items() if r == ("az1", "node"))
+    # A process and a chain of someone else's, on a host the run uses.
+    bystander = testbed.exec(node, "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $!; iptables -N KEEPME").strip()
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(tmp_path / "killed.yaml"), "--inventory", str(testbed.inventory),
+         "--known-hosts", str(testbed.known_hosts), "--results", str(tmp_path)],
+        cwd=REPO, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not list(tmp_path.glob("killed-ssh/*/journal/producer-*.jsonl")):
+            time.sleep(0.5)
+        assert list(tmp_path.glob("killed-ssh/*/journal/producer-*.jsonl")), "the run never got going"
+        time.sleep(8)  # past the nemesis's preparation: the run's chains exist
+        prefix = json.loads(next(tmp_path.glob("killed-ssh/*/state.json")).read_text())["prefix"]
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(10)
+        assert prefix in testbed.exec(node, "ls /var/lib/faultline/runs"), "the killed harness left its files"
+        assert testbed.exec(node, f"grep -l FAULTLINE_RUN={prefix} /proc/[0-9]*/environ || true").strip()
+        proc = faultline("clean", "--inventory", str(testbed.inventory), "--known-hosts", str(testbed.known_hosts),
+                         timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"az1-node: /var/lib/faultline/runs/{prefix}" in proc.stdout, proc.stdout
+        nothing_of_runs_left(testbed)
+        assert testbed.exec(node, f"cat /proc/{bystander}/cmdline").startswith("sleep"), "someone else's survives"
+        assert "-N KEEPME" in testbed.exec(node, "iptables -S"), "someone else's chain survives"
+        assert testbed.exec(node, "ls /var/lib/faultline/cache").split(), "the cache stays for the next run"
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+        testbed.exec(node, f"kill {bystander}; iptables -X KEEPME", check=False)
