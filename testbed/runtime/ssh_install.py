@@ -20,6 +20,7 @@ import logging
 import shlex
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 
 from testbed.errors import RuntimeFailure
@@ -30,6 +31,7 @@ from testbed.runtime.ssh_conn import SshConnection
 from testbed.wheelhouse import client_requirements, wheelhouse
 
 MARKER = ".complete"
+_LOCAL = threading.Lock()  # hosts are provisioned in parallel; the local archives and wheelhouse are made once
 log = logging.getLogger("faultline.runtime")
 
 FACTS = ("python3 -c 'import json, platform, sys; print(json.dumps({\"python\": \"%d.%d\" % sys.version_info[:2], "
@@ -95,7 +97,8 @@ def upload_checked(conn: SshConnection, archive: Path, digest: str, directory: s
 
 def ensure_kafka_on(conn: SshConnection, root: str, version: str) -> str:
     """Kafka `version`'s jars on the host (uploaded unless a complete copy is there); the classpath there."""
-    archive, digest = kafka_archive(version)
+    with _LOCAL:
+        archive, digest = kafka_archive(version)
     directory = f"{root}/cache/kafka-{version}-{digest[:12]}"
     if _cached(conn, directory, digest):
         log.info("ssh: %s already has Kafka %s (sha256 %s): reusing it, nothing uploaded",
@@ -121,7 +124,8 @@ def ensure_venv_on(conn: SshConnection, root: str) -> str:
     """A venv with the client dependencies on the host (made unless a complete one is there); its python."""
     facts = host_facts(conn)
     requirements = client_requirements()
-    wheels = wheelhouse(facts, requirements)
+    with _LOCAL:
+        wheels = wheelhouse(facts, requirements)
     key = hashlib.sha256(json.dumps([facts, requirements, sorted(w.name for w in wheels.glob("*.whl"))])
                          .encode()).hexdigest()[:16]
     venv = f"{root}/cache/venv-{key}"
