@@ -92,3 +92,23 @@ def test_an_unreadable_inventory_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("control: [\n")
     with pytest.raises(UsageError, match=r"^inventory .*bad.yaml:\d+: not valid YAML"):
         load_inventory(tmp_path / "bad.yaml")
+
+
+def test_a_spec_with_an_inventory_runs_on_ssh_and_ssh_needs_one(tmp_path: Path, key: Path) -> None:
+    from harness.spec import load_specs
+    from testbed.errors import SpecError
+
+    inventory = write(tmp_path, key)
+    spec = {"name": "s", "duration_s": 5, "cluster": {"inventory": inventory.name},
+            "workloads": {"producers": [{"azs": ["az1"]}]}}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    (cluster,) = [s.cluster for s in load_specs(tmp_path / "spec.yaml")]
+    assert cluster.runtime == "ssh" and cluster.inventory == str(inventory) and cluster.known_hosts is None
+    (other,) = load_specs(tmp_path / "spec.yaml", known_hosts=Path("kh"))
+    assert other.cluster.known_hosts == str(Path("kh").absolute())
+    del spec["cluster"]
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(SpecError, match="cluster.inventory: the ssh runtime needs an inventory"):
+        load_specs(tmp_path / "spec.yaml", runtime="ssh")
+    (cluster,) = [s.cluster for s in load_specs(tmp_path / "spec.yaml", inventory=inventory)]
+    assert cluster.runtime == "ssh" and cluster.inventory == str(inventory)
