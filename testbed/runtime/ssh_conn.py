@@ -101,6 +101,7 @@ class SshConnection:
         self.keys = keys
         self._client: paramiko.SSHClient | None = None
         self._lock = threading.Lock()
+        self._ever = False  # connected before: a new connection is a reconnect, worth retrying with backoff
         self.reconnects = 0
 
     def _transport(self) -> paramiko.Transport:
@@ -111,7 +112,7 @@ class SshConnection:
             return self._reconnect()
 
     def _reconnect(self) -> paramiko.Transport:
-        first = self._client is None
+        first = not self._ever
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -120,6 +121,7 @@ class SshConnection:
         while True:
             try:
                 self._client = self.open()
+                self._ever = True
                 break
             except (paramiko.BadHostKeyException, paramiko.AuthenticationException, UsageError):
                 raise
@@ -156,6 +158,7 @@ class SshConnection:
         """Connect now, once, without retrying (paramiko's exceptions pass through: preflight words them)."""
         with self._lock:
             self._client = self.open()
+            self._ever = True
 
     def close(self) -> None:
         with self._lock:

@@ -21,8 +21,8 @@ from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-# Every sshd process but the listener (`sshd -D ...`): the harness's sessions, whatever sshd calls them.
-KILL_SESSIONS = "for p in $(pgrep -f '^sshd: '); do kill -9 $p; done; echo killed"
+# The harness's sshd sessions (`sshd: root@notty`, `sshd: root [priv]`), not the listener (`sshd: /usr/sbin/sshd`).
+KILL_SESSIONS = "for p in $(pgrep -f '^sshd: root'); do kill -9 $p; done; echo killed"
 
 
 def run_dir_of(results: Path, name: str, configuration: str | None = None) -> Path:
