@@ -116,7 +116,8 @@ def test_isolate_az_leader_over_ssh_reuses_the_upload_and_finds_what_netns_finds
 def test_a_killed_harness_leaves_what_clean_inventory_removes_and_nothing_else(testbed: SshTestBed,
                                                                                tmp_path: Path) -> None:
     spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
-    spec.update(name="killed-ssh", duration_s=120)
+    spec.update(name="killed-ssh", duration_s=120, nemesis=[{"at": 3, "fault": "isolate-az", "target": "az3",
+                                                              "name": "cut"}])
     (tmp_path / "killed.yaml").write_text(yaml.safe_dump(spec))
     node = next(a for a, r in testbed.roles.items() if r == ("az1", "node"))
     # A process and a chain of someone else's, on a host the run uses.
@@ -130,8 +131,10 @@ def test_a_killed_harness_leaves_what_clean_inventory_removes_and_nothing_else(t
         while time.monotonic() < deadline and not list(tmp_path.glob("killed-ssh/*/journal/producer-*.jsonl")):
             time.sleep(0.5)
         assert list(tmp_path.glob("killed-ssh/*/journal/producer-*.jsonl")), "the run never got going"
-        time.sleep(8)  # past the nemesis's preparation: the run's chains exist
         prefix = json.loads(next(tmp_path.glob("killed-ssh/*/state.json")).read_text())["prefix"]
+        while time.monotonic() < deadline and f"-N {prefix}-in" not in testbed.exec(node, "iptables -S"):
+            time.sleep(0.5)
+        assert f"-A INPUT -j {prefix}-in" in testbed.exec(node, "iptables -S"), "the run's chain is hooked"
         harness.send_signal(signal.SIGKILL)
         harness.wait(10)
         assert prefix in testbed.exec(node, "ls /var/lib/faultline/runs"), "the killed harness left its files"
