@@ -58,7 +58,10 @@ ours() {
 '''
 # $1 pid, $2 start time, $3 prefix, $4 status file: "run STATE" or "end CODE" ("end -": no status written).
 QUERY = SAME + r'''
-if ours "$1" "$2" "$3"; then echo "run $state"; else echo "end $(cat "$4" 2>/dev/null || echo -)"; fi
+if ours "$1" "$2" "$3"; then echo "run $state"; exit 0; fi
+# Gone: its keeper writes the status once it has reaped it; give it a moment (a killed keeper never will).
+i=0; while [ ! -s "$4" ] && [ $i -lt 100 ]; do sleep 0.01; i=$((i+1)); done
+echo "end $(cat "$4" 2>/dev/null || echo -)"
 '''
 # $1 pid, $2 start time, $3 prefix, $4 signal name
 SIGNAL = SAME + r'''

@@ -19,8 +19,8 @@ def entries(bed: SshTestBed) -> list[dict[str, Any]]:
     return [{"address": a, "az": az, "role": role} for a, (az, role) in bed.roles.items()]
 
 
-def with_host(bed: SshTestBed, az: str, role: str, **changes: Any) -> list[dict[str, Any]]:
-    return [{**e, **changes} if (e["az"], e["role"]) == (az, role) else e for e in entries(bed)]
+def with_host(bed: SshTestBed, which_az: str, which_role: str, **changes: Any) -> list[dict[str, Any]]:
+    return [{**e, **changes} if (e["az"], e["role"]) == (which_az, which_role) else e for e in entries(bed)]
 
 
 def traces(bed: SshTestBed) -> list[str]:
