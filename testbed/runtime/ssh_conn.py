@@ -141,9 +141,12 @@ class SshConnection:
         """A fresh, authenticated client (paramiko's exceptions pass through: preflight words them)."""
         client = paramiko.SSHClient()
         self.keys.configure(client)
+        # The key loaded here, whatever its type: with key_filename paramiko would report a refused key as the
+        # last key type it failed to parse the file as.
+        pkey = paramiko.PKey.from_path(self.host.key_file) if self.host.key_file else None
         try:
             client.connect(self.host.ssh_address, port=self.host.port, username=self.host.user,
-                           key_filename=self.host.key_file, allow_agent=self.host.key_file is None,
+                           pkey=pkey, allow_agent=pkey is None,
                            look_for_keys=False, timeout=CONNECT_TIMEOUT_S, banner_timeout=CONNECT_TIMEOUT_S,
                            auth_timeout=CONNECT_TIMEOUT_S)
         except BaseException:
