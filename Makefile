@@ -78,7 +78,7 @@ test-fast:
 	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network and not fuse" $(PYTEST_FLAGS)
 
 bench-cluster:
-	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY))
 
 bench-nemesis:
 	$(WITH_RUNTIME) $(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)

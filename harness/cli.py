@@ -79,11 +79,14 @@ def build_parser() -> Parser:
                     ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
-    up.add_argument("--runtime", choices=RUNTIMES, default=DEFAULT_RUNTIME, help="where the hosts live")
+    up.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: ssh with --inventory, "
+                    f"else {DEFAULT_RUNTIME})")
+    add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
-    sub.add_parser("clean", help="remove everything a killed harness left behind")
+    clean = sub.add_parser("clean", help="remove everything a killed harness left behind")
+    add_ssh_flags(clean, "clean these ssh hosts (only them) instead of this machine")
     run = sub.add_parser("run", help="run a spec (every configuration, or one) and judge it")
     run.add_argument("spec", type=Path)
     run.add_argument("--configuration", help="run only this configuration of the spec")
@@ -91,6 +94,7 @@ def build_parser() -> Parser:
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
+    add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
     campaign.add_argument("campaign", type=Path, help="a campaign file, e.g. campaigns/nightly.yaml")
@@ -133,6 +137,13 @@ def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def add_ssh_flags(parser: argparse.ArgumentParser, inventory_help: str = "") -> None:
+    parser.add_argument("--inventory", type=Path, help=inventory_help or "the ssh runtime's hosts (a YAML inventory; "
+                        "implies --runtime ssh); see docs/runtimes.md")
+    parser.add_argument("--known-hosts", type=Path, help="check the ssh hosts' keys against this known_hosts file "
+                        "(default: trust on first use, the keys kept in the run folder)")
+
+
 def active_run_dir() -> Path:
     current = live_active_cluster()
     if current is None:
@@ -143,9 +154,12 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        settings = ClusterSettings(nodes=args.nodes, runtime=args.runtime,
-                                   network=args.network or DEFAULT_NETWORKS[args.runtime],
-                                   kafka_version=args.kafka_version, partitions=args.partitions)
+        kind = args.runtime or ("ssh" if args.inventory else DEFAULT_RUNTIME)
+        settings = ClusterSettings(nodes=args.nodes, runtime=kind,
+                                   network=args.network or DEFAULT_NETWORKS.get(kind, ClusterSettings.network),
+                                   kafka_version=args.kafka_version, partitions=args.partitions,
+                                   inventory=str(args.inventory.absolute()) if args.inventory else None,
+                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -165,8 +179,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    removed = clean_leftovers()
-    ACTIVE_FILE.unlink(missing_ok=True)
+    if args.inventory is not None:
+        removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
+    else:
+        removed = clean_leftovers()
+    if args.inventory is None or live_active_cluster() is None:
+        ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")
     return 0
 
@@ -176,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.scenario import run_specs
     from harness.spec import load_specs
 
-    specs = load_specs(args.spec, args.configuration, args.runtime)
+    specs = load_specs(args.spec, args.configuration, args.runtime, args.inventory, args.known_hosts)
     for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
         raise UsageError(f"{args.spec}: {problem}")
     require_root()  # after the spec: a bad spec is named to anyone, root or not

@@ -126,7 +126,12 @@ def _assignment(where: str, raw: dict[str, Any], nodes: int) -> tuple[tuple[int,
 
 def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     where, raw, v = "cluster", raw or {}, functools.partial(_value, CLUSTER, raw or {})
-    nodes, runtime = v("nodes"), v("runtime")
+    nodes = v("nodes")
+    inventory, known_hosts = raw.get("inventory"), raw.get("known_hosts")
+    runtime = raw.get("runtime", "ssh" if inventory is not None else v("runtime"))
+    if (runtime == "ssh") != (inventory is not None):
+        raise _fail(f"{where}.inventory", "the ssh runtime needs an inventory (--inventory FILE), and only it uses one"
+                    if runtime == "ssh" else f"an inventory names ssh hosts, but the runtime is {runtime}")
     assignment = _assignment(where, raw, nodes)
     rf = len(assignment[0]) if assignment else v("replication_factor")
     if rf > nodes:
@@ -138,7 +143,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         raise _fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
-        network=raw.get("network", DEFAULT_NETWORKS[runtime]), topic=v("topic"),
+        network=raw.get("network", DEFAULT_NETWORKS.get(runtime, ClusterSettings().network)), topic=v("topic"),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
         min_insync_replicas=v("min_insync_replicas"), unclean_leader_election=v("unclean_leader_election"),
         replica_lag_time_max_ms=v("replica_lag_time_max_ms"),
@@ -149,6 +154,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
                           for k, x in (raw.get("broker_overrides") or {}).items()},
         flush_messages=v("flush_messages"), flush_ms=v("flush_ms"),
         zookeeper_force_sync=v("zookeeper_force_sync"), lose_unsynced_writes=v("lose_unsynced_writes"),
+        inventory=inventory, known_hosts=known_hosts,
     )
 
 
@@ -277,11 +283,22 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return raw
 
 
-def load_specs(path: Path, only: str | None = None, runtime: str | None = None) -> list[Spec]:
+def load_specs(path: Path, only: str | None = None, runtime: str | None = None, inventory: Path | None = None,
+               known_hosts: Path | None = None) -> list[Spec]:
     """Every configuration of the spec file (or just `only`), validated, file name in each error.
 
-    `runtime` (the CLI's --runtime) replaces the spec's `cluster.runtime`."""
+    `runtime`, `inventory` and `known_hosts` (the CLI's flags) replace the spec's; an inventory alone means
+    the ssh runtime. Paths in the spec are relative to its folder."""
     raw = load_spec_file(path)
+    for key in ("inventory", "known_hosts"):
+        given = (raw.get("cluster") or {}).get(key) if isinstance(raw.get("cluster"), dict) else None
+        if isinstance(given, str):
+            raw = merge(raw, {"cluster": {key: str((path.parent / given).absolute())}})
+    if inventory is not None:
+        raw = merge(raw, {"cluster": {"inventory": str(inventory.absolute()),
+                                      **({"runtime": "ssh"} if runtime is None else {})}})
+    if known_hosts is not None:
+        raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
     if runtime is not None:
         raw = merge(raw, {"cluster": {"runtime": runtime}})
     try:

@@ -75,6 +75,10 @@ CLUSTER = Section({
     "controller": Int("the broker that must be controller once the cluster is up (started first)", low=0, high=8),
     "broker_heap_mb": Int("each broker's JVM heap", _d.broker_heap_mb, 128),
     "zookeeper_heap_mb": Int("each ZooKeeper server's JVM heap", _d.zookeeper_heap_mb, 64),
+    "inventory": Str("the ssh runtime's hosts: a YAML inventory file, relative to the spec's folder "
+                     "(implies runtime ssh; `--inventory` replaces it; docs/runtimes.md)"),
+    "known_hosts": Str("a known_hosts file the ssh hosts' keys are checked against, relative to the spec's folder "
+                       "(default: trust on first use, the keys kept in the run folder)"),
     "flush_messages": Int("flush.messages / log.flush.interval.messages: fsync every N appended messages "
                           "(default: Kafka's, never; replication is the durability)", low=1),
     "flush_ms": Int("flush.ms / log.flush.interval.ms: fsync at least this often (default: Kafka's, never)", low=1),

@@ -20,6 +20,7 @@ from typing import Any
 
 from testbed.addressing import AddressPlan, make_plan
 from testbed.errors import UsageError
+from testbed.inventory import load_inventory
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import ensure_kafka
@@ -77,7 +78,7 @@ def cluster_from_state(run_dir: Path) -> tuple[KafkaCluster, Runtime]:
     """The cluster and runtime recorded in a run folder's state file, as the harness that made them saw them."""
     state = RunState.load(run_dir)
     settings = settings_from_json(state.data["settings"])
-    plan = make_plan(settings.network, settings.nodes)
+    plan = plan_of(settings)
     runtime = runtime_of(state, plan)
     return KafkaCluster(runtime, settings, RunFolder(run_dir)), runtime
 
@@ -89,13 +90,22 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
     return ClusterSettings(**fields)
 
 
+def plan_of(settings: ClusterSettings) -> AddressPlan:
+    """The hosts' addresses: the inventory's (ssh runtime), else laid out on the settings' network."""
+    if settings.runtime == "ssh":
+        if settings.inventory is None:
+            raise UsageError("the ssh runtime needs an inventory (--inventory FILE or cluster.inventory)")
+        return load_inventory(settings.inventory).plan(settings.nodes)
+    return make_plan(settings.network, settings.nodes)
+
+
 def check_can_provision(settings: ClusterSettings) -> AddressPlan:
     """Everything that can be known before a cluster is made: the machine is free, the address plan fits the
     runtime's hosts, the runtime is reachable with what it needs, the Kafka version is there. Changes nothing."""
-    plan = make_plan(settings.network, settings.nodes)
+    plan = plan_of(settings)
     refuse_if_busy(live_active_cluster())
-    preflight(settings.runtime, plan, settings.kafka_version)
     ensure_kafka(settings.kafka_version)
+    preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts)
     return plan
 
 

@@ -1,6 +1,7 @@
 """A run's folder: the one owner of every path in it (README "A run and its results").
 
     RUN_DIR/spec.yaml  run.json  state.json  harness.log  verdict.json  replicas.json  report.html  junit.xml
+            clocks.json  known_hosts                 (ssh runtime)
             journal/<process>.jsonl, journal/nemesis.jsonl
             history/<table>.parquet
             workloads/<process>.json          logs/<process>.log
@@ -110,6 +111,16 @@ class RunFolder:
     @property
     def junit(self) -> Path:
         return self.root / "junit.xml"
+
+    @property
+    def clocks(self) -> Path:
+        """Each host's clock against the harness's, at the start and the end (runtimes on other machines)."""
+        return self.root / "clocks.json"
+
+    @property
+    def known_hosts(self) -> Path:
+        """The host keys first seen (the ssh runtime's trust-on-first-use)."""
+        return self.root / "known_hosts"
 
     # -- what the clients and the nemesis record ---------------------------------
     @property

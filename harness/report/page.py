@@ -27,6 +27,7 @@ from harness.report.errorcodes import error_breakdown, error_rows
 from harness.report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, fault_windows
 from harness.report.figures import Frame, Lane, az_of_writes, fault_colors, leadership_figure, timeline_figure
 from harness.report.health import MAX_PARTITIONS, isr_figure, isr_views, latency_figure
+from harness.report.hosts import host_notes
 from harness.report.logexcerpts import Excerpts
 from harness.report.replicas import read_replicas
 from harness.report.run import Run, parse_json
@@ -136,6 +137,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "excerpts": evidence.excerpt_rows(links.excerpts, t0),  # after the anomalies: they made them
         "replicas": read_replicas(run.run_dir, run.problems),
         "problems": list(run.problems),
+        "host_notes": host_notes(run.run_dir, run.table("nemesis")),
         "files": [p.name for p in run_files(RunFolder(run.run_dir)) if p.exists() or p.name == "junit.xml"],
         "plots": {},
         "min_isr": None, "isr_hidden": 0, "under_min": [],

@@ -48,6 +48,9 @@ class ClusterSettings:
     zookeeper_force_sync: bool = True  # ZooKeeper's forceSync: fsync its transaction log before acknowledging
     # A power-off drops every write a node had not fsynced, where the runtime can (data dirs on unsyncfs).
     lose_unsynced_writes: bool = True
+    # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
+    inventory: str | None = None
+    known_hosts: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -181,7 +181,7 @@ class DockerRuntime:
         """The Kafka jars come with the node image; this project's code is put on the host, as it is now."""
         with self._lock:
             if host.name not in self._installed:
-                self._put_tar(host, HOST_ROOT, _code_archive())
+                self._put_tar(host, HOST_ROOT, code_archive())
                 self._installed.add(host.name)
         return Software(java=NODE_JAVA, kafka_classpath=NODE_CLASSPATH,
                         python=("env", f"PYTHONPATH={HOST_ROOT}/src", PYTHON[host.role]))
@@ -359,7 +359,7 @@ def container_path(run_dir: Path, path: Path) -> str:
         raise RuntimeFailure(f"{path} is not inside the run folder {run_dir}") from exc
 
 
-def _code_archive() -> bytes:
+def code_archive() -> bytes:
     """This project's packages as a tar of `src/<package>/...` (what a host runs `python -m ...` from)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

@@ -14,7 +14,7 @@ from testbed.errors import UsageError
 from testbed.runtime.base import Runtime
 from testbed.state import RunState
 
-RUNTIMES = ("netns", "docker")
+RUNTIMES = ("netns", "docker", "ssh")
 DEFAULT_RUNTIME = "netns"
 # Each runtime's own default address plan: a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd).
 DEFAULT_NETWORKS = {"netns": "198.18.0.0/24", "docker": "198.19.0.0/24"}
@@ -30,9 +30,17 @@ def _docker_sdk() -> bool:
     return importlib.util.find_spec("docker") is not None
 
 
-def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
+def preflight(kind: str, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
+              known_hosts: str | None = None) -> None:
     """Refuse, before anything is created, a plan this kind of runtime cannot lay out here."""
-    if check_kind(kind) == "netns":
+    if check_kind(kind) == "ssh":
+        from testbed.inventory import load_inventory
+        from testbed.runtime.ssh import preflight as ssh_preflight
+
+        if inventory is None:
+            raise UsageError("the ssh runtime needs an inventory (--inventory FILE or cluster.inventory)")
+        ssh_preflight(plan, load_inventory(inventory), known_hosts)
+    elif kind == "netns":
         from testbed.runtime.netns import NetnsRuntime
 
         NetnsRuntime.preflight(plan)
@@ -47,15 +55,22 @@ def preflight(kind: str, plan: AddressPlan, kafka_version: str) -> None:
 
 def shapes_links(kind: str) -> bool:
     """Whether this kind of runtime is a `LinkShaper` (can delay and throttle links), asked before one exists."""
-    if check_kind(kind) == "netns":
+    kind = check_kind(kind)
+    if kind == "netns":
         from testbed.runtime.netns import NetnsRuntime as Kind
+    elif kind == "ssh":
+        from testbed.runtime.ssh import SshRuntime as Kind  # type: ignore[assignment]
     else:
         from testbed.runtime.docker import DockerRuntime as Kind  # type: ignore[assignment]
     return callable(getattr(Kind, "shape_links", None)) and callable(getattr(Kind, "clear_links", None))
 
 
 def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:
-    if check_kind(kind) == "netns":
+    if check_kind(kind) == "ssh":
+        from testbed.runtime.ssh import SshRuntime
+
+        return SshRuntime(prefix, plan, state)
+    if kind == "netns":
         from testbed.runtime.netns import NetnsRuntime
 
         return NetnsRuntime(prefix, plan, state)
@@ -69,8 +84,16 @@ def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
     return make_runtime(str(state.data.get("runtime", DEFAULT_RUNTIME)), state.prefix, plan, state)
 
 
-def clean_leftovers(prefix: str | None = None) -> list[str]:
-    """Remove what killed runs (or one run) left, on every kind of runtime; return what went."""
+def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
+                    known_hosts: str | None = None) -> list[str]:
+    """Remove what killed runs (or one run) left, on every kind of runtime; return what went.
+
+    With an inventory: on its ssh hosts only (this machine's namespaces and containers are left alone)."""
+    if inventory is not None:
+        from testbed.inventory import load_inventory
+        from testbed.runtime.ssh import clean_leftovers as clean_ssh
+
+        return clean_ssh(load_inventory(inventory), known_hosts, prefix)
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
     removed = clean_netns(prefix)

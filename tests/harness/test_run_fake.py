@@ -94,7 +94,7 @@ def install_fake_machine(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(testbed.state, "ACTIVE_FILE", machine.active_file)
     monkeypatch.setattr(testbed.lifecycle, "make_runtime", make_runtime)
     monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
-    monkeypatch.setattr(testbed.lifecycle, "preflight", lambda kind, plan, version: None)
+    monkeypatch.setattr(testbed.lifecycle, "preflight", lambda *args, **kwargs: None)
     monkeypatch.setattr(testbed.lifecycle, "ensure_kafka", lambda version: None)
     monkeypatch.setattr(KafkaCluster, "bring_up", bring_up)
     monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})

@@ -1,0 +1,200 @@
+"""The ssh runtime's inventory: a YAML file naming real hosts, validated like a spec, turned into an address plan.
+
+    control: 10.0.0.5              # the harness's address as the hosts see it (exempt from every fault)
+    user: root                     # defaults for every host (each host may override them)
+    key_file: ~/.ssh/faultline     # or `agent: true` (the keys of SSH_AUTH_SOCK)
+    port: 22
+    sudo: false                    # true: root commands (iptables, mkdir of root) go through `sudo -n`
+    root: /var/lib/faultline       # where faultline keeps its files on every host
+    hosts:
+      - {address: 10.0.1.11, az: az1, role: node}     # ZooKeeper server + broker of az1
+      - {address: 10.0.1.21, az: az1, role: client}   # az1's producers and consumers
+      - {address: 10.0.2.11, az: az2, role: node, ssh_address: 203.0.113.7, port: 2222}
+      ...
+
+`address` is the host's address on the cluster's network (what Kafka binds to
+and fault rules name); `ssh_address` (default: `address`) is where the
+harness's SSH connection goes. Every error is one line naming the file and the
+entry. Pure besides reading the file and checking that key files exist.
+Must never: accept an inventory that gives an AZ two nodes, an address twice,
+or a key file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import UsageError
+
+TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "hosts"}
+HOST_KEYS = {"address", "ssh_address", "az", "role", "user", "key_file", "agent", "port", "sudo"}
+ROLES = ("node", "client")
+AZ_RE = re.compile(r"^az([1-9])$")
+DEFAULT_ROOT = "/var/lib/faultline"
+
+
+@dataclass(frozen=True)
+class SshHost:
+    """One inventory entry: how to reach the host and what it is in the cluster."""
+
+    entry: str  # how errors name it: "hosts[2] (10.0.1.11)"
+    address: str
+    ssh_address: str
+    port: int
+    user: str
+    key_file: str | None  # None: the SSH agent's keys
+    sudo: bool
+    az: str
+    role: str
+
+    @property
+    def name(self) -> str:
+        """The plan's host name: az1-node, az1-client, ..."""
+        return f"{self.az}-{self.role}"
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@{self.ssh_address}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: Path
+    control: str
+    root: str
+    hosts: tuple[SshHost, ...]
+
+    def azs(self) -> list[str]:
+        return sorted({h.az for h in self.hosts if h.role == "node"})
+
+    def host(self, name: str) -> SshHost:
+        return next(h for h in self.hosts if h.name == name)
+
+    def plan(self, nodes: int) -> AddressPlan:
+        """The address plan of a cluster of `nodes` AZs (az1..azN) on these hosts; UsageError if one is missing."""
+        have = self.azs()
+        for i in range(1, nodes + 1):
+            for role in ROLES:
+                if not any(h.az == f"az{i}" and h.role == role for h in self.hosts):
+                    raise UsageError(f"{self.path}: the cluster needs {nodes} AZs (az1..az{nodes}), each with a node "
+                                     f"and a client host, but no {role} host is in az{i} (AZs with a node: "
+                                     f"{', '.join(have) or 'none'})")
+        hosts = [Host(h.name, h.role, h.az, int(h.az[2:]), h.address) for h in self.hosts
+                 if int(h.az[2:]) <= nodes]
+        hosts.sort(key=lambda h: (h.index, ROLES.index(h.role)))
+        return AddressPlan(f"inventory {self.path}", self.control, 32, tuple(hosts))
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read and validate an inventory file; UsageError (one line naming the file and the entry) on any fault."""
+    path = Path(path).expanduser().absolute()
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"inventory {path}: cannot read it ({exc.strerror or exc})") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UsageError(f"inventory {where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if not isinstance(raw, dict):
+        raise UsageError(f"inventory {path}: must be a YAML mapping with 'control' and 'hosts'")
+    return _parse(path, raw)
+
+
+def _parse(path: Path, raw: dict[str, Any]) -> Inventory:
+    def fail(where: str, what: str) -> UsageError:
+        return UsageError(f"inventory {path}: {where}: {what}")
+
+    unknown = sorted(set(raw) - TOP_KEYS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+    control = _address(raw.get("control"), lambda what: fail("control", what))
+    root = raw.get("root", DEFAULT_ROOT)
+    if not isinstance(root, str) or not root.startswith("/") or root.rstrip("/") in ("", "/"):
+        raise fail("root", f"{root!r} must be an absolute directory other than /")
+    entries = raw.get("hosts")
+    if not isinstance(entries, list) or not entries:
+        raise fail("hosts", "must be a non-empty list of hosts")
+    hosts: list[SshHost] = []
+    for i, entry in enumerate(entries):
+        host = _host(path, raw, i, entry)
+        for other in hosts:
+            if other.address == host.address:
+                raise UsageError(f"inventory {path}: {host.entry}: address {host.address} is also {other.entry}'s")
+            if other.name == host.name:
+                raise UsageError(f"inventory {path}: {host.entry}: {other.entry} is already the {host.role} of "
+                                 f"{host.az} (one node and one client host per AZ)")
+        if host.address == control:
+            raise fail(host.entry, f"address {host.address} is the control address")
+        hosts.append(host)
+    return Inventory(path, control, root.rstrip("/"), tuple(hosts))
+
+
+def _host(path: Path, top: dict[str, Any], i: int, entry: Any) -> SshHost:
+    label = f"hosts[{i}]"
+    if isinstance(entry, dict) and isinstance(entry.get("address"), str):
+        label += f" ({entry['address']})"
+
+    def fail(what: str) -> UsageError:
+        return UsageError(f"inventory {path}: {label}: {what}")
+
+    if not isinstance(entry, dict):
+        raise fail("must be a mapping (address, az, role, ...)")
+    unknown = sorted(set(entry) - HOST_KEYS)
+    if unknown:
+        raise fail(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(HOST_KEYS))})")
+
+    def get(key: str, default: Any = None) -> Any:
+        return entry.get(key, top.get(key, default))
+
+    address = _address(entry.get("address"), lambda what: fail(f"address: {what}"))
+    ssh_address = entry.get("ssh_address", address)
+    if not isinstance(ssh_address, str) or not ssh_address:
+        raise fail("ssh_address: must be a host name or address")
+    az, role = entry.get("az"), entry.get("role")
+    if not isinstance(az, str) or not AZ_RE.match(az):
+        raise fail(f"az: {az!r} must be az1..az9")
+    if role not in ROLES:
+        raise fail(f"role: {role!r} must be 'node' (ZooKeeper + broker) or 'client' (the AZ's workloads)")
+    port = get("port", 22)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise fail(f"port: {port!r} is not a TCP port")
+    user = get("user", "root")
+    if not isinstance(user, str) or not user:
+        raise fail("user: must be a user name")
+    sudo = get("sudo", False)
+    if not isinstance(sudo, bool):
+        raise fail(f"sudo: {sudo!r} must be true or false")
+    return SshHost(label, address, ssh_address, port, user, _key_file(path, get, fail), sudo, az, role)
+
+
+def _key_file(path: Path, get: Any, fail: Any) -> str | None:
+    key_file, agent = get("key_file"), get("agent", False)
+    if not isinstance(agent, bool):
+        raise fail(f"agent: {agent!r} must be true or false")
+    if agent:
+        if not os.environ.get("SSH_AUTH_SOCK"):
+            raise fail("agent: true, but SSH_AUTH_SOCK is not set (no agent to ask)")
+        return None
+    if not isinstance(key_file, str) or not key_file:
+        raise fail("needs key_file (a private key) or agent: true")
+    key = Path(key_file).expanduser()
+    key = key if key.is_absolute() else path.parent / key
+    if not key.is_file() or not os.access(key, os.R_OK):
+        raise fail(f"key_file {key}: no readable file there")
+    return str(key)
+
+
+def _address(value: Any, fail: Any) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except (ValueError, TypeError) as exc:
+        raise fail(f"{value!r} is not an IPv4 address") from exc

@@ -1,0 +1,285 @@
+"""The ssh runtime: every host a real machine of an inventory, reached over one pooled SSH connection (paramiko).
+
+A host keeps this run's files under `<root>/runs/<prefix>/` (the inventory's
+root): the run folder's `path` at `run/<path relative to the run folder>`,
+this project's code at `src/`, pid and status files at `pids/`. Kafka's jars
+and the client venv are cached under `<root>/cache/` between runs
+(`ssh_install`). Processes start detached with a pid file and
+FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
+chains, the control address exempt (`ssh_firewall`). A power-off SIGKILLs every
+process of the run on the host at once; the host's page cache survives (this
+runtime cannot cut a machine's power). Each host's clock offset is recorded at
+the start and the end (`ssh_clock`). Teardown kills the run's processes,
+removes its chains and its run directory on every host; the cache stays.
+Must never: signal a process, remove a chain or delete a file without this
+run's prefix, or touch a host the inventory does not name.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shlex
+import subprocess
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import HarnessError, RuntimeFailure
+from testbed.inventory import Inventory, load_inventory
+from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.runfolder import RunFolder
+from testbed.runtime import ssh_clock, ssh_firewall, ssh_install
+from testbed.runtime.base import PREFIX_RE, Software
+from testbed.runtime.ssh_conn import HostKeys, SshConnection
+from testbed.runtime.ssh_procs import SshProcess, find_script, kill_all_script, spawn_command
+from testbed.state import RunState
+
+log = logging.getLogger("faultline.runtime")
+T = TypeVar("T")
+
+
+def on_hosts(hosts: list[Host], action: Callable[[Host], T]) -> dict[str, T]:
+    """`action` on every host at once; the first failure (by host order) raised after all have finished."""
+    if not hosts:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="ssh") as pool:
+        futures = {h.name: pool.submit(action, h) for h in hosts}
+        results: dict[str, T] = {}
+        errors = []
+        for name, future in futures.items():
+            exc = future.exception()
+            if exc is None:
+                results[name] = future.result()
+            else:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+    return results
+
+
+class SshRuntime:
+    """Hosts of an inventory; implements Runtime, Firewalled and PowerCycled; its processes are Pausable."""
+
+    kind = "ssh"
+
+    def __init__(self, prefix: str, plan: AddressPlan, state: RunState, inventory: Inventory | None = None) -> None:
+        if not PREFIX_RE.match(prefix):
+            raise RuntimeFailure(f"bad run prefix {prefix!r}")
+        settings = state.data.get("settings", {})
+        self.prefix = prefix
+        self.plan = plan
+        self.state = state
+        self.inventory = inventory or load_inventory(settings["inventory"])
+        self.kafka_version = str(settings.get("kafka_version", DEFAULT_VERSION))
+        self.folder = RunFolder(state.run_dir)
+        self.keys = HostKeys(settings.get("known_hosts"), self.folder.known_hosts)
+        self._conns: dict[str, SshConnection] = {}
+        self._software: dict[str, Software] = {}
+        self._processes: dict[str, SshProcess] = {}
+        self._lock = threading.Lock()
+
+    # -- names -------------------------------------------------------------
+    def conn(self, host: Host) -> SshConnection:
+        with self._lock:
+            if host.name not in self._conns:
+                self._conns[host.name] = SshConnection(self.inventory.host(host.name), self.keys)
+            return self._conns[host.name]
+
+    @property
+    def run_root(self) -> str:
+        return f"{self.inventory.root}/runs/{self.prefix}"
+
+    def host_path(self, host: Host, path: Path) -> str:
+        try:
+            return f"{self.run_root}/run/{path.relative_to(self.state.run_dir)}"
+        except ValueError as exc:
+            raise RuntimeFailure(f"{path} is not inside the run folder {self.state.run_dir}") from exc
+
+    # -- lifecycle ---------------------------------------------------------
+    def create(self) -> None:
+        """Reach every host, make its run directory, provision it (in parallel); record the clocks."""
+        self.state.update(ssh={"inventory": str(self.inventory.path), "host_keys": self.keys.describe(),
+                               "root": self.inventory.root,
+                               "hosts": {h.name: self.inventory.host(h.name).target for h in self.plan.hosts}})
+        on_hosts(list(self.plan.hosts), self._provision)
+        self._record_clocks("start")
+
+    def _provision(self, host: Host) -> Software:
+        conn = self.conn(host)
+        q = shlex.quote(self.inventory.root)
+        conn.check(f"mkdir -p {q}/runs {q}/cache" + (f" && chown {shlex.quote(conn.host.user)} {q} {q}/runs {q}/cache"
+                                                       if conn.host.sudo else ""), sudo=True)
+        src = ssh_install.put_code(conn, self.run_root)
+        if host.role == "node":
+            classpath = ssh_install.ensure_kafka_on(conn, self.inventory.root, self.kafka_version)
+            python = "python3"
+        else:
+            classpath = ""
+            python = ssh_install.ensure_venv_on(conn, self.inventory.root)
+        software = Software(java="java", kafka_classpath=classpath, python=("env", f"PYTHONPATH={src}", python))
+        self._software[host.name] = software
+        return software
+
+    def _record_clocks(self, moment: str) -> None:
+        try:
+            offsets = on_hosts(list(self.plan.hosts), lambda h: ssh_clock.measure(self.conn(h)))
+        except HarnessError as exc:
+            log.warning("ssh: could not measure the clocks at the %s: %s", moment, exc)
+            return
+        ssh_clock.record(self.folder.clocks, moment, offsets)
+        large = ssh_clock.large_offsets({moment: offsets})
+        if large:
+            log.warning("ssh: clock offsets large enough to reorder the timeline: %s", "; ".join(large))
+
+    def exists(self) -> bool:
+        def present(host: Host) -> bool:
+            status, _, _ = self.conn(host).run(f"test -d {shlex.quote(self.run_root)}")
+            return status == 0
+        try:
+            return any(on_hosts(list(self.plan.hosts), present).values())
+        except HarnessError:
+            return False
+
+    def destroy(self) -> None:
+        """Kill the run's processes, remove its chains and its run directory on every host; idempotent."""
+        if self.folder.clocks.exists() and "end" not in self.folder.clocks.read_text():
+            self._record_clocks("end")
+        on_hosts(list(self.plan.hosts), self._destroy_host)
+        self.state.update(processes={})
+        for conn in list(self._conns.values()):
+            conn.close()
+
+    def _destroy_host(self, host: Host) -> None:
+        conn = self.conn(host)
+        left = conn.check(kill_all_script(self.prefix), sudo=True).split()
+        if left:
+            raise RuntimeFailure(f"{host.name}: processes {left} of run {self.prefix} survived SIGKILL")
+        conn.check(ssh_firewall.clean_command(self.prefix), sudo=True)
+        conn.check(f"rm -rf {shlex.quote(self.run_root)}", sudo=True)
+
+    def power_off(self, host: Host) -> None:
+        """Every process of the run on `host` SIGKILLed in one `kill` (the page cache survives)."""
+        left = self.conn(host).check(kill_all_script(self.prefix), sudo=True).split()
+        if left:
+            raise RuntimeFailure(f"{host.name}: processes {left} survived the power-off's SIGKILL")
+
+    def power_on(self, host: Host) -> None:
+        """Nothing to do: the machine never went down, only the run's processes did."""
+
+    # -- software and files ------------------------------------------------
+    def install(self, host: Host, kafka_version: str) -> Software:
+        if kafka_version != self.kafka_version:
+            raise RuntimeFailure(f"{host.name}: provisioned for Kafka {self.kafka_version}, not {kafka_version}")
+        if host.name not in self._software:
+            self._provision(host)
+        return self._software[host.name]
+
+    def put(self, host: Host, path: Path) -> str:
+        """A file over SFTP; a directory as one tar streamed into `tar -x` on the host."""
+        target = self.host_path(host, path)
+        conn = self.conn(host)
+        conn.check(f"mkdir -p {shlex.quote(str(Path(target).parent))}")
+        if path.is_dir():
+            conn.check(f"tar -x -C {shlex.quote(str(Path(target).parent))}", stdin=ssh_install.tar_bytes(path),
+                       timeout=120)
+        else:
+            conn.sftp_put(path, target)
+        return target
+
+    def fetch(self, host: Host, path: Path) -> None:
+        """The host's copy of `path` into the run folder (a directory as one tar); nothing if it is not there."""
+        source = Path(self.host_path(host, path))
+        command = (f"cd {shlex.quote(str(source.parent))} 2>/dev/null && [ -e {shlex.quote(source.name)} ] "
+                   f"&& tar -c {shlex.quote(source.name)} || true")
+        status, out, err = self.conn(host).run(command, timeout=300)
+        if not out:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(out), mode="r") as tar:
+            tar.extractall(path.parent, filter="data")
+
+    # -- processes ---------------------------------------------------------
+    def spawn(self, host: Host, name: str, argv: list[str], log: Path,
+              env: dict[str, str] | None = None) -> SshProcess:
+        pidfile = f"{self.run_root}/pids/{name.replace('/', '.')}.{time.time_ns()}.pid"  # never an old one's
+        command = spawn_command(self.prefix, pidfile, self.host_path(host, log), argv, env)
+        out = self.conn(host).check(command, retry=False).split()
+        if len(out) != 2 or not out[0].isdigit():
+            raise RuntimeFailure(f"{host.name}: {name} did not start (spawn said {' '.join(out)!r})")
+        process = SshProcess(self, name, host, int(out[0]), out[1], pidfile)
+        self._processes[name] = process
+        self.state.set_process(name, {"pid": process.pid, "host": host.name, "argv0": argv[0],
+                                      "start_time": process.started, "pidfile": pidfile})
+        return process
+
+    def process(self, name: str) -> SshProcess | None:
+        if name not in self._processes:
+            info = self.state.data.get("processes", {}).get(name)
+            if info is None or "pidfile" not in info:
+                return None
+            self._processes[name] = SshProcess(self, name, self.plan.host(info["host"]), int(info["pid"]),
+                                               str(info["start_time"]), info["pidfile"])
+        return self._processes[name]
+
+    def process_names(self) -> list[str]:
+        return sorted(set(self._processes) | set(self.state.data.get("processes", {})))
+
+    def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
+                input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        conn = self.conn(host)
+        status, out, err = conn.run(" ".join(shlex.quote(a) for a in argv), timeout=timeout,
+                                    stdin=input_text.encode() if input_text is not None else None)
+        proc = conn.completed(argv, status, out, err)
+        if check and status != 0:
+            raise RuntimeFailure(f"{' '.join(argv)[:200]} on {host.name}: exit {status}: "
+                                 f"{(proc.stderr or proc.stdout).strip()[-300:]}")
+        return proc
+
+    # -- firewall ----------------------------------------------------------
+    def set_firewall(self, host: Host, rules: str) -> None:
+        """One `iptables-restore --noflush` replacing the run's two chains (control address exempt first)."""
+        text = ssh_firewall.restore_text(self.prefix, self.plan.control, rules)
+        self.conn(host).check(ssh_firewall.install_command(self.prefix), stdin=text.encode(), sudo=True)
+
+    def clear_firewall(self, host: Host) -> None:
+        self.conn(host).check(ssh_firewall.clean_command(self.prefix), sudo=True)
+
+
+def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None) -> None:
+    """Every host reachable, its key accepted and host key known, java (and python3) present; else UsageError.
+
+    Runs before anything is created, on every host at once; changes nothing on any host."""
+    from testbed.runtime.ssh_preflight import check_hosts
+
+    check_hosts(plan, inventory, HostKeys(known_hosts, None))
+
+
+def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:
+    """Remove what killed runs (or one run) left on the inventory's hosts: processes, chains, run directories."""
+    pattern = prefix or "fl[0-9a-f]\\{6\\}"
+    removed: list[str] = []
+    keys = HostKeys(known_hosts, None)
+    for entry in inventory.hosts:
+        conn = SshConnection(entry, keys)
+        try:
+            pids = conn.check(find_script(pattern), sudo=True).split()
+            left = conn.check(kill_all_script(pattern), sudo=True).split()
+            if left:
+                raise RuntimeFailure(f"{entry.entry}: processes {left} survived SIGKILL")
+            removed += [f"{entry.name}: process {p}" for p in pids]
+            removed += [f"{entry.name}: chain {c}" for c in
+                        conn.check(ssh_firewall.clean_command(prefix), sudo=True).split()]
+            runs = shlex.quote(f"{inventory.root}/runs")
+            gone = conn.check(f"cd {runs} 2>/dev/null || exit 0; for d in {prefix or 'fl??????'}; do "
+                              f"case $d in fl[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]) "
+                              f"[ -d \"$d\" ] && rm -rf \"$d\" && echo \"$d\";; esac; done", sudo=True).split()
+            removed += [f"{entry.name}: {inventory.root}/runs/{d}" for d in gone]
+        finally:
+            conn.close()
+    return removed

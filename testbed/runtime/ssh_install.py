@@ -1,0 +1,165 @@
+"""Provisioning an ssh host: Kafka's jars once per host and version, a venv once per client host, this run's code.
+
+What a host keeps between runs lives under `<root>/cache/` (the inventory's
+root): `kafka-<version>-<sha12>/libs` (a tar of the Maven cache's jars,
+uploaded over SFTP, checked with sha256sum, unpacked, marked complete last) and
+`venv-<key>` (python3 -m venv, then pip install --no-index from a wheelhouse
+built on this machine for the host's Python and glibc). A later run finds the
+marker and uploads nothing. This run's code goes to `<root>/runs/<prefix>/src`
+and leaves with the run.
+Must never: reuse a cached directory whose completion marker does not name the
+checksum (or key) of what it should hold, or need a package index on the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import shlex
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+from testbed.errors import RuntimeFailure
+from testbed.kafka.dist import ensure_kafka
+from testbed.paths import CACHE_DIR
+from testbed.runtime.docker import code_archive
+from testbed.runtime.ssh_conn import SshConnection
+from testbed.wheelhouse import client_requirements, wheelhouse
+
+MARKER = ".complete"
+_LOCAL = threading.Lock()  # hosts are provisioned in parallel; the local archives and wheelhouse are made once
+log = logging.getLogger("faultline.runtime")
+
+FACTS = ("python3 -c 'import json, platform, sys; print(json.dumps({\"python\": \"%d.%d\" % sys.version_info[:2], "
+         "\"libc\": platform.libc_ver(), \"machine\": platform.machine()}))'")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _tar_dir(source: Path, target: Path, arcname: str) -> str:
+    """A reproducible tar of `source` (sorted, no owners or times) at `target`; its sha256."""
+    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = 0
+        return info
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_suffix(".part")
+    with tarfile.open(part, "w", dereference=True) as tar:
+        tar.add(source, arcname=arcname, recursive=False, filter=plain)
+        for path in sorted(source.iterdir()):
+            tar.add(path, arcname=f"{arcname}/{path.name}", filter=plain)
+    part.rename(target)
+    return sha256_of(target)
+
+
+def kafka_archive(version: str) -> tuple[Path, str]:
+    """The Kafka jars of `version` as one tar in the local cache (made once), and its sha256."""
+    libs = ensure_kafka(version)
+    archive = CACHE_DIR / "ssh" / f"kafka-{version}.tar"
+    checksum = archive.with_suffix(".sha256")
+    if archive.exists() and checksum.exists():
+        return archive, checksum.read_text().strip()
+    digest = _tar_dir(libs, archive, "libs")
+    checksum.write_text(digest + "\n")
+    return archive, digest
+
+
+def _cached(conn: SshConnection, directory: str, key: str) -> bool:
+    status, out, _ = conn.run(f"cat {shlex.quote(directory + '/' + MARKER)}")
+    return status == 0 and out.decode().strip() == key
+
+
+def upload_checked(conn: SshConnection, archive: Path, digest: str, directory: str) -> None:
+    """SFTP `archive` to the host, verify its sha256 there, unpack it into `directory`, mark it complete."""
+    part = f"{directory}.tar.part"
+    conn.check(f"mkdir -p {shlex.quote(str(Path(directory).parent))}")
+    conn.sftp_put(archive, part)
+    q, qp = shlex.quote(directory), shlex.quote(part)
+    status, out, err = conn.run(f"echo {digest}'  '{qp} | sha256sum -c - >/dev/null", timeout=120)
+    if status != 0:
+        conn.run(f"rm -f {qp}")
+        raise RuntimeFailure(f"{conn.host.name}: {archive.name} arrived corrupted (sha256 differs: "
+                             f"{(err or out).decode(errors='replace').strip()[-200:]})")
+    conn.check(f"rm -rf {q} && mkdir -p {q} && tar -xf {qp} -C {q} && rm -f {qp} && echo {digest} > {q}/{MARKER}",
+               timeout=300)
+
+
+def ensure_kafka_on(conn: SshConnection, root: str, version: str) -> str:
+    """Kafka `version`'s jars on the host (uploaded unless a complete copy is there); the classpath there."""
+    with _LOCAL:
+        archive, digest = kafka_archive(version)
+    directory = f"{root}/cache/kafka-{version}-{digest[:12]}"
+    if _cached(conn, directory, digest):
+        log.info("ssh: %s already has Kafka %s (sha256 %s): reusing it, nothing uploaded",
+                 conn.host.name, version, digest[:12])
+    else:
+        log.info("ssh: uploading Kafka %s to %s (%.0f MB, sha256 %s)", version, conn.host.name,
+                 archive.stat().st_size / 1e6, digest[:12])
+        upload_checked(conn, archive, digest, directory)
+    return f"{directory}/libs/*"
+
+
+def host_facts(conn: SshConnection) -> dict[str, object]:
+    """The host's Python version, libc and machine (what its wheels must fit)."""
+    out = conn.check(FACTS)
+    try:
+        facts: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise RuntimeFailure(f"{conn.host.name}: cannot read its Python's facts ({out[-200:]!r})") from exc
+    return facts
+
+
+def ensure_venv_on(conn: SshConnection, root: str) -> str:
+    """A venv with the client dependencies on the host (made unless a complete one is there); its python."""
+    facts = host_facts(conn)
+    requirements = client_requirements()
+    with _LOCAL:
+        wheels = wheelhouse(facts, requirements)
+    key = hashlib.sha256(json.dumps([facts, requirements, sorted(w.name for w in wheels.glob("*.whl"))])
+                         .encode()).hexdigest()[:16]
+    venv = f"{root}/cache/venv-{key}"
+    python = f"{venv}/bin/python"
+    if _cached(conn, venv, key):
+        log.info("ssh: %s already has the client venv %s: reusing it", conn.host.name, key)
+        return python
+    log.info("ssh: installing the client venv on %s (%d wheels)", conn.host.name, len(list(wheels.glob("*.whl"))))
+    with tempfile.TemporaryDirectory(prefix="faultline-wheels-") as tmp:
+        (Path(tmp) / "requirements.txt").write_text("\n".join(requirements) + "\n")
+        for wheel in wheels.glob("*.whl"):
+            (Path(tmp) / wheel.name).symlink_to(wheel)
+        archive = Path(tmp).with_suffix(".tar")
+        try:
+            digest = _tar_dir(Path(tmp), archive, "wheels")
+            upload_checked(conn, archive, digest, f"{venv}.wheels")
+        finally:
+            archive.unlink(missing_ok=True)
+    q, qw = shlex.quote(venv), shlex.quote(f"{venv}.wheels/wheels")
+    conn.check(f"rm -rf {q} && python3 -m venv {q} && {q}/bin/python -m pip install -q --no-index "
+               f"--disable-pip-version-check --no-cache-dir --find-links {qw} -r {qw}/requirements.txt && "
+               f"rm -rf {shlex.quote(venv + '.wheels')} && echo {key} > {q}/{MARKER}", timeout=600)
+    return python
+
+
+def put_code(conn: SshConnection, run_root: str) -> str:
+    """This project's packages, as they are now, into `<run_root>/src`; PYTHONPATH for them."""
+    q = shlex.quote(run_root)
+    conn.check(f"mkdir -p {q} && tar -x -C {q}", stdin=code_archive(), timeout=120)
+    return f"{run_root}/src"
+
+
+def tar_bytes(path: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(path, arcname=path.name)
+    return buffer.getvalue()

@@ -1,0 +1,70 @@
+"""Before an ssh run creates anything: every host of the plan answers, accepts the key, shows a known host key,
+and has what the runtime cannot upload (java on nodes, python3 everywhere, venv on client hosts, iptables).
+
+All hosts are checked at once; the first problem (in plan order) becomes one
+UsageError line naming the host and the cause. Only read-only commands run.
+Must never: change anything on a host.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import paramiko
+
+from testbed.addressing import AddressPlan, Host
+from testbed.errors import HarnessError, UsageError
+from testbed.inventory import Inventory
+from testbed.runtime.ssh_conn import HostKeys, SshConnection, connect_error
+
+# What each role needs on the host, as `command -v` names, with what to install when it is missing.
+NEEDS = {
+    "node": (("java", "a Java runtime (Java 8-17), e.g. openjdk-17-jre-headless"),
+             ("python3", "python3 (the broker observer)")),
+    "client": (("python3", "python3 with venv, e.g. python3-venv"),),
+}
+COMMON = (("iptables-restore", "iptables (fault rules)"), ("tar", "tar"), ("sha256sum", "coreutils' sha256sum"),
+          ("setsid", "util-linux's setsid"))
+
+
+def check_host(host: Host, inventory: Inventory, keys: HostKeys) -> str | None:
+    """What is wrong with one host, in one phrase naming it; None when it is fit."""
+    entry = inventory.host(host.name)
+    conn = SshConnection(entry, keys)
+    try:
+        try:
+            conn.connect()
+        except (paramiko.SSHException, OSError) as exc:
+            return connect_error(entry, exc, keys)
+        where = f"{entry.entry} {entry.target} ({host.name})"
+        for command, what in (*NEEDS[host.role], *COMMON):
+            status, _, _ = conn.run(f"command -v {command} >/dev/null 2>&1 || test -x /usr/sbin/{command} "
+                                    f"|| test -x /sbin/{command}", retry=False)
+            if status != 0:
+                return f"{where}: no {command} on the host (install {what})"
+        if host.role == "node":
+            status, out, err = conn.run("java -version", retry=False)
+            if status != 0:
+                return f"{where}: java does not run: {(err or out).decode(errors='replace').strip()[-200:]}"
+        if host.role == "client":
+            status, _, err = conn.run("python3 -c 'import venv, ensurepip'", retry=False)
+            if status != 0:
+                return f"{where}: python3 has no venv/ensurepip (install python3-venv)"
+        if entry.sudo:
+            status, _, err = conn.run("sudo -n true", retry=False)
+            if status != 0:
+                return f"{where}: sudo: true, but 'sudo -n' asks for a password or is refused"
+        return None
+    except HarnessError as exc:
+        return f"{entry.entry} ({host.name}): {exc}"
+    finally:
+        conn.close()
+
+
+def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys) -> None:
+    with ThreadPoolExecutor(max_workers=len(plan.hosts), thread_name_prefix="preflight") as pool:
+        problems = list(pool.map(lambda h: check_host(h, inventory, keys), plan.hosts))
+    found = [p for p in problems if p is not None]
+    if found:
+        more = f" (and {len(found) - 1} more host(s) with problems)" if len(found) > 1 else ""
+        raise UsageError(f"inventory {inventory.path}: {found[0]}{more}")
