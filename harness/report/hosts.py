@@ -1,5 +1,7 @@
 """What the report says about where the hosts were: the runtime's caveats a reader must weigh the verdict against.
 
+For docker: that a power-off there keeps the page cache (no unsyncfs in containers).
+
 Read from the run folder only (state.json, clocks.json). For the ssh runtime:
 how host keys were checked, that a power-off there kills processes but keeps
 the host's page cache, and any clock offset large enough to reorder events of
@@ -21,6 +23,9 @@ from testbed.runtime.ssh_clock import large_offsets
 POWER_OFF_NOTE = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
                   "running, so its page cache survives and writes not yet fsynced are not lost (a real power cut's "
                   "loss of unsynced writes is not available on this runtime)")
+DOCKER_POWER_OFF_NOTE = ("power-off on the docker runtime kills the node's container; its data directories are not "
+                         "on unsyncfs there, so the page cache survives and writes not yet fsynced are not lost "
+                         "(netns drops them: docs/unsyncfs.md)")
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -35,11 +40,14 @@ def host_notes(run_dir: Path, nemesis: pd.DataFrame) -> list[str]:
     """One sentence per caveat of the run's runtime; none for runtimes whose hosts share this machine."""
     folder = RunFolder(run_dir)
     state = _read(folder.state)
+    powered_off = "fault" in nemesis and bool((nemesis["fault"] == "power-off").any())
+    if state.get("runtime") == "docker":
+        return [DOCKER_POWER_OFF_NOTE] if powered_off else []
     if state.get("runtime") != "ssh":
         return []
     ssh = state.get("ssh") or {}
     notes = [f"hosts: ssh, from the inventory {ssh.get('inventory', '?')}; host keys {ssh.get('host_keys', '?')}"]
-    if "fault" in nemesis and (nemesis["fault"] == "power-off").any():
+    if powered_off:
         notes.append(POWER_OFF_NOTE)
     clocks = _read(folder.clocks)
     large = large_offsets(clocks)

@@ -7,12 +7,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.hosts import POWER_OFF_NOTE, host_notes
+from harness.report.hosts import DOCKER_POWER_OFF_NOTE, POWER_OFF_NOTE, host_notes
 
 
 def test_local_runtimes_get_no_notes(tmp_path: Path) -> None:
     (tmp_path / "state.json").write_text(json.dumps({"runtime": "netns"}))
     assert host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]})) == []
+
+
+def test_docker_says_a_power_off_keeps_the_page_cache(tmp_path: Path) -> None:
+    (tmp_path / "state.json").write_text(json.dumps({"runtime": "docker"}))
+    assert host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]})) == [DOCKER_POWER_OFF_NOTE]
+    assert "page cache survives" in DOCKER_POWER_OFF_NOTE
+    assert host_notes(tmp_path, pd.DataFrame({"fault": ["isolate-az"]})) == []
 
 
 def test_ssh_notes_say_host_keys_power_off_and_large_clock_offsets(tmp_path: Path) -> None:
