@@ -6,14 +6,27 @@ variables override them: FAULTLINE_SPARK_DRIVER_MEMORY,
 FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
 a cluster master). Any master URL works (``spark://host:7077`` for a standalone
 cluster); ``local[*]`` is the default.
+
+The JVM's own output (its incubator-module warning, Spark's start-up lines,
+anything log4j prints) never reaches the terminal: it is read from a pipe and
+logged line by line to the ``spark.jvm`` logger, which a run's harness.log
+records and the console leaves out (harness.console).
+Must never: leave the JVM writing to the process's stderr, or stop reading its
+pipe while it runs (a full pipe would block the JVM).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
 import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
@@ -36,6 +49,7 @@ logger.hadoop.level = off
 
 _session: SparkSession | None = None
 _master: str | None = None
+jvm_log = logging.getLogger("spark.jvm")
 
 
 def _log_config() -> Path:
@@ -75,6 +89,9 @@ def spark_session(master: str | None = None) -> SparkSession:
         return _session
     if _session is not None:
         _session.stop()
+    conf = SparkConf().setMaster(wanted).setAppName("faultline-checker").setAll(list(settings(wanted).items()))
+    if SparkContext._active_spark_context is None:
+        SparkContext(conf=conf, gateway=_quiet_gateway(conf))
     builder = SparkSession.builder.master(wanted).appName("faultline-checker")
     for key, value in settings(wanted).items():
         builder = builder.config(key, value)
@@ -82,6 +99,22 @@ def spark_session(master: str | None = None) -> SparkSession:
     _session.sparkContext.setLogLevel("ERROR")
     _master = wanted
     return _session
+
+
+def _quiet_gateway(conf: SparkConf) -> object:
+    """Spark's JVM, started as pyspark starts it, but with its stdout and stderr read into `spark.jvm`."""
+    if SparkContext._gateway is not None:  # a JVM of an earlier session: reuse it
+        return SparkContext._gateway
+    gateway = launch_gateway(conf, popen_kwargs={"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT})
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stdout is not None:
+        threading.Thread(target=_forward, args=(proc.stdout,), name="spark-jvm-output", daemon=True).start()
+    return gateway
+
+
+def _forward(pipe: IO[bytes]) -> None:
+    for line in iter(pipe.readline, b""):
+        jvm_log.info("%s", line.decode(errors="replace").rstrip())
 
 
 def stop_session() -> None:

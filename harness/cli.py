@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+from harness.console import quiet_console
 from harness.runfolders import find_runs
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
@@ -278,7 +279,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    quiet_console()
     try:
         args = absolute_paths(build_parser().parse_args(argv))
         if args.command in ("cluster", "clean", "recover"):  # campaign: root is checked once its file is known good

@@ -20,7 +20,8 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 @contextlib.contextmanager
 def run_log(folder: RunFolder) -> Iterator[logging.Handler]:
-    """Append every faultline log record of INFO and above to the run's `harness.log` until the block ends."""
+    """Append every log record of INFO and above (faultline's, and the other libraries' the console leaves out:
+    the Spark JVM's output, py4j, Python warnings, librdkafka) to the run's `harness.log` until the block ends."""
     folder.root.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(folder.harness_log, encoding="utf-8")
     handler.setLevel(logging.INFO)
@@ -29,11 +30,12 @@ def run_log(folder: RunFolder) -> Iterator[logging.Handler]:
     previous = logger.level
     if logger.getEffectiveLevel() > logging.INFO:
         logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
+    root = logging.getLogger()
+    root.addHandler(handler)
     try:
         yield handler
     finally:
-        logger.removeHandler(handler)
+        root.removeHandler(handler)
         logger.setLevel(previous)
         handler.close()
 

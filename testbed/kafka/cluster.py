@@ -295,7 +295,9 @@ class KafkaCluster:
 
     def create_topic(self) -> None:
         s = self.settings
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
+        # librdkafka's own lines (e.g. a BGQUEUE notice on close) through logging: harness.log, not the terminal.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000},
+                            logger=logging.getLogger("rdkafka.admin"))
         if s.replica_assignment is not None:
             new = NewTopic(s.topic, num_partitions=len(s.replica_assignment),
                            replica_assignment=[list(r) for r in s.replica_assignment], config=kcfg.flush_configs(s))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -64,8 +65,22 @@ def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
     harness_log = (run_dir / "harness.log").read_text()
     for said in ("] provisioning", "ready in", "] running", "] draining", "] checking", "writes"):
         assert said in harness_log, f"harness.log lacks {said!r}"
+    the_console_holds_only_faultlines_lines(proc.stdout + proc.stderr, harness_log)
     replicas_agree_with_each_other_and_the_final_log(run_dir, final_per_partition(reads))
     a_damaged_replica_is_found(run_dir, tmp_path / "damaged", final_per_partition(reads))
+
+
+# What faultline itself prints: a progress line, one of its log records, a configuration's summary line.
+OWN_LINE = re.compile(r"^(\[smoke\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) |(PASS|FAIL|ERROR) smoke )")
+NOISE = ("incubator modules", "Setting default log level", "FutureWarning", "Closing down clientserver", "|BGQUEUE|")
+
+
+def the_console_holds_only_faultlines_lines(console: str, harness_log: str) -> None:
+    foreign = [line for line in console.splitlines() if line.strip() and not OWN_LINE.match(line)]
+    assert foreign == [], "lines on the console that are not faultline's:\n" + "\n".join(foreign[:20])
+    assert not [n for n in NOISE if n in console], console[-3000:]
+    # Spark's JVM still said what it says; its lines went to the run's file, not the terminal.
+    assert " INFO spark.jvm " in harness_log
 
 
 def final_per_partition(reads: pd.DataFrame) -> dict[int, dict[int, set[str]]]:

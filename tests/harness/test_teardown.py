@@ -69,6 +69,7 @@ def test_signal_during_up_tears_everything_down(tmp_path: Path, signum: int) -> 
     _, err = harness.communicate(timeout=60)
     assert harness.returncode != 0
     assert remaining(prefix) == [], err[-2000:]
+    assert "|BGQUEUE|" not in err and "%6|" not in err, "librdkafka wrote to the terminal"
     assert faultline("cluster", "status").returncode == 3  # nothing is recorded as running
 
 
