@@ -27,7 +27,7 @@ from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
-from testbed.errors import SpecError
+from testbed.errors import SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.factory import DEFAULT_NETWORKS, shapes_links
 from workloads.settings import canonical, normalize_acks
@@ -275,9 +275,7 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise SpecError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise SpecError(yaml_problem(path, exc)) from exc
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec must be a YAML mapping")
     return raw

@@ -49,3 +49,10 @@ class FaultError(HarnessError):
 
 class WorkloadError(HarnessError):
     """A workload process died or misbehaved; the run cannot be trusted."""
+
+
+def yaml_problem(path: object, exc: Exception) -> str:
+    """A YAML parse error in one line: the file, the line where it broke (when known) and the problem."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    return f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from testbed.addressing import AddressPlan, Host
-from testbed.errors import UsageError
+from testbed.errors import UsageError, yaml_problem
 
 TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "hosts"}
 HOST_KEYS = {"address", "ssh_address", "az", "role", "user", "key_file", "agent", "port", "sudo"}
@@ -101,9 +101,7 @@ def load_inventory(path: str | Path) -> Inventory:
     except OSError as exc:
         raise UsageError(f"inventory {path}: cannot read it ({exc.strerror or exc})") from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UsageError(f"inventory {where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise UsageError(f"inventory {yaml_problem(path, exc)}") from exc
     if not isinstance(raw, dict):
         raise UsageError(f"inventory {path}: must be a YAML mapping with 'control' and 'hosts'")
     return _parse(path, raw)
