@@ -226,7 +226,8 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
                         f"(known: {', '.join(configurations) or 'none'})")
         conf = configurations[configuration] or {}
         resolved = merge(raw, conf.get("overrides") or {})
-        expect_raw = conf.get("expect", expect_raw)
+        if "expect" in conf:  # the configuration's own expectations: in the resolved spec a run folder keeps
+            resolved, expect_raw = {**resolved, "expect": conf["expect"]}, conf["expect"]
     try:
         return _resolved_spec(resolved, configuration, expect_raw)
     except SpecError as exc:

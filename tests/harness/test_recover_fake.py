@@ -180,3 +180,17 @@ def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_on
                for i in (1, 2, 3))
     assert world.destroyed == 1 and not world.exists() and world.alive() == []
     assert not testbed.state.ACTIVE_FILE.exists()
+
+
+def test_a_recovered_configuration_is_held_to_its_own_expectations(tmp_path: Path) -> None:
+    """The run folder's spec.yaml keeps the configuration's `expect`, so `recover` judges by it, not the top's."""
+    from harness.recover import load_run_spec
+
+    raw = {**SPEC, "expect": {"absent": ["lost"]},
+           "configurations": {"own": {"expect": {"present": ["lost"], "valid": False}}, "inherits": {}}}
+    for name, want in (("own", parse_spec(raw, "own").expect), ("inherits", parse_spec(raw, None).expect)):
+        folder = RunFolder(tmp_path / name).make()
+        write_spec(parse_spec(raw, name), folder)
+        recovered = load_run_spec(folder)
+        assert (recovered.configuration, recovered.expect) == (name, want)
+    assert parse_spec(raw, "own").expect.present == ("lost",)
