@@ -183,7 +183,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if args.inventory is not None:
         removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
     else:
-        removed = clean_leftovers()
+        from spark_analysis.standalone import clean_orphaned_daemons
+
+        removed = clean_leftovers() + clean_orphaned_daemons()
     if args.inventory is None or live_active_cluster() is None:
         ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")

@@ -5,8 +5,11 @@ master and worker are the JVMs of `spark-class org.apache.spark.deploy.master.Ma
 `...worker.Worker` shipped inside the pyspark package, bound to 127.0.0.1 on free ports,
 each started in a session of its own and carrying the run prefix in its name
 (`-Dfaultline.name=<prefix>-spark-master`, visible in `ps`). `stop` ends exactly those
-two process groups (SIGTERM, then SIGKILL) and waits for them.
-Must never: bind anything but loopback, or signal a process it did not start.
+two process groups (SIGTERM, then SIGKILL) and waits for them. Each daemon also carries
+its starter's pid and start time (STARTER_ENV), so `python -m harness clean` can find the
+daemons of a starter that was killed (`orphaned_daemons`) and leave a live one's alone.
+Must never: bind anything but loopback, or signal a process it did not start (or one whose
+starter is still alive, from `clean`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,17 +26,20 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyspark
-
 from testbed.errors import HarnessError
 from testbed.runtime.base import new_prefix
+from testbed.runtime.procs import is_alive, start_time, wait_dead
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
+STARTER_ENV = "FAULTLINE_SPARK_STARTER"  # "<pid>:<start time>" of the process that started the daemon
+DAEMON_NAME = re.compile(rb"-Dfaultline\.name=(fl[0-9a-f]{6})-spark-(master|worker)(?:\x00|$)")
 
 
 def spark_home() -> Path:
+    import pyspark  # only here: `clean` finds orphaned daemons without pyspark installed
+
     return Path(pyspark.__file__).resolve().parent
 
 
@@ -62,7 +69,7 @@ class StandaloneCluster:
             "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": HOST, "SPARK_LOCAL_HOSTNAME": HOST,
             "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(self.work_dir / "logs"),
             "SPARK_DAEMON_JAVA_OPTS": f"-Dfaultline.name={self.prefix}-spark-{role}",
-            "SPARK_NO_DAEMONIZE": "1",
+            "SPARK_NO_DAEMONIZE": "1", STARTER_ENV: f"{os.getpid()}:{start_time(os.getpid())}",
         })
         return env
 
@@ -134,3 +141,45 @@ def standalone_cluster(work_dir: Path, prefix: str | None = None) -> Iterator[St
         yield cluster
     finally:
         cluster.stop()
+
+
+def _starter_alive(pid: int) -> bool:
+    """Whether the process that started daemon `pid` still runs (no starter recorded: treated as alive)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return True
+    for entry in environ.split(b"\0"):
+        if entry.startswith(f"{STARTER_ENV}=".encode()):
+            starter, _, started = entry.split(b"=", 1)[1].decode(errors="replace").partition(":")
+            return starter.isdigit() and is_alive(int(starter)) and str(start_time(int(starter))) == started
+    return True
+
+
+def orphaned_daemons() -> list[tuple[int, str]]:
+    """(pid, `<prefix>-spark-<role>`) of every standalone master or worker whose starter is gone (it was killed)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            match = DAEMON_NAME.search(Path(f"/proc/{entry}/cmdline").read_bytes())
+        except OSError:
+            continue
+        if match is not None and not _starter_alive(int(entry)):
+            found.append((int(entry), f"{match[1].decode()}-spark-{match[2].decode()}"))
+    return sorted(found)
+
+
+def clean_orphaned_daemons() -> list[str]:
+    """Stop what `orphaned_daemons` finds (SIGTERM, then SIGKILL by pid and start time); return what went."""
+    orphans = orphaned_daemons()
+    pids = [pid for pid, _ in orphans]
+    for signum, wait_s in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
+        for pid in pids:  # found a moment ago by their names: still them (wait_dead drops a reused pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        pids = wait_dead(pids, wait_s)
+    if pids:
+        raise HarnessError(f"Spark daemons {pids} survived SIGKILL")
+    return [f"{name} (pid {pid}), its starter gone" for pid, name in orphans]

@@ -45,3 +45,34 @@ def test_the_cluster_runs_until_interrupted_and_leaves_no_process(tmp_path: Path
                 proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def test_clean_stops_the_daemons_of_a_killed_spark_cluster_and_leaves_a_live_ones(tmp_path: Path) -> None:
+    from spark_analysis.standalone import StandaloneCluster, orphaned_daemons
+
+    live = StandaloneCluster(tmp_path / "live", cores=1, memory="512m").start()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "spark_analysis", "spark-cluster", "--dir", str(tmp_path / "killed")],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        line = ""
+        for _ in range(20):  # a warning may come first
+            line = proc.stdout.readline()
+            if line.startswith("spark master") or not line:
+                break
+        assert line.startswith("spark master"), line
+        killed = next((tmp_path / "killed").glob("*-spark-master.log")).name.split("-spark-")[0]
+        assert orphaned_daemons() == [], "a running starter's daemons are not orphans"
+        proc.kill()  # SIGKILL: the command cannot stop its master and worker
+        proc.wait()
+        daemons = spark_processes(killed)
+        assert len(daemons) >= 2
+        assert sorted(name for _, name in orphaned_daemons()) == [f"{killed}-spark-master", f"{killed}-spark-worker"]
+        clean = subprocess.run([sys.executable, "-m", "harness", "clean"], cwd=REPO, capture_output=True,
+                               text=True, timeout=120)
+        assert clean.returncode == 0, clean.stderr
+        assert f"{killed}-spark-master" in clean.stdout and f"{killed}-spark-worker" in clean.stdout, clean.stdout
+        assert spark_processes(killed) == []
+        assert len(spark_processes(live.prefix)) >= 2 and live.alive_workers() == 1, "the live cluster is untouched"
+    finally:
+        live.stop()
