@@ -80,8 +80,11 @@ test: lint
 test-fast:
 	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network and not fuse" $(PYTEST_FLAGS)
 
+# CONTROLLER=N: steer the controller as most scenarios do (cluster.controller); BENCH_RUNS: how many ups.
+BENCH_RUNS ?= 5
 bench-cluster:
-	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY))
+	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs $(BENCH_RUNS) --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY)) \
+	  $(if $(CONTROLLER),--controller $(CONTROLLER))
 
 bench-nemesis:
 	$(WITH_RUNTIME) $(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)
