@@ -58,6 +58,12 @@ def ip(*args: str, input_text: str | None = None, check: bool = True) -> str:
     return proc.stdout
 
 
+def ip_batch(commands: list[str]) -> None:
+    """Run `ip` commands in one `ip -force -batch` (each tried even if one before it failed); errors ignored."""
+    if commands:
+        ip("-force", "-batch", "-", input_text="\n".join(commands) + "\n", check=False)
+
+
 def list_namespaces() -> list[str]:
     out = ip("-j", "netns", "list", check=False).strip()
     return sorted(n["name"] for n in json.loads(out or "[]"))
@@ -153,14 +159,14 @@ class NetnsRuntime:
         kill_all(sorted(p for p in pids & disks if is_alive(p)))
         for process in self._processes.values():
             process.exit_status()  # reap
+        present = set(list_namespaces())
+        ip_batch([f"netns del {ns}" for ns in namespaces if ns in present])  # one `ip` for all of them
         for ns in namespaces:
-            if ns in list_namespaces():
-                ip("netns", "del", ns, check=False)
             self.state.discard("namespaces", ns)
-        present = set(list_links())
-        for link in sorted(set(self.state.data.get("links", [])) | {x for x in present if x.startswith(self.prefix)}):
-            if link in present:
-                ip("link", "del", link, check=False)
+        present = set(list_links())  # a deleted namespace took its end of each veth pair, and so the pair
+        links = sorted(set(self.state.data.get("links", [])) | {x for x in present if x.startswith(self.prefix)})
+        ip_batch([f"link del {link}" for link in links if link in present])
+        for link in links:
             self.state.discard("links", link)
         self.state.update(processes={})
 
