@@ -37,6 +37,7 @@ from testbed.runtime.base import LosesUnsyncedWrites, PowerCycled, Process, Runt
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
 log = logging.getLogger("faultline.cluster")
+PROCESS_CHECK_S = 0.2  # how often the readiness polls look whether a process exited
 T = TypeVar("T")
 
 
@@ -93,6 +94,7 @@ class KafkaCluster:
         self.bring_up_steps: dict[str, float] = {}  # seconds each step of `bring_up` took
         # During bring-up only: start again a broker found exited, if that is safe (True when it did).
         self.restart_exited_broker: Callable[[Host], bool] | None = None
+        self._processes_checked = -PROCESS_CHECK_S  # when `check_processes` last looked
 
     # -- layout ------------------------------------------------------------
     @property
@@ -248,7 +250,11 @@ class KafkaCluster:
 
     def check_processes(self) -> None:
         """ClusterError naming a process of this cluster that exited (during bring-up, a broker that exited
-        for want of a ZooKeeper quorum is started again instead: `restart_exited_broker`)."""
+        for want of a ZooKeeper quorum is started again instead: `restart_exited_broker`). At most once per
+        PROCESS_CHECK_S: the readiness polls run faster, and on docker or ssh each look is a round trip."""
+        if time.monotonic() - self._processes_checked < PROCESS_CHECK_S:
+            return
+        self._processes_checked = time.monotonic()
         for node in self.nodes:
             for role in ROLES:
                 name = self.process_name(node, role)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import testbed.kafka.cluster
 from testbed.errors import ClusterError
 from testbed.kafka.bringup import MAX_RESTARTS, ZK_CONNECT_TIMEOUT, BrokerRestarts
 from testbed.kafka.cluster import KafkaCluster
@@ -20,6 +21,11 @@ from tests.fakes import DIES_AT_ONCE, FakeRuntime, Script, exits_by_itself
 TIMED_OUT = (f"[2026-11-23 19:30:00,000] ERROR Fatal error during KafkaServer startup. Prepare to shutdown "
              f"(kafka.server.KafkaServer)\nkafka.zookeeper.{ZK_CONNECT_TIMEOUT}: Timed out waiting for "
              f"connection while in state: CONNECTING\n")
+
+
+@pytest.fixture(autouse=True)
+def _look_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(testbed.kafka.cluster, "PROCESS_CHECK_S", 0.0)  # each call looks (else once per 0.2 s)
 
 
 def cluster_with(tmp_path: Path, broker: Script, server_log: str) -> tuple[KafkaCluster, FakeRuntime]:
