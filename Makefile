@@ -45,8 +45,11 @@ setup-venv:
 	@$(PY) -m pip install -q -r requirements-dev.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
+# The Kafka jars, then the class-data archives the netns nodes' JVMs start from (testbed/kafka/classdata.py: a
+# one-node ZooKeeper and broker on 127.0.0.1 for ~20 s, skipped when current; nodes start without them if it fails).
 setup-kafka:
 	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
+	@$(PY) -m testbed.kafka.classdata $(KAFKA_VERSION)
 
 # The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
 # modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with
@@ -77,8 +80,11 @@ test: lint
 test-fast:
 	$(PY) -m pytest -m "not cluster and not spark and not browser and not docker and not network and not fuse" $(PYTEST_FLAGS)
 
+# CONTROLLER=N: steer the controller as most scenarios do (cluster.controller); BENCH_RUNS: how many ups.
+BENCH_RUNS ?= 5
 bench-cluster:
-	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs 5 --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY))
+	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs $(BENCH_RUNS) --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY)) \
+	  $(if $(CONTROLLER),--controller $(CONTROLLER))
 
 bench-nemesis:
 	$(WITH_RUNTIME) $(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)

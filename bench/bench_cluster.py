@@ -1,5 +1,8 @@
 """`make bench-cluster`: cluster up time (to ready) and down time, median of N runs.
 
+Each run's line also gives the bring-up's steps as `cluster up` logged them (hosts, quorum, controller,
+brokers, topic). `--controller N` steers the controller as most scenarios do (`cluster.controller`).
+
 A benchmark, not a test: it prints figures for BENCHMARKS.md. Target on 2 cores: up <= 20 s, down <= 3 s.
 With `--runtime ssh` and no `--inventory`, the hosts are a fresh sshd test bed (tests/ssh/bed.py, on a
 dockerd of the project's own): the first up uploads Kafka and the client venv, the later ones reuse them
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -24,12 +28,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def timed(*args: str) -> float:
+def timed(*args: str) -> tuple[float, str]:
+    """Seconds `faultline ARGS` took, and the steps it logged ("" if none)."""
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"faultline {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
-    return time.monotonic() - started
+    steps = re.search(r"(?:ready|torn down) in [0-9.]+ s \(([^;)]*)", proc.stderr)
+    return time.monotonic() - started, steps.group(1) if steps else ""
 
 
 def main() -> None:
@@ -38,6 +44,7 @@ def main() -> None:
     parser.add_argument("--runtime", help="as `cluster up --runtime` (default: its default)")
     parser.add_argument("--inventory", help="ssh: your hosts (default: a fresh sshd test bed on this machine)")
     parser.add_argument("--known-hosts", help="ssh: as `cluster up --known-hosts`")
+    parser.add_argument("--controller", type=int, help="as `cluster up --controller` (default: any broker)")
     args = parser.parse_args()
     runs = args.runs
     ups, downs = [], []
@@ -50,10 +57,14 @@ def main() -> None:
             hosts = ["--inventory", inventory] + (["--known-hosts", known_hosts] if known_hosts else [])
         for i in range(runs):
             runtime = ["--runtime", args.runtime] if args.runtime else []
-            ups.append(timed("cluster", "up", *runtime, *hosts, "--run-dir", f"{tmp}/run{i}"))
-            downs.append(timed("cluster", "down"))
-            print(f"run {i + 1}: up {ups[-1]:.2f} s, down {downs[-1]:.2f} s", flush=True)
-    print(f"runtime: {args.runtime or 'default'}  cores: {os.cpu_count()}  runs: {runs}")
+            steer = ["--controller", str(args.controller)] if args.controller is not None else []
+            up, up_steps = timed("cluster", "up", *runtime, *steer, *hosts, "--run-dir", f"{tmp}/run{i}")
+            down, down_steps = timed("cluster", "down")
+            ups.append(up)
+            downs.append(down)
+            print(f"run {i + 1}: up {up:.2f} s ({up_steps}), down {down:.2f} s ({down_steps})", flush=True)
+    steered = f"controller {args.controller}" if args.controller is not None else "no controller steering"
+    print(f"runtime: {args.runtime or 'default'}  cores: {os.cpu_count()}  runs: {runs}  {steered}")
     if args.runtime == "ssh":
         print(f"cluster up, first (uploads Kafka and the client venv): {ups[0]:.2f} s")
         ups = ups[1:] or ups

@@ -80,6 +80,8 @@ def build_parser() -> Parser:
                     ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
+    up.add_argument("--controller", type=int, metavar="BROKER",
+                    help="the broker that must be controller once the cluster is up (started first; default: any)")
     up.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: ssh with --inventory, "
                     f"else {DEFAULT_RUNTIME})")
     add_ssh_flags(up)
@@ -156,7 +158,10 @@ def active_run_dir() -> Path:
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
         kind = args.runtime or ("ssh" if args.inventory else DEFAULT_RUNTIME)
-        settings = ClusterSettings(nodes=args.nodes, runtime=kind,
+        if args.controller is not None and not 0 <= args.controller < args.nodes:
+            raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
+                             f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
+        settings = ClusterSettings(nodes=args.nodes, runtime=kind, controller=args.controller,
                                    network=args.network or DEFAULT_NETWORKS.get(kind, ClusterSettings.network),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,

@@ -122,6 +122,8 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as undo, terminate_on_sigterm():
+        teardown: dict[str, float] = {}  # when the teardown began: logged with its seconds once it is over
+        undo.callback(_log_teardown, prefix, teardown)
         state = RunState.create(run_dir, prefix, runtime=settings.runtime, settings=settings.to_json(),
                                 harness_pid=os.getpid())
         claim_active(run_dir, prefix)
@@ -130,17 +132,30 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
         undo.callback(runtime.destroy)
         started = time.monotonic()
         runtime.create()
+        hosts_s = time.monotonic() - started
         cluster = KafkaCluster(runtime, settings, RunFolder(run_dir))
         undo.callback(cluster.collect)  # before the hosts go (the stack unwinds last in, first out)
+        undo.callback(lambda: teardown.setdefault("began", time.monotonic()))
         cluster.bring_up()
-        log.info("cluster %s ready in %.1f s (run dir %s)", prefix, time.monotonic() - started, run_dir)
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in
+                          {"hosts": hosts_s, **cluster.bring_up_steps}.items())
+        log.info("cluster %s ready in %.1f s (%s; run dir %s)", prefix, time.monotonic() - started, steps, run_dir)
         if keep:
             undo.pop_all()
         yield cluster, runtime
 
 
+def _log_teardown(prefix: str, teardown: dict[str, float]) -> None:
+    if "began" in teardown:
+        log.info("cluster %s torn down in %.1f s", prefix, time.monotonic() - teardown["began"])
+
+
 def tear_down(cluster: KafkaCluster) -> None:
     """Remove a cluster (its logs and data fetched first, with the runtime that ran it) and release the machine."""
+    started = time.monotonic()
     cluster.collect()
+    collected = time.monotonic()
     cluster.runtime.destroy()
     release_active(cluster.runtime.prefix)
+    log.info("cluster %s torn down in %.1f s (collect %.1f s, destroy %.1f s)", cluster.runtime.prefix,
+             time.monotonic() - started, collected - started, time.monotonic() - collected)

@@ -21,20 +21,23 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, RuntimeFailure
+from testbed.kafka import bringup
 from testbed.kafka import config as kcfg
+from testbed.kafka.classdata import MAIN_CLASS
 from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
-from testbed.kafka.zk import zk_snapshot
+from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
 from testbed.runtime.base import LosesUnsyncedWrites, PowerCycled, Process, Runtime, Software
 
 Role = Literal["zookeeper", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")
-MAIN_CLASS = {"zookeeper": "org.apache.zookeeper.server.quorum.QuorumPeerMain", "broker": "kafka.Kafka"}
 log = logging.getLogger("faultline.cluster")
+PROCESS_CHECK_S = 0.2  # how often the readiness polls look whether a process exited
 T = TypeVar("T")
 
 
@@ -73,7 +76,7 @@ def java_argv(settings: kcfg.ClusterSettings, node: Host, role: Role, f: NodeFol
     """The command line of `node`'s `role` process (configs as `render_node_configs` wrote them into `f`)."""
     heap = settings.broker_heap_mb if role == "broker" else settings.zookeeper_heap_mb
     return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k",
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k", *sw.jvm_flags.get(role, ()),
             f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
             f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
             "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
@@ -88,6 +91,10 @@ class KafkaCluster:
         self.topic = settings.topic
         self.processes = ProcessGroup(runtime, self._log_of)
         self._software: dict[str, Software] = {}
+        self.bring_up_steps: dict[str, float] = {}  # seconds each step of `bring_up` took
+        # During bring-up only: start again a broker found exited, if that is safe (True when it did).
+        self.restart_exited_broker: Callable[[Host], bool] | None = None
+        self._processes_checked = -PROCESS_CHECK_S  # when `check_processes` last looked
 
     # -- layout ------------------------------------------------------------
     @property
@@ -237,52 +244,44 @@ class KafkaCluster:
 
     # -- bring-up and readiness --------------------------------------------
     def bring_up(self, timeout: float = 90.0) -> None:
-        """Start every ZooKeeper server, then every broker; create the topic; wait until it is all ready."""
-        self.write_configs()
-        deadline = time.monotonic() + timeout
-        for node in self.nodes:
-            self.start(node, "zookeeper")
-        self.wait_quorum(deadline - time.monotonic())
-        wanted = self.settings.controller
-        if wanted is not None:
-            # The first broker to register wins the /controller znode: start it alone first.
-            self.start(self.node(wanted), "broker")
-            wait_for(f"broker {wanted} to become controller", lambda: self._controller_is(wanted),
-                     deadline - time.monotonic())
-        for node in self.nodes:
-            if self.process(node, "broker") is None:
-                self.start(node, "broker")
-        self.wait_brokers(deadline - time.monotonic())
-        self.create_topic()
-        self.wait_topic_ready(deadline - time.monotonic())
+        """Start every process, create the topic, wait until it is all ready (`testbed.kafka.bringup`);
+        the seconds of each step in `bring_up_steps`."""
+        self.bring_up_steps = bringup.bring_up(self, timeout)
 
-    def _controller_is(self, broker_id: int) -> bool | None:
-        self._check_processes()
-        return True if zk_snapshot(self.zk_connect, None, timeout=2.0)["controller"] == broker_id else None
-
-    def _check_processes(self) -> None:
+    def check_processes(self) -> None:
+        """ClusterError naming a process of this cluster that exited (during bring-up, a broker that exited
+        for want of a ZooKeeper quorum is started again instead: `restart_exited_broker`). At most once per
+        PROCESS_CHECK_S: the readiness polls run faster, and on docker or ssh each look is a round trip."""
+        if time.monotonic() - self._processes_checked < PROCESS_CHECK_S:
+            return
+        self._processes_checked = time.monotonic()
         for node in self.nodes:
             for role in ROLES:
                 name = self.process_name(node, role)
                 process = self.processes.get(name)
-                if process is not None and not process.alive():
-                    raise ClusterError(f"{name} exited during start-up: {self.processes.log_tail(name)}")
+                if process is None or process.alive():
+                    continue
+                if role == "broker" and self.restart_exited_broker is not None and self.restart_exited_broker(node):
+                    continue
+                raise ClusterError(f"{name} exited during start-up: {self.processes.log_tail(name)}")
 
-    def wait_quorum(self, timeout: float) -> dict[str, str]:
+    def wait_quorum(self, timeout: float, interval: float = 0.2) -> dict[str, str]:
         def quorum() -> dict[str, str] | None:
-            self._check_processes()
+            self.check_processes()
             modes = {n.name: zookeeper_mode(n.address, kcfg.ZK_CLIENT_PORT, 1.0) for n in self.nodes}
             leaders = [m for m in modes.values() if m == "leader"]
             ok = len(leaders) == 1 and all(m in ("leader", "follower") for m in modes.values())
             return modes if ok else None
-        return wait_for("a ZooKeeper quorum (one leader, every server serving)", quorum, timeout)
+        return wait_for("a ZooKeeper quorum (one leader, every server serving)", quorum, timeout, interval)
 
-    def wait_brokers(self, timeout: float) -> dict[str, Any]:
+    def wait_brokers(self, timeout: float, zk: KazooClient | None = None, interval: float = 0.2) -> dict[str, Any]:
+        """Every broker registered, a controller elected and known to every broker; `zk`: a session to read
+        ZooKeeper through (else one per poll)."""
         want = sorted(n.broker_id for n in self.nodes)
 
         def registered() -> dict[str, Any] | None:
-            self._check_processes()
-            snap = zk_snapshot(self.zk_connect, None, timeout=2.0)
+            self.check_processes()
+            snap = read_snapshot(zk, self.zk_connect) if zk is not None else zk_snapshot(self.zk_connect, None, 2.0)
             if snap["brokers"] != want or snap["controller"] is None:
                 return None
             # Registered is not yet known: each broker learns its peers from the controller.
@@ -291,7 +290,7 @@ class KafkaCluster:
                         for v in views.values())
             return snap if known else None
         return wait_for(f"brokers {want} registered in ZooKeeper, a controller elected and known to every broker",
-                        registered, timeout)
+                        registered, timeout, interval)
 
     def create_topic(self) -> None:
         s = self.settings
@@ -342,12 +341,12 @@ class KafkaCluster:
         ok = len(agreed) == 1 and full and len(controllers) == 1 and None not in controllers
         return {k: v for k, v in views.items() if v is not None} if ok else None
 
-    def wait_topic_ready(self, timeout: float) -> dict[str, BrokerView]:
+    def wait_topic_ready(self, timeout: float, interval: float = 0.2) -> dict[str, BrokerView]:
         def ready() -> dict[str, BrokerView] | None:
-            self._check_processes()
+            self.check_processes()
             return self.settled()
         return wait_for(f"topic {self.topic} led everywhere with a full ISR, agreed by every broker",
-                        ready, timeout)
+                        ready, timeout, interval)
 
 
 def _leadership(view: BrokerView) -> list[tuple[int, int | None, tuple[int, ...]]]:

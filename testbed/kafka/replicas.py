@@ -40,6 +40,7 @@ from checkers.anomalies import MAX_EXAMPLES, example_positions
 from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
 from testbed.files import write_json_atomic
+from testbed.kafka.classdata import archive_flags
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.dist import classpath
 from testbed.runfolder import RunFolder
@@ -155,8 +156,8 @@ def dump_lines(files: list[Path], kafka_version: str) -> Iterator[Iterator[str]]
 
     RuntimeError if it exits non-zero or is still at it after DUMP_TIMEOUT_S (then it is killed).
     """
-    argv = ["java", "-Xmx256m", "-cp", classpath(kafka_version), DUMP_CLASS, "--print-data-log",
-            "--deep-iteration", "--files", ",".join(str(f) for f in files)]
+    argv = ["java", "-Xmx256m", *archive_flags(kafka_version, "broker"), "-cp", classpath(kafka_version), DUMP_CLASS,
+            "--print-data-log", "--deep-iteration", "--files", ",".join(str(f) for f in files)]
     with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=err, text=True, errors="replace") as proc:
         assert proc.stdout is not None

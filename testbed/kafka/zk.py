@@ -6,8 +6,10 @@ broker believes is how the harness sees stale views. Read-only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -21,12 +23,28 @@ logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 def zk_snapshot(connect: str, topic: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
     """{'brokers': [ids], 'controller': id|None, 'partitions': {p: {leader, isr, leader_epoch}}}."""
+    with zk_session(connect, timeout) as zk:
+        return read_snapshot(zk, connect, topic)
+
+
+@contextlib.contextmanager
+def zk_session(connect: str, timeout: float = 5.0) -> Iterator[KazooClient]:
+    """One ZooKeeper session for several reads (`read_snapshot`); ClusterError if none within `timeout`."""
     zk = KazooClient(hosts=connect, timeout=timeout, read_only=False)
     try:
         zk.start(timeout=timeout)
     except KazooTimeoutError as exc:
         zk.close()
         raise ClusterError(f"ZooKeeper at {connect} did not answer within {timeout:.0f} s") from exc
+    try:
+        yield zk
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def read_snapshot(zk: KazooClient, connect: str, topic: str | None = None) -> dict[str, Any]:
+    """`zk_snapshot` through an open session."""
     try:
         snap: dict[str, Any] = {"brokers": sorted(int(b) for b in _children(zk, "/brokers/ids"))}
         snap["controller"] = _json(zk, "/controller").get("brokerid")
@@ -39,9 +57,6 @@ def zk_snapshot(connect: str, topic: str | None = None, timeout: float = 5.0) ->
         return snap
     except KazooException as exc:
         raise ClusterError(f"ZooKeeper at {connect}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:

@@ -27,8 +27,8 @@ import re
 import secrets
 import subprocess
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -66,6 +66,8 @@ class Software:
     java: str  # the java executable
     kafka_classpath: str  # every jar of the Kafka version, joined with ':'
     python: tuple[str, ...]  # argv prefix running this project's Python modules (`-m workloads ...`)
+    # Extra JVM flags per node role ("zookeeper", "broker") on this host: the netns runtime's class-data archives.
+    jvm_flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
+from testbed.kafka.classdata import ROLES as CDS_ROLES
+from testbed.kafka.classdata import archive_flags
 from testbed.kafka.dist import classpath
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
 from testbed.runtime.netns_firewall import FirewallChannels
@@ -54,6 +56,12 @@ def ip(*args: str, input_text: str | None = None, check: bool = True) -> str:
     if check and proc.returncode != 0:
         raise RuntimeFailure(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
+
+
+def ip_batch(commands: list[str]) -> None:
+    """Run `ip` commands in one `ip -force -batch` (each tried even if one before it failed); errors ignored."""
+    if commands:
+        ip("-force", "-batch", "-", input_text="\n".join(commands) + "\n", check=False)
 
 
 def list_namespaces() -> list[str]:
@@ -151,14 +159,14 @@ class NetnsRuntime:
         kill_all(sorted(p for p in pids & disks if is_alive(p)))
         for process in self._processes.values():
             process.exit_status()  # reap
+        present = set(list_namespaces())
+        ip_batch([f"netns del {ns}" for ns in namespaces if ns in present])  # one `ip` for all of them
         for ns in namespaces:
-            if ns in list_namespaces():
-                ip("netns", "del", ns, check=False)
             self.state.discard("namespaces", ns)
-        present = set(list_links())
-        for link in sorted(set(self.state.data.get("links", [])) | {x for x in present if x.startswith(self.prefix)}):
-            if link in present:
-                ip("link", "del", link, check=False)
+        present = set(list_links())  # a deleted namespace took its end of each veth pair, and so the pair
+        links = sorted(set(self.state.data.get("links", [])) | {x for x in present if x.startswith(self.prefix)})
+        ip_batch([f"link del {link}" for link in links if link in present])
+        for link in links:
             self.state.discard("links", link)
         self.state.update(processes={})
 
@@ -180,7 +188,9 @@ class NetnsRuntime:
 
     # -- software and files: one disk, nothing to copy ---------------------
     def install(self, host: Host, kafka_version: str) -> Software:
-        return Software(java="java", kafka_classpath=classpath(kafka_version), python=(sys.executable,))
+        # The nodes start from the class-data archives `make setup` built, when there are any (testbed.kafka.classdata).
+        return Software(java="java", kafka_classpath=classpath(kafka_version), python=(sys.executable,),
+                        jvm_flags={role: tuple(archive_flags(kafka_version, role)) for role in CDS_ROLES})
 
     def host_path(self, host: Host, path: Path) -> str:
         return str(path)

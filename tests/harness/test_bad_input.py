@@ -38,6 +38,7 @@ def a_network_in_use() -> str:
         (["cluster", "up", "--network", "NETWORK-IN-USE"], "overlaps"),
         (["cluster", "up", "--kafka-version", "0.0.1"], "neither cached"),
         (["cluster", "up", "--nodes", "three"], "invalid int value"),
+        (["cluster", "up", "--controller", "3"], "--controller 3: no broker 3 in a cluster of 3 nodes"),
         (["cluster", "frob"], "invalid choice"),
         (["cluster", "up", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),
         (["run", "scenarios/smoke.yaml", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.kafka.classdata import archive
+from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.kafka.zk import zk_snapshot
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
@@ -35,6 +37,13 @@ def test_up_produce_read_everywhere_status_down(tmp_path: Path) -> None:
     prefix = json.loads((run_dir / "state.json").read_text())["prefix"]
     try:
         assert "ready in" in up.stdout
+        # Every node JVM maps the class-data archive of its role that `make setup` built.
+        processes = json.loads((run_dir / "state.json").read_text())["processes"]
+        assert sorted(processes) == sorted(f"az{i}-node/{r}" for i in (1, 2, 3) for r in ("broker", "zookeeper"))
+        for name, info in processes.items():
+            jsa = archive(DEFAULT_VERSION, name.split("/")[1])
+            assert jsa.exists(), f"{jsa} missing: run 'make setup'"
+            assert str(jsa) in Path(f"/proc/{info['pid']}/maps").read_text(), f"{name} does not map {jsa}"
         second = faultline("cluster", "up", "--run-dir", str(tmp_path / "second"))
         assert (
             second.returncode == 3
