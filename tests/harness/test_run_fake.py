@@ -242,14 +242,14 @@ def test_junit_xml_is_written_when_the_run_is_interrupted(machine: Machine, tmp_
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     raw = {**SPEC, "configurations": {"first": {}, "second": {}}}
     specs = load_specs_from(raw, tmp_path)
-    real = harness.scenario.execute_run
+    real = harness.scenario.run_story
 
     def interrupted(spec: Any, *args: Any, **kwargs: Any) -> Any:
         if spec.configuration == "second":
             raise KeyboardInterrupt
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(harness.scenario, "execute_run", interrupted)
+    monkeypatch.setattr(harness.scenario, "run_story", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_specs(specs, tmp_path / "results", "pandas", io.StringIO())
     suite = ET.parse(tmp_path / "results" / "fake-run" / "latest" / "junit.xml").getroot().find("testsuite")
