@@ -121,7 +121,7 @@ class ScenarioRun:
         link_latest(self.top.parent, self.top)
         self.cases: dict[int, CaseResult] = {}
         self.judgements: dict[int, Judgement] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def run(self, pipe: JudgingPipeline, engine: str | None, out: TextIO, keep_data: bool) -> None:
         """Each configuration's story in turn, its judgement queued on `pipe`; an interrupt is raised."""
