@@ -6,8 +6,7 @@ results folder; with `--results DIR` it reads runs made before. Per configuratio
 it prints the seconds of each phase from `harness.log` (the progress lines of
 harness.progress: provisioning, running (the story), healing, settling, stopping
 producers, draining (and teardown), checking), the end being `report.html`'s
-mtime (the last file a run writes), and the split of provisioning and checking
-when the run logged it ("ready in ... (hosts, quorum, ...)", "judged in ...").
+mtime (the last file a run writes), and the split of the judging ("judged in ...").
 `checking` runs from the story's end to report.html: with judging overlapped
 by the next story (harness.pipeline) it is mostly off the wall clock, which
 `wall share` (from the configuration's start to the next one's) shows.
@@ -28,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 PHASE = re.compile(r"^(\S+ \S+) INFO faultline\.progress \[[^\]]+\] ([a-z ]+) \(t\+")
 STAMP = "%Y-%m-%d %H:%M:%S,%f"
 ORDER = ["provisioning", "running", "healing", "settling", "stopping producers", "draining", "checking"]
-SPLITS = [re.compile(r"ready in [\d.]+ s \(([^;]+);"), re.compile(r"judged in [\d.]+ s: (.+)$")]
+SPLITS = [re.compile(r"judged in [\d.]+ s: (.+)$", re.M)]
 
 
 def phases(run_dir: Path) -> dict[str, float]:
