@@ -205,7 +205,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for specs in batch:  # bad input is refused before any run folder is written
         for spec in specs:
             check_can_provision(spec.cluster)
-    return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
+    try:
+        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
+    finally:  # whatever happened: Spark's JVM stopped (a judgement still under way after the grace ends with it)
+        if "checkers.spark_session" in sys.modules:
+            from checkers.spark_session import stop_session
+
+            stop_session()
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
