@@ -13,7 +13,7 @@ GO ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),/
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
 .PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
-	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-lake ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -102,6 +102,12 @@ bench-checker:
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000
 
+# Where a configuration's time goes, per phase: BENCH_SCENARIOS run in one process (or BENCH_RESULTS read).
+BENCH_SCENARIOS ?= isolate-az-leader unclean-election
+BENCH_RESULTS ?=
+bench-phases:
+	$(WITH_RUNTIME) $(PY) bench/bench_phases.py $(if $(BENCH_RESULTS),--results $(BENCH_RESULTS),$(BENCH_SCENARIOS))
+
 bench: bench-cluster bench-nemesis bench-workload bench-checker bench-lake
 
 # --- the results lake and its notebook (docs/results-lake.md) ---
@@ -133,10 +139,10 @@ DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 $(addprefix test-,$(SCENARIOS)): test-%:
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
 
-# Run every listed scenario even if one fails; fail at the end if any did.
+# Every listed scenario in one process (one warm Spark session, each configuration judged while the next
+# story runs), even if one fails; the last line says which failed, the status is the worst (harness.batch).
 define run_scenarios
-	@failed=""; for s in $(1); do $(WITH_RUNTIME) $(PY) -m harness run scenarios/$$s.yaml --runtime $(RUNTIME) || failed="$$failed $$s"; done; \
-	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; else echo "all passed: $(1)"; fi
+	$(WITH_RUNTIME) $(PY) -m harness run $(patsubst %,scenarios/%.yaml,$(1)) --runtime $(RUNTIME)
 endef
 
 test-partition:

@@ -123,3 +123,16 @@ def stop_session() -> None:
     if _session is not None:
         _session.stop()
     _session, _master = None, None
+
+
+def jvm_pid() -> int | None:
+    """The pid of the Spark JVM this process started (None if none runs)."""
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return proc.pid if proc is not None and proc.poll() is None else None
+
+
+def warm_up() -> None:
+    """Start the shared session and run one small shuffle, so the first check finds the JVM started and warm."""
+    from pyspark.sql import functions as F
+
+    spark_session().range(10_000).groupBy((F.col("id") % 7).alias("k")).count().collect()

@@ -90,9 +90,10 @@ def build_parser() -> Parser:
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
     clean = sub.add_parser("clean", help="remove everything a killed harness left behind")
     add_ssh_flags(clean, "clean these ssh hosts (only them) instead of this machine")
-    run = sub.add_parser("run", help="run a spec (every configuration, or one) and judge it")
-    run.add_argument("spec", type=Path)
-    run.add_argument("--configuration", help="run only this configuration of the spec")
+    run = sub.add_parser("run", help="run spec files (every configuration, or one) and judge them; several "
+                         "files run in turn in one process, each with its own results folder and junit.xml")
+    run.add_argument("spec", type=Path, nargs="+")
+    run.add_argument("--configuration", help="run only this configuration of the spec (of each, with several)")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
@@ -199,17 +200,25 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from checkers.api import missing_engine
-    from harness.scenario import run_specs
+    from harness.batch import run_batch
     from harness.spec import load_specs
 
-    specs = load_specs(args.spec, args.configuration, args.runtime, args.inventory, args.known_hosts)
-    for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
-        raise UsageError(f"{args.spec}: {problem}")
-    require_root()  # after the spec: a bad spec is named to anyone, root or not
-    for spec in specs:  # bad input is refused before any run folder is written
-        check_can_provision(spec.cluster)
-    status, _ = run_specs(specs, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
-    return status
+    batch = [load_specs(path, args.configuration, args.runtime, args.inventory, args.known_hosts)
+             for path in args.spec]  # every file read and checked before anything starts
+    for path, specs in zip(args.spec, batch, strict=True):
+        for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
+            raise UsageError(f"{path}: {problem}")
+    require_root()  # after the specs: a bad spec is named to anyone, root or not
+    for specs in batch:  # bad input is refused before any run folder is written
+        for spec in specs:
+            check_can_provision(spec.cluster)
+    try:
+        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
+    finally:  # whatever happened: Spark's JVM stopped (a judgement still under way after the grace ends with it)
+        if "checkers.spark_session" in sys.modules:
+            from checkers.spark_session import stop_session
+
+            stop_session()
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:

@@ -4,6 +4,13 @@ Persist early: the resolved spec is written before anything starts, journals
 grow as things happen, the history tables are built before the checker runs,
 and the verdict comes last. Teardown (faults healed, processes stopped, hosts
 removed) runs on every exit path through one ExitStack.
+
+A run is two halves: `run_story` (provision, the story, heal, settle, drain,
+teardown, history tables) on the caller's thread, and `Judgement.judge`
+(replica dumps, checker, verdict, reports, the final manifest), which needs
+no cluster and may run on the judging worker (harness.pipeline) while the
+next run's story plays. `execute_run` does both in turn.
+Must never: leave run.json saying `running` once the run has ended either way.
 """
 
 from __future__ import annotations
@@ -12,15 +19,17 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from harness.manifest import run_manifest
+from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
-from harness.verdicts import RunOutcome, judge
+from harness.verdicts import RunOutcome, build_tables, judge_history
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
@@ -53,17 +62,58 @@ def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data:
     """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown).
 
     `keep_data`: keep the nodes' data folders (pruned once the replicas are dumped, by default)."""
+    return run_story(spec, run_dir, engine, keep_data).judge()
+
+
+@dataclass
+class Judgement:
+    """A run whose story is over (cluster gone, history tables written) and whose verdict is still to come."""
+
+    spec: Spec
+    folder: RunFolder
+    notes: list[str]
+    engine: str | None
+    keep_data: bool
+    manifest: Manifest
+
+    def judge(self) -> RunOutcome:
+        """Replica dumps, checker, verdict, reports and the final run.json; its log lines go to this run's
+        harness.log from whichever thread judges it. An exception: run.json says error, and it is raised."""
+        with run_log(self.folder, this_thread_only=True):
+            try:
+                outcome = judge_history(self.spec, self.folder, self.notes, self.engine, self.keep_data)
+            except BaseException as exc:
+                log.error("judging %s failed: %s", self.folder.root, exc)
+                self.manifest.finish(None, None, None, failed=True)
+                raise
+            self.manifest.finish(outcome.verdict, outcome.expectation, outcome.status, failed=False)
+            return outcome
+
+    def abandon(self, why: str) -> None:
+        """Never judged (the harness stopped first): said in its harness.log, run.json says error."""
+        with run_log(self.folder, this_thread_only=True):
+            log.error("%s was not judged: %s", self.folder.root, why)
+        self.manifest.finish(None, None, None, failed=True)
+
+
+def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
+              on_running: Callable[[], None] | None = None) -> Judgement:
+    """Provision, run the story, heal, settle, drain, tear down, build the history tables; the judging is left.
+
+    `on_running` is called once the cluster is up and the story has started (the judging worker may start)."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
-        outcome = _execute(spec, folder, engine, log_handler, keep_data)
-        manifest.finish(outcome.verdict, outcome.expectation, outcome.status, failed=False)
-        return outcome
+        notes = _execute(spec, folder, log_handler, on_running)
+        started = time.monotonic()
+        build_tables(folder.journal_dir, folder.history_dir)
+        log.info("history tables built in %.1f s", time.monotonic() - started)
+    return Judgement(spec, folder, notes, engine, keep_data, manifest)
 
 
-def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler,
-             keep_data: bool) -> RunOutcome:
+def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
+             on_running: Callable[[], None] | None) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
@@ -77,13 +127,15 @@ def _execute(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
                 undo.callback(nemesis.heal_all)
             workloads.start(plan_workloads(spec, cluster))
             progress.phase("running", spec.duration_s)
+            if on_running is not None:
+                on_running()
             _run_phase(spec, workloads, nemesis, progress)
             progress.phase("healing")
             if nemesis is not None:
                 nemesis.heal_all()
             notes += finish(spec, cluster, workloads, progress)
     progress.phase("checking")
-    return judge(spec, folder, notes, engine, keep_data)
+    return notes
 
 
 def make_nemesis(spec: Spec, cluster: KafkaCluster) -> Nemesis:
@@ -122,7 +174,7 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     progress.phase("settling")
     try:
         wait_for("the cluster to settle (one leader per partition agreed by every broker, full ISRs)",
-                 cluster.settled, spec.settle_timeout_s, interval=0.5)
+                 cluster.settled, spec.settle_timeout_s, interval=0.2)
     except ClusterError as exc:
         notes.append(str(exc))
     progress.phase("stopping producers")

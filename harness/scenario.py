@@ -11,7 +11,16 @@ expectations in the spec, 0 means every configuration matched them and 1 that
 one did not; without, the worst verdict's status (0 valid, 1 invalid, 2
 unknown). `junit.xml` is written whatever happened, an interrupt included, and
 the whole timestamp folder is handed over (readable by all, owned by the user
-behind `sudo`). Must never: let one configuration's failure hide another's result.
+behind `sudo`).
+
+Each configuration's story runs on the calling thread; its judgement goes to
+a judging pipeline (harness.pipeline) and runs while the next configuration's
+story plays, so its result line may come during the next story. On an
+interrupt (SIGINT, SIGTERM) the configuration under way is an error, the
+ones whose stories finished are still judged (a bounded wait), and one that
+could not be judged in time is an error saying so (its history tables are
+written; run.json says error). harness.batch runs several spec files through
+one pipeline. Must never: let one configuration's failure hide another's result.
 """
 
 
@@ -19,13 +28,18 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_VALID
-from harness.run import execute_run
+from harness.pipeline import JudgingPipeline
+from harness.run import Judgement, run_story
 from harness.runfolders import LATEST
 from harness.spec import Spec
 from harness.verdicts import RunOutcome
@@ -63,47 +77,122 @@ def link_latest(scenario_dir: Path, target: Path) -> None:
 def run_specs(specs: list[Spec], results: Path | None, engine: str | None, out: TextIO,
               keep_data: bool = False) -> tuple[int, list[CaseResult]]:
     """Run each configuration; return the exit status and one case per configuration."""
-    name = specs[0].name
-    top = (results or RESULTS_DIR) / name / timestamp()
-    made = [p for p in (top.parent.parent, top.parent) if not p.exists()]  # handed over too
-    top.mkdir(parents=True, exist_ok=True)
-    link_latest(top.parent, top)
-    cases: list[CaseResult] = []
+    run = ScenarioRun(specs, results)
     try:
-        with terminate_on_sigterm():
-            for spec in specs:
-                cases.append(run_one(spec, top, engine, out, keep_data))
-    except BaseException as exc:  # interrupted (SIGINT, SIGTERM): the configuration under way is an error
-        if len(cases) < len(specs):
-            cases.append(failed_case(specs[len(cases)], run_dir_of(top, specs[len(cases)]), exc, 0.0))
-        raise
+        with terminate_on_sigterm(), judging_pipeline(specs, engine) as pipe:
+            run.run(pipe, engine, out, keep_data)
     finally:
-        write_junit(top, cases)
-        hand_over(top, [*made, top.parent / LATEST])
-    return exit_status(specs, cases), cases
+        status = run.close()
+    return status, run.case_list()
+
+
+@contextmanager
+def judging_pipeline(specs: list[Spec], engine: str | None) -> Iterator[JudgingPipeline]:
+    """One judging pipeline for `specs`; Spark warmed up on it as the first story starts if any check uses it."""
+    if any((engine or spec.checker) == "spark" for spec in specs):
+        with JudgingPipeline(_spark_warm_up, _spark_jvm_pid) as pipe:
+            yield pipe
+    else:
+        with JudgingPipeline() as pipe:
+            yield pipe
+
+
+def _spark_warm_up() -> None:
+    from checkers.spark_session import warm_up
+
+    warm_up()
+
+
+def _spark_jvm_pid() -> int | None:
+    from checkers.spark_session import jvm_pid
+
+    return jvm_pid()
+
+
+class ScenarioRun:
+    """One spec file's configurations in one timestamp folder: their stories, cases, junit.xml and hand-over."""
+
+    def __init__(self, specs: list[Spec], results: Path | None) -> None:
+        self.specs = specs
+        self.name = specs[0].name
+        self.top = (results or RESULTS_DIR) / self.name / timestamp()
+        self.made = [p for p in (self.top.parent.parent, self.top.parent) if not p.exists()]  # handed over too
+        self.top.mkdir(parents=True, exist_ok=True)
+        link_latest(self.top.parent, self.top)
+        self.cases: dict[int, CaseResult] = {}
+        self.judgements: dict[int, Judgement] = {}
+        self._lock = threading.RLock()
+
+    def run(self, pipe: JudgingPipeline, engine: str | None, out: TextIO, keep_data: bool) -> None:
+        """Each configuration's story in turn, its judgement queued on `pipe`; an interrupt is raised."""
+        for index, spec in enumerate(self.specs):
+            self.story(index, spec, pipe, engine, out, keep_data)
+
+    def story(self, index: int, spec: Spec, pipe: JudgingPipeline, engine: str | None, out: TextIO,
+              keep_data: bool) -> None:
+        run_dir = run_dir_of(self.top, spec)
+        started = time.monotonic()
+        try:
+            judgement = run_story(spec, run_dir, engine, keep_data, on_running=pipe.release)
+        except Exception as exc:  # the harness failed: said as such, and the next configuration still runs
+            self._failed(index, spec, run_dir, exc, started, out)
+            return
+        except BaseException as exc:  # interrupted (SIGINT, SIGTERM): the configuration under way is an error
+            self._record(index, failed_case(spec, run_dir, exc, time.monotonic() - started))
+            raise
+        self.judgements[index] = judgement
+        pipe.submit(judgement.judge, self._on_judged(index, spec, run_dir, started, out))
+
+    def _on_judged(self, index: int, spec: Spec, run_dir: Path, started: float,
+                   out: TextIO) -> Callable[[Future[RunOutcome]], None]:
+        def done(future: Future[RunOutcome]) -> None:
+            try:
+                outcome = future.result()
+            except Exception as exc:  # its judging failed (the checker's input, a bug): an error
+                self._failed(index, spec, run_dir, exc, started, out)
+                return
+            case = case_of(spec, outcome, time.monotonic() - started)
+            self._record(index, case)
+            out.write(describe(case, outcome) + "\n")
+            out.flush()
+        return done
+
+    def _failed(self, index: int, spec: Spec, run_dir: Path, exc: BaseException, started: float,
+                out: TextIO) -> None:
+        log.error("%s failed: %s", spec.run_name, one_line(exc), exc_info=not isinstance(exc, HarnessError))
+        case = failed_case(spec, run_dir, exc, time.monotonic() - started)
+        self._record(index, case)
+        out.write(f"ERROR {case.scenario} [{case.configuration}] {case.observed} | {case.seconds:.0f} s | "
+                  f"{run_dir}\n")
+        out.flush()
+
+    def _record(self, index: int, case: CaseResult) -> None:
+        with self._lock:
+            self.cases[index] = case
+            if len(self.cases) == len(self.specs):  # every configuration has its result: junit.xml now
+                write_junit(self.top, self.case_list())
+
+    def case_list(self) -> list[CaseResult]:
+        with self._lock:
+            return [self.cases[i] for i in sorted(self.cases)]
+
+    def close(self) -> int:
+        """Once judging is over: a run never judged is an error; junit.xml, the hand-over; the exit status."""
+        for index, judgement in self.judgements.items():
+            if index not in self.cases:
+                why = "the harness stopped before it was judged (its history tables are written)"
+                judgement.abandon(why)
+                spec = self.specs[index]
+                self._record(index, CaseResult(spec.name, spec.configuration or "default", "a verdict", why, None,
+                                               0.0, judgement.folder.root, EXIT_FAILED))
+        cases = self.case_list()
+        write_junit(self.top, cases)
+        hand_over(self.top, [*self.made, self.top.parent / LATEST])
+        return exit_status(self.specs, cases) if cases else EXIT_FAILED
 
 
 def run_dir_of(top: Path, spec: Spec) -> Path:
     return top / spec.configuration if spec.configuration else top
-
-
-def run_one(spec: Spec, top: Path, engine: str | None, out: TextIO, keep_data: bool) -> CaseResult:
-    """One configuration's run and its line on `out`; a run that raised is a failed case, said and logged."""
-    run_dir = run_dir_of(top, spec)
-    started = time.monotonic()
-    try:
-        outcome = execute_run(spec, run_dir, engine, keep_data)
-    except Exception as exc:  # the harness failed: said as such, and the next configuration still runs
-        log.error("%s failed: %s", spec.run_name, one_line(exc), exc_info=not isinstance(exc, HarnessError))
-        case = failed_case(spec, run_dir, exc, time.monotonic() - started)
-        out.write(f"ERROR {case.scenario} [{case.configuration}] {case.observed} | {case.seconds:.0f} s | "
-                  f"{run_dir}\n")
-        out.flush()
-        return case
-    case = case_of(spec, outcome, time.monotonic() - started)
-    out.write(describe(case, outcome) + "\n")
-    out.flush()
-    return case
 
 
 def one_line(exc: BaseException) -> str:

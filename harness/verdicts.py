@@ -86,13 +86,24 @@ def availability_rows(history_dir: Path) -> list[dict[str, Any]]:
 
 
 def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False) -> RunOutcome:
-    """The run's verdict (written with its reports); the nodes' data folders pruned once the replicas are
-    dumped, unless `keep_data` (or the dump failed: then the segments are the only evidence)."""
+    """Build the history tables, then judge them (`judge_history`)."""
+    build_tables(folder.journal_dir, folder.history_dir)
+    return judge_history(spec, folder, notes, engine, keep_data)
+
+
+def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None,
+                  keep_data: bool = False) -> RunOutcome:
+    """The verdict of a run whose history tables exist (written with its reports); the nodes' data folders
+    pruned once the replicas are dumped, unless `keep_data` (or the dump failed: then the segments are the
+    only evidence). Needs no cluster: harness.pipeline runs it while the next run's story plays."""
     run_dir, history_dir = folder.root, folder.history_dir
-    build_tables(folder.journal_dir, history_dir)
+    started = time.monotonic()
+    log.info("judging %s: replica dumps, checker, reports", run_dir)
     if check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version) and not keep_data:
         prune_node_data(folder)
+    replicas_at = time.monotonic()
     verdict = run_checker(history_dir, engine or spec.checker)
+    checked_at = time.monotonic()
     if notes:
         verdict["valid"] = "unknown"
         verdict["reason"] = "; ".join(notes)
@@ -102,6 +113,9 @@ def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, k
         verdict["expectation"] = expectation
     write_verdict(verdict, run_dir)
     write_reports(run_dir)
+    log.info("judged in %.1f s: replica dumps %.1f s, checker (%s) %.1f s, reports %.1f s",
+             time.monotonic() - started, replicas_at - started, engine or spec.checker,
+             checked_at - replicas_at, time.monotonic() - checked_at)
     return RunOutcome(run_dir, exit_status(verdict), verdict, expectation)
 
 

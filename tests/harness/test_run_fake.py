@@ -242,14 +242,14 @@ def test_junit_xml_is_written_when_the_run_is_interrupted(machine: Machine, tmp_
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     raw = {**SPEC, "configurations": {"first": {}, "second": {}}}
     specs = load_specs_from(raw, tmp_path)
-    real = harness.scenario.execute_run
+    real = harness.scenario.run_story
 
     def interrupted(spec: Any, *args: Any, **kwargs: Any) -> Any:
         if spec.configuration == "second":
             raise KeyboardInterrupt
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(harness.scenario, "execute_run", interrupted)
+    monkeypatch.setattr(harness.scenario, "run_story", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_specs(specs, tmp_path / "results", "pandas", io.StringIO())
     suite = ET.parse(tmp_path / "results" / "fake-run" / "latest" / "junit.xml").getroot().find("testsuite")
@@ -261,3 +261,44 @@ def load_specs_from(raw: dict[str, Any], tmp_path: Path) -> list[Spec]:
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(raw))
     return load_specs(path, None, None)
+
+
+def test_several_spec_files_each_keep_their_folder_latest_and_junit_and_the_worst_status_wins(
+        machine: Machine, tmp_path: Path) -> None:
+    from harness.batch import run_batch
+
+    machine.scripts["workload/producer-az2-"] = exits_by_itself(1, after_s=0.3)
+    good = load_specs_from({**SPEC, "name": "good", "expect": {"valid": True},
+                            "configurations": {"one": {}, "two": {}}}, tmp_path)
+    (tmp_path / "b").mkdir()
+    broken = load_specs_from({**SPEC, "name": "broken", "duration_s": 2, "workloads": {
+        "producers": [{"azs": ["az2"], "rate": 10}]}}, tmp_path / "b")
+    out = io.StringIO()
+
+    status = run_batch([good, broken], tmp_path / "results", "pandas", out)
+
+    assert status == 3, out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "1 of 2 scenarios passed; FAILED: broken (3: the harness failed)"
+    assert sorted(line.split(" [")[0] for line in lines[:-1]) == ["ERROR broken", "PASS good", "PASS good"]
+    for name, tests in (("good", "2"), ("broken", "1")):
+        latest = tmp_path / "results" / name / "latest"
+        assert latest.is_symlink(), name
+        suite = ET.parse(latest / "junit.xml").getroot().find("testsuite")
+        assert suite is not None and suite.get("tests") == tests, name
+    manifests = [json.loads(RunFolder(tmp_path / "results" / "good" / "latest" / c).manifest.read_text())
+                 for c in ("one", "two")]
+    assert [(m["status"], m["outcome"]) for m in manifests] == [("finished", "PASS")] * 2
+
+
+def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: Machine, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(SPEC))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**SPEC, "duration_s": "long"}))
+    assert main(["run", str(good), str(bad), "--results", str(tmp_path / "results")]) == 3
+    assert "bad.yaml" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists() and machine.runtimes == []
