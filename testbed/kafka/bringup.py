@@ -1,21 +1,28 @@
 """A new cluster's bring-up: every process started as early as is safe, and where its seconds went.
 
-The order (`bring_up`): configs written; every ZooKeeper server and the
-brokers started together, not after the quorum formed (a broker's JVM takes
-about as long to reach its ZooKeeper client as the quorum takes to form); with
-a wanted controller (`cluster.controller`), that broker starts alone and the
-others the moment /controller names it (the first broker to register wins the
-/controller znode). Then the brokers registered and known to each other, the
-topic created, and its partitions led with a full ISR agreed by every broker.
+The order (`bring_up`): configs written; every ZooKeeper server started, and
+the brokers only once all of them serve in one quorum; with a wanted controller
+(`cluster.controller`), that broker starts alone and the others the moment
+/controller names it (the first broker to register wins the /controller
+znode). Then the brokers registered and known to each other, the topic
+created, and its partitions led with a full ISR agreed by every broker.
+
+Why not start the brokers with the ZooKeeper servers (it saved ~0.5 s): their
+first writes (/cluster/id, /brokers) could then reach a server that joined the
+quorum late by a snapshot sync instead of through its fsynced transaction log;
+that snapshot is not fsynced, so a power cut (unsyncfs) took those znodes from
+it, and after the cut brokers found no /cluster/id (seen in power-cut-cluster).
+Every write must reach every server's transaction log, as on a real cluster
+whose ensemble was up long before its brokers.
 
 A broker whose ZooKeeper client finds no quorum within
 zookeeper.connection.timeout.ms exits before it has done anything (no
 registration, no log directory opened: `KafkaServer.startup` connects first);
 during bring-up only, such a broker is started again (`BrokerRestarts`), so a
-slow quorum costs time, never the run. Every read of ZooKeeper goes through one
-session held for the whole bring-up, not one per poll.
+quorum that breaks costs time, never the run. Every read of ZooKeeper goes
+through one session held for the whole bring-up, not one per poll.
 Must never: restart a process outside bring-up, restart a broker that exited
-for any other reason, or start a broker before its host's ZooKeeper server.
+for any other reason, or start a broker before every ZooKeeper server serves.
 """
 
 from __future__ import annotations
@@ -97,10 +104,10 @@ def bring_up(cluster: KafkaCluster, timeout: float) -> dict[str, float]:
     try:
         for node in cluster.nodes:
             cluster.start(node, "zookeeper")
-        for node in [cluster.node(wanted)] if wanted is not None else cluster.nodes:
-            cluster.start(node, "broker")
         cluster.wait_quorum(deadline - time.monotonic(), interval=POLL_S)
         clock.step("quorum")
+        for node in [cluster.node(wanted)] if wanted is not None else cluster.nodes:
+            cluster.start(node, "broker")
         with zk_session(cluster.zk_connect, max(1.0, deadline - time.monotonic())) as zk:
             if wanted is not None:
                 wait_for(f"broker {wanted} to become controller", lambda: _controller_is(cluster, zk, wanted),

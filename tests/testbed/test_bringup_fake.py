@@ -1,7 +1,7 @@
 """Bring-up's restart of a broker that gave up waiting for a ZooKeeper quorum, on the fake runtime.
 
-The brokers start with the ZooKeeper servers; one whose ZooKeeper client timed out before the quorum
-formed exits 1 having done nothing, and bring-up (only bring-up) starts it again. Any other exit fails.
+The brokers start once every ZooKeeper server serves; one whose ZooKeeper client still timed out waiting for
+a quorum exits 1 having done nothing, and bring-up (only bring-up) starts it again. Any other exit fails.
 """
 
 from __future__ import annotations
@@ -81,3 +81,26 @@ def test_outside_bring_up_no_broker_is_restarted(tmp_path: Path) -> None:
     with pytest.raises(ClusterError):
         cluster.check_processes()
     assert brokers_started(runtime) == 1
+
+
+class QuorumReached(Exception):
+    pass
+
+
+def test_no_broker_starts_before_every_zookeeper_server_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker's first writes must reach every server's transaction log (bringup.py says why)."""
+    from testbed.kafka.bringup import bring_up
+
+    runtime = FakeRuntime()
+    runtime.create()
+    cluster = KafkaCluster(runtime, ClusterSettings(), RunFolder(tmp_path / "run").make())
+    seen: list[list[str]] = []
+
+    def quorum(timeout: float, interval: float = 0.2) -> dict[str, str]:
+        seen.append(sorted(p.name for p in runtime.spawned))
+        raise QuorumReached
+
+    monkeypatch.setattr(cluster, "wait_quorum", quorum)
+    with pytest.raises(QuorumReached):
+        bring_up(cluster, 30.0)
+    assert seen == [sorted(f"{n.name}/zookeeper" for n in cluster.nodes)]
