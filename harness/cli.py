@@ -93,7 +93,8 @@ def build_parser() -> Parser:
     run = sub.add_parser("run", help="run spec files (every configuration, or one) and judge them; several "
                          "files run in turn in one process, each with its own results folder and junit.xml")
     run.add_argument("spec", type=Path, nargs="+")
-    run.add_argument("--configuration", help="run only this configuration of the spec (of each, with several)")
+    run.add_argument("--configuration", action="append",
+                     help="run only this configuration of the spec (of each, with several files); repeat for more")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -282,9 +283,10 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return raw
 
 
-def load_specs(path: Path, only: str | None = None, runtime: str | None = None, inventory: Path | None = None,
-               known_hosts: Path | None = None) -> list[Spec]:
-    """Every configuration of the spec file (or just `only`), validated, file name in each error.
+def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str | None = None,
+               inventory: Path | None = None, known_hosts: Path | None = None) -> list[Spec]:
+    """Every configuration of the spec file (or just those named in `only`, in the file's order), validated,
+    file name in each error.
 
     `runtime`, `inventory` and `known_hosts` (the CLI's flags) replace the spec's; an inventory alone means
     the ssh runtime. Paths in the spec are relative to its folder."""
@@ -301,9 +303,10 @@ def load_specs(path: Path, only: str | None = None, runtime: str | None = None, 
     if runtime is not None:
         raw = merge(raw, {"cluster": {"runtime": runtime}})
     try:
-        if only is not None:  # refused here if it does not exist; every configuration is checked all the same
-            parse_spec(raw, only)
+        wanted = None if only is None else [only] if isinstance(only, str) else list(only)
+        for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same
+            parse_spec(raw, name)
         specs = [parse_spec(raw, name) for name in configurations_of(raw)]
-        return [s for s in specs if only is None or s.configuration == only]
+        return [s for s in specs if wanted is None or s.configuration in wanted]
     except SpecError as exc:
         raise SpecError(f"{path}: {exc}") from exc

@@ -164,7 +164,7 @@ CONFIGURATION = Section({
     "expect": EXPECT,
 }, doc="one configuration: the base spec with its overrides, and its own expectation (else the top level's)",
     title="a configuration", nullable=True, ref="configuration")
-SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run runs each (or the one "
+SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run runs each (or those "
                                                    "`--configuration` names)", what="a mapping of configuration "
                                                    "names to configurations")
 SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, WORKLOADS, PRODUCER, CONSUMER, EXPECT, CONFIGURATION)

@@ -53,13 +53,20 @@ def test_smoke_on_docker_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     assert ours(state["prefix"]) == []
 
 
-@pytest.mark.parametrize("configuration", ["acks1", "acksall"])
-def test_isolate_az_leader_on_docker(tmp_path: Path, configuration: str) -> None:
-    proc = faultline("run", "scenarios/isolate-az-leader.yaml", "--runtime", "docker", "--configuration",
-                     configuration, "--results", str(tmp_path), timeout=900)
+@pytest.fixture(scope="module")
+def isolate_az_leader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run of both configurations: one process, the first judged while the second story runs."""
+    results = tmp_path_factory.mktemp("isolate-az-leader")
+    proc = faultline("run", "scenarios/isolate-az-leader.yaml", "--runtime", "docker", "--configuration", "acks1",
+                     "--configuration", "acksall", "--results", str(results), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert "PASS" in proc.stdout, proc.stdout
-    verdict = json.loads((run_dir_of(tmp_path, "isolate-az-leader", configuration) / "verdict.json").read_text())
+    assert [line.split()[0] for line in proc.stdout.splitlines() if "isolate-az-leader [" in line] == ["PASS"] * 2
+    return results
+
+
+@pytest.mark.parametrize("configuration", ["acks1", "acksall"])
+def test_isolate_az_leader_on_docker(isolate_az_leader: Path, configuration: str) -> None:
+    verdict = json.loads((run_dir_of(isolate_az_leader, "isolate-az-leader", configuration) / "verdict.json").read_text())
     counts = verdict["counts"]
     if configuration == "acks1":
         assert counts["lost"] > 0 and counts["divergence"] > 0, counts

@@ -288,3 +288,12 @@ def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_lo
         parse_spec(slow)
     assert parse_spec({**slow, "cluster": {"runtime": "netns"}}).nemesis.items
     assert parse_spec({**slow, "nemesis": slow["nemesis"][:1]}).nemesis.items
+
+
+def test_several_configurations_are_run_in_the_files_order_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(dict(BASE, configurations={"a": {}, "b": {}, "c": {}})))
+    assert [s.configuration for s in load_specs(path, only=["c", "a"])] == ["a", "c"]
+    assert [s.configuration for s in load_specs(path, only="b")] == ["b"]
+    with pytest.raises(SpecError, match=r"spec.yaml: configurations: no configuration 'd'"):
+        load_specs(path, only=["a", "d"])
