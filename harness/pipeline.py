@@ -1,8 +1,8 @@
 """Judging finished runs on one worker thread while the next run's story plays: the checker off the wall clock.
 
 A configuration's story is over once its cluster is torn down and its
-history tables are written (harness.run.run_story); its judgement (replica
-dumps, the Spark check, verdict, reports) needs no cluster. One worker
+journals are complete (harness.run.run_story); its judgement (history tables,
+replica dumps, the Spark check, verdict, reports) needs no cluster. One worker
 thread, at a lower CPU priority than the story (harness.priority: it and the
 JVMs it starts run niced), takes the judgements in order, each once the next
 story is under way (`release`: never beside a bring-up), and the last one when

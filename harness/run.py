@@ -6,10 +6,12 @@ and the verdict comes last. Teardown (faults healed, processes stopped, hosts
 removed) runs on every exit path through one ExitStack.
 
 A run is two halves: `run_story` (provision, the story, heal, settle, drain,
-teardown, history tables) on the caller's thread, and `Judgement.judge`
-(replica dumps, checker, verdict, reports, the final manifest), which needs
-no cluster and may run on the judging worker (harness.pipeline) while the
-next run's story plays. `execute_run` does both in turn.
+teardown: the journals complete) on the caller's thread, and `Judgement.judge`
+(history tables, replica dumps, checker, verdict, reports, the final
+manifest), which needs no cluster and may run on the judging worker
+(harness.pipeline) while the next run's story plays. `execute_run` does both
+in turn. A run never judged (the harness stopped first) keeps its journals,
+without tables or verdict.
 Must never: leave run.json saying `running` once the run has ended either way.
 """
 
@@ -81,6 +83,9 @@ class Judgement:
         harness.log from whichever thread judges it. An exception: run.json says error, and it is raised."""
         with run_log(self.folder, this_thread_only=True):
             try:
+                started = time.monotonic()
+                build_tables(self.folder.journal_dir, self.folder.history_dir)
+                log.info("history tables built in %.1f s", time.monotonic() - started)
                 outcome = judge_history(self.spec, self.folder, self.notes, self.engine, self.keep_data)
             except BaseException as exc:
                 log.error("judging %s failed: %s", self.folder.root, exc)
@@ -98,7 +103,7 @@ class Judgement:
 
 def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
               on_running: Callable[[], None] | None = None) -> Judgement:
-    """Provision, run the story, heal, settle, drain, tear down, build the history tables; the judging is left.
+    """Provision, run the story, heal, settle, drain, tear down; the tables and the judging are left.
 
     `on_running` is called once the cluster is up and the story has started (the judging worker may start)."""
     folder = RunFolder(run_dir).make()
@@ -106,9 +111,6 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
         notes = _execute(spec, folder, log_handler, on_running)
-        started = time.monotonic()
-        build_tables(folder.journal_dir, folder.history_dir)
-        log.info("history tables built in %.1f s", time.monotonic() - started)
     return Judgement(spec, folder, notes, engine, keep_data, manifest)
 
 

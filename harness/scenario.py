@@ -18,8 +18,8 @@ a judging pipeline (harness.pipeline) and runs while the next configuration's
 story plays, so its result line may come during the next story. On an
 interrupt (SIGINT, SIGTERM) the configuration under way is an error, the
 ones whose stories finished are still judged (a bounded wait), and one that
-could not be judged in time is an error saying so (its history tables are
-written; run.json says error). harness.batch runs several spec files through
+could not be judged in time is an error saying so (its journals are kept;
+run.json says error). harness.batch runs several spec files through
 one pipeline. Must never: let one configuration's failure hide another's result.
 """
 
@@ -180,7 +180,7 @@ class ScenarioRun:
         """Once judging is over: a run never judged is an error; junit.xml, the hand-over; the exit status."""
         for index, judgement in self.judgements.items():
             if index not in self.cases:
-                why = "the harness stopped before it was judged (its history tables are written)"
+                why = "the harness stopped before it was judged (its journals are kept)"
                 judgement.abandon(why)
                 spec = self.specs[index]
                 self._record(index, CaseResult(spec.name, spec.configuration or "default", "a verdict", why, None,
