@@ -31,7 +31,7 @@ from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
-from harness.verdicts import RunOutcome, build_tables, judge_history
+from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
@@ -83,10 +83,7 @@ class Judgement:
         harness.log from whichever thread judges it. An exception: run.json says error, and it is raised."""
         with run_log(self.folder, this_thread_only=True):
             try:
-                started = time.monotonic()
-                build_tables(self.folder.journal_dir, self.folder.history_dir)
-                log.info("history tables built in %.1f s", time.monotonic() - started)
-                outcome = judge_history(self.spec, self.folder, self.notes, self.engine, self.keep_data)
+                outcome = judge(self.spec, self.folder, self.notes, self.engine, self.keep_data)
             except BaseException as exc:
                 log.error("judging %s failed: %s", self.folder.root, exc)
                 self.manifest.finish(None, None, None, failed=True)

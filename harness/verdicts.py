@@ -87,7 +87,9 @@ def availability_rows(history_dir: Path) -> list[dict[str, Any]]:
 
 def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False) -> RunOutcome:
     """Build the history tables, then judge them (`judge_history`)."""
+    started = time.monotonic()
     build_tables(folder.journal_dir, folder.history_dir)
+    log.info("history tables built in %.1f s", time.monotonic() - started)
     return judge_history(spec, folder, notes, engine, keep_data)
 
 
