@@ -69,7 +69,7 @@ def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data:
 
 @dataclass
 class Judgement:
-    """A run whose story is over (cluster gone, history tables written) and whose verdict is still to come."""
+    """A run whose story is over (cluster gone, journals complete) and whose verdict is still to come."""
 
     spec: Spec
     folder: RunFolder
@@ -79,7 +79,7 @@ class Judgement:
     manifest: Manifest
 
     def judge(self) -> RunOutcome:
-        """Replica dumps, checker, verdict, reports and the final run.json; its log lines go to this run's
+        """History tables, replica dumps, checker, verdict, reports and the final run.json; its log lines go to this run's
         harness.log from whichever thread judges it. An exception: run.json says error, and it is raised."""
         with run_log(self.folder, this_thread_only=True):
             try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from testbed.errors import HarnessError
 from testbed.runtime.base import new_prefix
-from testbed.runtime.procs import is_alive, start_time, wait_dead
+from testbed.runtime.procs import env_of, is_alive, start_time, wait_dead
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
@@ -145,15 +145,11 @@ def standalone_cluster(work_dir: Path, prefix: str | None = None) -> Iterator[St
 
 def _starter_alive(pid: int) -> bool:
     """Whether the process that started daemon `pid` still runs (no starter recorded: treated as alive)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
+    recorded = env_of(pid, STARTER_ENV)
+    if recorded is None:
         return True
-    for entry in environ.split(b"\0"):
-        if entry.startswith(f"{STARTER_ENV}=".encode()):
-            starter, _, started = entry.split(b"=", 1)[1].decode(errors="replace").partition(":")
-            return starter.isdigit() and is_alive(int(starter)) and str(start_time(int(starter))) == started
-    return True
+    starter, _, started = recorded.partition(":")
+    return starter.isdigit() and is_alive(int(starter)) and str(start_time(int(starter))) == started
 
 
 def orphaned_daemons() -> list[tuple[int, str]]:

@@ -38,16 +38,21 @@ def is_stopped(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
-def run_of(pid: int) -> str | None:
-    """The run prefix a process was started for, or None."""
+def env_of(pid: int, name: str) -> str | None:
+    """The value of environment variable `name` a process was started with, or None (unset, or unreadable)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     for entry in environ.split(b"\0"):
-        if entry.startswith(RUN_ENV.encode() + b"="):
+        if entry.startswith(name.encode() + b"="):
             return entry.split(b"=", 1)[1].decode(errors="replace")
     return None
+
+
+def run_of(pid: int) -> str | None:
+    """The run prefix a process was started for, or None."""
+    return env_of(pid, RUN_ENV)
 
 
 def command_of(pid: int) -> str | None:
