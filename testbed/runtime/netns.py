@@ -328,11 +328,9 @@ def clean_leftovers(prefix: str | None = None) -> list[str]:
     kill_all(sorted(pids))
     removed += [f"process {p}" for p in sorted(pids)]
     removed += clean_mounts(prefix)
-    for ns in namespaces:
-        ip("netns", "del", ns, check=False)
-        removed.append(f"namespace {ns}")
-    for link in list_links():
-        if pattern.match(link) and link in list_links():
-            ip("link", "del", link, check=False)
-            removed.append(f"link {link}")
+    ip_batch([f"netns del {ns}" for ns in namespaces])
+    removed += [f"namespace {ns}" for ns in namespaces]
+    links = [link for link in list_links() if pattern.match(link)]  # what the namespaces' deletion left
+    ip_batch([f"link del {link}" for link in links])
+    removed += [f"link {link}" for link in links]
     return removed
