@@ -18,12 +18,14 @@ Must never: judge two runs at once, lose a judgement's exception, or return
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TypeVar
 
@@ -80,11 +82,18 @@ class JudgingPipeline:
         self._queue.put((gate, task))
         return future
 
-    def release(self) -> None:
-        """Let every queued judgement start (a story is under way: the CPU has room); the first time, warm up."""
+    def release(self, warm_up_log: Callable[[], AbstractContextManager[object]] | None = None) -> None:
+        """Let every queued judgement start (a story is under way: the CPU has room); the first time, warm up,
+        inside `warm_up_log()` (where what the warm-up says, e.g. the JVM's start-up lines, is kept: the story's
+        run, even once that story is over and the warm-up still goes on)."""
         if self._warm_up is not None:
             warm_up, self._warm_up = self._warm_up, None
-            self._queue.put((_open(), lambda: _quietly(warm_up, "warming the checker up")))
+            logged = warm_up_log or contextlib.nullcontext
+
+            def warm() -> None:
+                with logged():
+                    _quietly(warm_up, "warming the checker up")
+            self._queue.put((_open(), warm))
         for gate in self._gates:
             gate.set()
 

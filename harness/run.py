@@ -99,10 +99,10 @@ class Judgement:
 
 
 def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
-              on_running: Callable[[], None] | None = None) -> Judgement:
+              on_running: Callable[[RunFolder], None] | None = None) -> Judgement:
     """Provision, run the story, heal, settle, drain, tear down; the tables and the judging are left.
 
-    `on_running` is called once the cluster is up and the story has started (the judging worker may start)."""
+    `on_running(folder)` is called once the cluster is up and the story has started (the judging worker may start)."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
@@ -112,7 +112,7 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
 
 
 def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
-             on_running: Callable[[], None] | None) -> list[str]:
+             on_running: Callable[[RunFolder], None] | None) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
@@ -127,7 +127,7 @@ def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
             workloads.start(plan_workloads(spec, cluster))
             progress.phase("running", spec.duration_s)
             if on_running is not None:
-                on_running()
+                on_running(folder)
             _run_phase(spec, workloads, nemesis, progress)
             progress.phase("healing")
             if nemesis is not None:

@@ -41,6 +41,7 @@ from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_VALID
 from harness.pipeline import JudgingPipeline
 from harness.run import Judgement, run_story
 from harness.runfolders import LATEST
+from harness.runlog import run_log
 from harness.spec import Spec
 from harness.verdicts import RunOutcome
 from testbed.errors import HarnessError
@@ -97,6 +98,14 @@ def judging_pipeline(specs: list[Spec], engine: str | None) -> Iterator[JudgingP
             yield pipe
 
 
+def _releasing(pipe: JudgingPipeline) -> Callable[[RunFolder], None]:
+    """A story is under way in `folder`: judging may start, and a warm-up's lines go to that run's harness.log
+    however long it lasts (Spark's JVM, started niced beside a story, may speak only after the story ended)."""
+    def release(folder: RunFolder) -> None:
+        pipe.release(lambda: run_log(folder, this_thread_only=True))
+    return release
+
+
 def _spark_warm_up() -> None:
     from checkers.spark_session import warm_up
 
@@ -133,7 +142,7 @@ class ScenarioRun:
         run_dir = run_dir_of(self.top, spec)
         started = time.monotonic()
         try:
-            judgement = run_story(spec, run_dir, engine, keep_data, on_running=pipe.release)
+            judgement = run_story(spec, run_dir, engine, keep_data, on_running=_releasing(pipe))
         except Exception as exc:  # the harness failed: said as such, and the next configuration still runs
             self._failed(index, spec, run_dir, exc, started, out)
             return

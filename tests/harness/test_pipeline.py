@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
 from harness.batch import summary, worst
 from harness.pipeline import JudgingPipeline
 from harness.priority import JUDGE_NICE, nice_of
+from harness.runlog import run_log
+from testbed.runfolder import RunFolder
 
 
 def judgement(name: str, log: list[str], fail: bool = False, seconds: float = 0.05):  # type: ignore[no-untyped-def]
@@ -91,6 +95,27 @@ def test_the_warm_up_runs_once_on_the_worker_when_the_first_story_starts_and_may
         pipe.release()
     assert calls == ["judge"]
     assert future.result() == "a", "a failed warm-up costs only its time"
+
+
+def test_what_the_warm_up_starts_says_after_the_story_ended_is_kept_in_that_storys_run(tmp_path: Path,
+                                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)  # as the CLI's console sets it
+    folder = RunFolder(tmp_path / "run").make()
+    story_over = threading.Event()
+
+    def warm_up() -> None:  # Spark's JVM, started niced beside a busy story, may speak only once the story is over
+        def jvm_output() -> None:
+            story_over.wait(5)
+            logging.getLogger("spark.jvm").info("WARNING: Using incubator modules")
+        speaker = threading.Thread(target=jvm_output)
+        speaker.start()
+        speaker.join()
+    with JudgingPipeline(warm_up) as pipe:
+        with run_log(folder):
+            pipe.release(lambda: run_log(folder, this_thread_only=True))
+        pipe.submit(judgement("the story's run", []), lambda f: None)
+        story_over.set()
+    assert " INFO spark.jvm WARNING: Using incubator modules" in folder.harness_log.read_text()
 
 
 def test_the_worst_status_puts_a_harness_failure_over_a_mismatch_over_unknown() -> None:
