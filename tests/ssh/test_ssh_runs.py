@@ -91,7 +91,8 @@ def test_smoke_over_ssh_from_a_fresh_testbed_survives_a_killed_session(testbed: 
 def test_isolate_az_leader_over_ssh_reuses_the_upload_and_finds_what_netns_finds(testbed: SshTestBed,
                                                                                  tmp_path: Path) -> None:
     spec = yaml.safe_load((REPO / "scenarios" / "isolate-az-leader.yaml").read_text())
-    del spec["configurations"]["acksall-idempotent"]  # two configurations make the point; CI time is short
+    # acks1 makes the point (its control acksall runs on netns in `make test`); CI time is short.
+    spec["configurations"] = {"acks1": spec["configurations"]["acks1"]}
     spec.update(duration_s=34, nemesis=[{"at": 8, "fault": "isolate-az", "target": "leader", "name": "isolate-leader"},
                                         {"at": 24, "stop": "isolate-leader"}])
     (tmp_path / "isolate.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -99,17 +100,13 @@ def test_isolate_az_leader_over_ssh_reuses_the_upload_and_finds_what_netns_finds
                      str(testbed.known_hosts), "--results", str(tmp_path), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     first_ready = float((testbed.folder / "first-ready-s").read_text())
-    for configuration in ("acks1", "acksall"):
-        run_dir = run_dir_of(tmp_path, "isolate-az-leader", configuration)
-        counts = json.loads((run_dir / "verdict.json").read_text())["counts"]
-        if configuration == "acks1":
-            assert counts["lost"] > 0 and counts["divergence"] > 0, counts
-        else:
-            assert counts["lost"] == counts["divergence"] == 0, counts
-        log = (run_dir / "harness.log").read_text()
-        assert "az1-node already has Kafka 2.7.2" in log and "reusing it, nothing uploaded" in log
-        assert "uploading Kafka" not in log and "installing the client venv" not in log
-        assert ready_seconds(log) < first_ready, (ready_seconds(log), first_ready)
+    run_dir = run_dir_of(tmp_path, "isolate-az-leader", "acks1")
+    counts = json.loads((run_dir / "verdict.json").read_text())["counts"]
+    assert counts["lost"] > 0 and counts["divergence"] > 0, counts
+    log = (run_dir / "harness.log").read_text()
+    assert "az1-node already has Kafka 2.7.2" in log and "reusing it, nothing uploaded" in log
+    assert "uploading Kafka" not in log and "installing the client venv" not in log
+    assert ready_seconds(log) < first_ready, (ready_seconds(log), first_ready)
     nothing_of_runs_left(testbed)
 
 
