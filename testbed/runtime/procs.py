@@ -63,12 +63,22 @@ def command_of(pid: int) -> str | None:
         return None
 
 
+def pid_namespace(pid: int | str) -> str | None:
+    """The pid namespace a process lives in (e.g. 'pid:[4026531836]'), or None if it is gone or unreadable."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
 def pids_of_runs(prefix: str | None = None) -> list[int]:
-    """Every live pid carrying a run prefix (a given one, or any of the project's)."""
+    """Every live pid carrying a run prefix (a given one, or any of the project's), in this machine's own pid
+    namespace: a container's processes (a docker node, an ssh test bed's host) belong to that host, which is
+    cleaned as a whole (its container removed, or `clean --inventory` on it), never from here."""
     found = []
-    me = os.getpid()
+    me, ours = os.getpid(), pid_namespace("self")
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+        if not entry.isdigit() or int(entry) == me or pid_namespace(entry) != ours:
             continue
         run = run_of(int(entry))
         if run is None:

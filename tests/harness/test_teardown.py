@@ -46,6 +46,10 @@ def wait_for_brokers_started(run_dir: Path, timeout: float = 60) -> str:
 def test_sigkill_then_clean_removes_the_run_and_nothing_else(tmp_path: Path) -> None:
     bystander = f"bystander-{uuid.uuid4().hex[:6]}"
     subprocess.run(["ip", "netns", "add", bystander], check=True)
+    # A process of another host that shares this kernel (an ssh test bed's container): its own pid namespace,
+    # a run prefix in its environment. It is that host's, for `clean --inventory`; plain `clean` leaves it.
+    elsewhere = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child",
+                                  "env", f"FAULTLINE_RUN=fl{uuid.uuid4().hex[:6]}", "sleep", "600"])
     try:
         harness = start_up(tmp_path / "run")
         prefix = wait_for_brokers_started(tmp_path / "run")
@@ -56,9 +60,19 @@ def test_sigkill_then_clean_removes_the_run_and_nothing_else(tmp_path: Path) -> 
         assert f"namespace {prefix}-az1-node" in cleaned.stdout
         assert remaining(prefix) == []
         assert bystander in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert sleeper_in_its_own_namespace(elsewhere.pid), "the other host's process was left alone"
         assert faultline("clean", check=True).stdout.strip() == "nothing to clean"
     finally:
         subprocess.run(["ip", "netns", "del", bystander], check=False)
+        elsewhere.kill()  # unshare; --kill-child takes its sleep along
+        elsewhere.wait(10)
+
+
+def sleeper_in_its_own_namespace(unshare_pid: int) -> bool:
+    """Whether the `sleep` that `unshare --pid --fork` started (pid 1 of a new pid namespace) still lives."""
+    children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
+    return any(Path(f"/proc/{c}/comm").read_text().strip() == "sleep" and
+               os.readlink(f"/proc/{c}/ns/pid") != os.readlink("/proc/self/ns/pid") for c in children)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
