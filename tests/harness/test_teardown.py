@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.runtime.procs import pid_namespace
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 
@@ -72,7 +73,7 @@ def sleeper_in_its_own_namespace(unshare_pid: int) -> bool:
     """Whether the `sleep` that `unshare --pid --fork` started (pid 1 of a new pid namespace) still lives."""
     children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
     return any(Path(f"/proc/{c}/comm").read_text().strip() == "sleep" and
-               os.readlink(f"/proc/{c}/ns/pid") != os.readlink("/proc/self/ns/pid") for c in children)
+               pid_namespace(c) != pid_namespace("self") for c in children)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
