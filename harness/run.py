@@ -178,8 +178,9 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
         notes.append(str(exc))
     progress.phase("stopping producers")
     workloads.check_alive()
-    workloads.stop("producer", producer_stop_timeout(spec))
-    workloads.stop("consumer", STOP_GRACE_S)
+    # Consumers stop with the producers, not after them: what they read is the run's record of reads, and the
+    # drains that follow read every partition to its end whatever the consumers had reached.
+    workloads.stop_roles({"producer": producer_stop_timeout(spec), "consumer": STOP_GRACE_S})
     progress.phase("draining")
     codes = workloads.run_to_completion(drain_workloads(cluster, spec.drain_timeout_s, drain_suffix),
                                         spec.drain_timeout_s + STOP_GRACE_S)

@@ -161,13 +161,19 @@ class WorkloadSet:
 
     def stop(self, role: str, timeout: float) -> None:
         """SIGTERM every process of `role`, wait for a clean exit; one that does not exit in time is a failure."""
-        victims = [w for w in self.running.values() if w.role == role]
-        stuck = self.processes.stop([PROCESS_PREFIX + w.name for w in victims], timeout, signal.SIGTERM)
+        self.stop_roles({role: timeout})
+
+    def stop_roles(self, timeouts: dict[str, float]) -> None:
+        """`stop` for several roles at once: every process of each role SIGTERMed together, each allowed its
+        role's timeout from that moment."""
+        victims = [w for w in self.running.values() if w.role in timeouts]
+        allowed = {PROCESS_PREFIX + w.name: timeouts[w.role] for w in victims}
+        stuck = self.processes.stop_within(allowed)
         for w in victims:
             self.running.pop(w.name, None)
         if stuck:
-            names = [s.removeprefix(PROCESS_PREFIX) for s in stuck]
-            raise WorkloadError(f"workloads {', '.join(names)} did not stop within {timeout:.0f} s of SIGTERM")
+            late = [f"{s.removeprefix(PROCESS_PREFIX)} ({allowed[s]:.0f} s)" for s in stuck]
+            raise WorkloadError(f"workloads {', '.join(late)} did not stop within their time of SIGTERM")
         self._check_exit_codes(victims, ok=(0,))
 
     def _check_exit_codes(self, finished: list[Workload], ok: tuple[int, ...]) -> dict[str, int]:

@@ -11,7 +11,8 @@ process that is still running, or signal anything but this run's processes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from signal import SIGKILL, SIGTERM
 
@@ -63,12 +64,19 @@ class ProcessGroup:
 
     def stop(self, names: Iterable[str], timeout: float, signum: int = SIGTERM) -> list[str]:
         """Ask every named process to exit (`signum`), wait up to `timeout`; SIGKILL and name those that did not."""
-        asked = [p for p in (self.signal(n, signum) for n in names) if p is not None]
-        stuck = wait_ended(asked, timeout)
-        if stuck:
-            survivors = self.kill([p.name for p in stuck])
-            if survivors:
+        return self.stop_within({name: timeout for name in names}, signum)
+
+    def stop_within(self, timeouts: Mapping[str, float], signum: int = SIGTERM) -> list[str]:
+        """Ask every named process to exit (`signum`) at once, each allowed its own timeout from that moment;
+        SIGKILL and name those that did not exit in theirs."""
+        asked = [p for p in (self.signal(n, signum) for n in timeouts) if p is not None]
+        started, stuck = time.monotonic(), []
+        for timeout in sorted({timeouts[p.name] for p in asked}):  # the shortest first, each killed at its end
+            late = wait_ended([p for p in asked if timeouts[p.name] == timeout],
+                              max(0.0, started + timeout - time.monotonic()))
+            if late and (survivors := self.kill([p.name for p in late])):
                 raise RuntimeFailure(f"{', '.join(survivors)} survived SIGKILL")
+            stuck += late
         return [p.name for p in stuck]
 
     def wait(self, names: Iterable[str], timeout: float) -> list[str]:

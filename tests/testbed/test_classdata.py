@@ -1,5 +1,5 @@
 """Class-data archives: `make setup`'s build is skipped when current and harmless when it fails; a node whose
-archive is stale or missing still starts (on a real cluster)."""
+archive is stale or missing still starts (on a real cluster), with C2 held for code that stays hot."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 import testbed.kafka.dist
 from testbed.kafka import classdata
 from testbed.kafka.classdata import ROLES, archive, build_key
+from testbed.kafka.cluster import JIT_FLAGS
 from testbed.kafka.dist import DEFAULT_VERSION, libs_dir
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
@@ -76,6 +77,10 @@ def test_a_stale_or_missing_archive_still_starts_the_cluster(tmp_path: Path) -> 
             uses = any(a.startswith("-XX:SharedArchiveFile=") for a in argv)
             assert uses == name.endswith("/broker"), (name, argv)  # the stale one is passed, the missing one not
             assert "broker.jsa" not in Path(f"/proc/{info['pid']}/maps").read_text()
+            # Every node JVM compiles with C2 only what stays hot (JIT_FLAGS), as the JVM itself reports.
+            flags = subprocess.run(["jcmd", str(info["pid"]), "VM.flags"], capture_output=True, text=True,
+                                   timeout=60).stdout
+            assert all(flag in flags.split() for flag in JIT_FLAGS), (name, flags)
     finally:
         down = faultline("cluster", "down")
     assert down.returncode == 0, down.stderr

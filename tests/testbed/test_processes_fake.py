@@ -70,6 +70,23 @@ def test_stop_escalates_to_sigkill_and_names_the_process_that_ignored_sigterm(
     assert stubborn.exit_status() == -SIGKILL and not stubborn.alive()
 
 
+def test_stop_within_signals_all_at_once_and_gives_each_process_its_own_timeout(
+        runtime: FakeRuntime, tmp_path: Path) -> None:
+    procs = group(runtime, tmp_path)
+    slow = [start(procs, runtime, f"slow-{i}") for i in range(2)]  # each takes 0.3 s to end after SIGTERM
+    stubborn = start(procs, runtime, "stubborn")
+    started = time.monotonic()
+    stuck = procs.stop_within({"slow-0": 5.0, "slow-1": 5.0, "stubborn": 0.1, "never-started": 1.0})
+    took = time.monotonic() - started
+    assert stuck == ["stubborn"]
+    sent = [t for p in [*slow, stubborn] for s, t in p.signals if s == SIGTERM]
+    assert len(sent) == 3 and max(sent) - min(sent) < 0.1, "a SIGTERM waited for an earlier process to end"
+    assert 0.25 < took < 0.55, f"stopping took {took:.2f} s (one after another: 0.6 s and more)"
+    kill_at = next(t for s, t in stubborn.signals if s == SIGKILL)
+    assert kill_at - started < 0.25, "the stubborn one was killed only after the others' longer timeout"
+    assert all(p.exit_status() == 0 for p in slow) and stubborn.exit_status() == -SIGKILL
+
+
 def test_kill_signals_every_process_before_waiting_for_any(runtime: FakeRuntime, tmp_path: Path) -> None:
     procs = group(runtime, tmp_path)
     victims = [start(procs, runtime, f"slow-{i}") for i in range(3)]  # each takes 0.3 s to die
