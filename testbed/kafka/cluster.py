@@ -83,7 +83,8 @@ def java_argv(settings: kcfg.ClusterSettings, node: Host, role: Role, f: NodeFol
     """The command line of `node`'s `role` process (configs as `render_node_configs` wrote them into `f`)."""
     heap = settings.broker_heap_mb if role == "broker" else settings.zookeeper_heap_mb
     return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k", *JIT_FLAGS, *sw.jvm_flags.get(role, ()),
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k", *JIT_FLAGS,
+            *sw.jvm_flags.get(role, ()),
             f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
             f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
             "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
