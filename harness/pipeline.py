@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TypeVar
 
@@ -82,7 +81,7 @@ class JudgingPipeline:
         self._queue.put((gate, task))
         return future
 
-    def release(self, warm_up_log: Callable[[], AbstractContextManager[object]] | None = None) -> None:
+    def release(self, warm_up_log: Callable[[], contextlib.AbstractContextManager[object]] | None = None) -> None:
         """Let every queued judgement start (a story is under way: the CPU has room); the first time, warm up,
         inside `warm_up_log()` (where what the warm-up says, e.g. the JVM's start-up lines, is kept: the story's
         run, even once that story is over and the warm-up still goes on)."""
