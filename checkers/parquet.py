@@ -3,7 +3,7 @@
 `check_schema` reads only file footers (cheap at any size): missing required
 columns and wrong column types, naming the file and column. `read_table`
 also reads the rows into one canonical Arrow table (strings as ``string``,
-integers as ``int64``) and checks nulls, domains and uniqueness, naming the
+integers as ``int64``: `checkers.schema.read_type`) and checks nulls, domains and uniqueness, naming the
 file, the row (1-based within that file) and the column. `summarize` checks
 the same row rules and counts in one streaming pass over a few columns,
 never holding the table.
@@ -21,16 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkers.errors import HistoryError
-from checkers.schema import Column, TableSpec
+from checkers.schema import Column, TableSpec, read_type
 from checkers.sources import TableSource
-
-CANONICAL: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "int": pa.int64(),
-    "id": pa.string(),
-    "json": pa.string(),
-    "any": pa.string(),
-}
 
 
 def _value_type(dtype: pa.DataType) -> pa.DataType:
@@ -110,7 +102,7 @@ def null_free_columns(source: TableSource, spec: TableSpec) -> set[str]:
 
 
 def _canonical_column(col: Column, array: pa.ChunkedArray | None, rows: int) -> pa.Array | pa.ChunkedArray:
-    target = CANONICAL[col.kind]
+    target = read_type(col)
     if array is None or pa.types.is_null(_value_type(array.type)):
         return pa.nulls(rows, type=target)
     if pa.types.is_dictionary(array.type):

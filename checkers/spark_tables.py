@@ -22,20 +22,23 @@ from pyspark.sql import types as T
 from checkers.errors import HistoryError
 from checkers.parquet import RowSummary, null_free_columns
 from checkers.parquet import summarize as summarize_parquet
-from checkers.schema import READS, WRITES, TableSpec
+from checkers.schema import TABLES, Column, TableSpec
 from checkers.sources import TableSource
 
-SPARK_TYPES: dict[str, T.DataType] = {"string": T.StringType(), "int": T.LongType()}
+
+def spark_type(col: Column) -> T.DataType:
+    """The column's canonical type (checkers.schema.read_type) in Spark: long or string."""
+    return T.LongType() if col.kind == "int" else T.StringType()
 
 
 def spark_schema(spec: TableSpec) -> T.StructType:
-    """The explicit schema of a table (string and int columns only)."""
-    return T.StructType([T.StructField(c.name, SPARK_TYPES[c.kind], True) for c in spec.columns])
+    """The explicit schema of a table, every column nullable (the row checks enforce the rest)."""
+    return T.StructType([T.StructField(c.name, spark_type(c), True) for c in spec.columns])
 
 
 def read_table(spark: SparkSession, source: TableSource) -> DataFrame:
     """The table as a DataFrame with exactly the spec's columns and types."""
-    spec = {"writes": WRITES, "reads": READS}[source.table]
+    spec = TABLES[source.table]
     if source.format == "jsonl":
         return spark.read.schema(spark_schema(spec)).option("mode", "FAILFAST").json(str(source.path))
     frame = spark.read.option("mergeSchema", str(len(source.files) > 1).lower()).parquet(
@@ -45,7 +48,7 @@ def read_table(spark: SparkSession, source: TableSource) -> DataFrame:
     return frame.select(
         *[
             (F.col(f"`{c.name}`") if c.name in present else F.lit(None))
-            .cast(SPARK_TYPES[c.kind])
+            .cast(spark_type(c))
             .alias(c.name)
             for c in spec.columns
         ]

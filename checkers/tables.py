@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from checkers import jsonl, parquet
-from checkers.schema import TABLES
+from checkers.schema import TABLES, read_type
 from checkers.sources import TableSource
 
 
@@ -21,7 +21,7 @@ def _any_to_text(values: list[Any]) -> list[str | None]:
 
 
 def load_table(source: TableSource) -> pa.Table:
-    """The validated table in canonical types (see parquet.CANONICAL)."""
+    """The validated table in canonical types (checkers.schema.read_type)."""
     spec = TABLES[source.table]
     if source.format == "parquet":
         return parquet.read_table(source, spec)
@@ -31,7 +31,7 @@ def load_table(source: TableSource) -> pa.Table:
         values = columns[col.name]
         if col.kind == "any":
             values = _any_to_text(values)
-        arrays.append(pa.array(values, type=parquet.CANONICAL[col.kind]))
+        arrays.append(pa.array(values, type=read_type(col)))
     return pa.table(arrays, names=[c.name for c in spec.columns])
 
 

@@ -5,6 +5,9 @@ The one owner of the lake's layout (docs/results-lake.md describes it for people
 this module is partitioned by scenario and UTC day of the run's start, so a reader that
 filters on either reads only those folders. Other tables may live beside them (a
 campaign's `campaigns/`); the ingest never touches a table it does not own.
+Columns copied from the history contract (a value, a partition, a fault's targets, an observer's
+view) are derived from its one declaration (`checkers.schema.read_field`: the checker's canonical
+types, every integer int64); the lake's own columns (run ids, seconds, counts) are declared here.
 Must never: read or write files (the ingest does).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from checkers.anomalies import ANOMALIES
+from checkers.schema import STATUSES, read_field
 
 SCHEMA_VERSION = 1
 PARTITION_COLUMNS = ("scenario", "day")
@@ -84,11 +88,7 @@ ANOMALY_ROWS = pa.schema([
     pa.field("anomaly", pa.string()),
     pa.field("classified", pa.string()),
     pa.field("instance_index", pa.int64()),
-    pa.field("value", pa.string()),
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int64()),
-    pa.field("offset", pa.int64()),
-    pa.field("process", pa.string()),
+    *(read_field("writes", c) for c in ("value", "topic", "partition", "offset", "process")),
     pa.field("prev_value", pa.string()),
     pa.field("prev_offset", pa.int64()),
     pa.field("time_ns", pa.int64()),
@@ -98,20 +98,18 @@ ANOMALY_ROWS = pa.schema([
 
 THROUGHPUT = pa.schema([
     *KEY,
-    pa.field("az", pa.string()),
+    read_field("writes", "az"),
     pa.field("second", pa.int64()),
-    pa.field("ok", pa.int64()),
-    pa.field("fail", pa.int64()),
-    pa.field("info", pa.int64()),
+    *(pa.field(status, pa.int64()) for status in STATUSES),
     pa.field("faults", pa.string()),
 ])
 
 AVAILABILITY = pa.schema([
     *KEY,
     pa.field("fault_index", pa.int64()),
-    pa.field("fault", pa.string()),
-    pa.field("targets", pa.string()),
-    pa.field("az", pa.string()),
+    read_field("nemesis", "fault"),
+    read_field("nemesis", "targets"),
+    read_field("writes", "az"),
     pa.field("targeted", pa.bool_()),
     pa.field("start_s", pa.float64()),
     pa.field("stop_s", pa.float64()),
@@ -124,8 +122,8 @@ AVAILABILITY = pa.schema([
 FAULTS = pa.schema([
     *KEY,
     pa.field("fault_index", pa.int64()),
-    pa.field("fault", pa.string()),
-    pa.field("targets", pa.string()),
+    read_field("nemesis", "fault"),
+    read_field("nemesis", "targets"),
     pa.field("start_ns", pa.int64()),
     pa.field("stop_ns", pa.int64()),
     pa.field("start_s", pa.float64()),
@@ -135,12 +133,7 @@ FAULTS = pa.schema([
 
 LEADERSHIP = pa.schema([
     *KEY,
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int64()),
-    pa.field("observer", pa.string()),
-    pa.field("leader", pa.int64()),
-    pa.field("leader_epoch", pa.int64()),
-    pa.field("isr", pa.string()),
+    *(read_field("observations", c) for c in ("topic", "partition", "observer", "leader", "leader_epoch", "isr")),
     pa.field("start_s", pa.float64()),
     pa.field("end_s", pa.float64()),
 ])

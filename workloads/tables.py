@@ -1,9 +1,9 @@
 """The contract tables' Arrow schemas (spec/history.md) and their atomic Parquet writing.
 
-Types follow the contract exactly: times int64 nanoseconds, partitions and
-broker ids int32, offsets and ids int64, JSON values as strings. Columns the
-contract says are never null are declared non-nullable, so Arrow refuses a
-table that breaks that instead of writing it.
+The schemas are derived from the contract's one declaration (`checkers.schema`): types
+exactly as declared (times int64 nanoseconds, partitions and broker ids int32, offsets and
+ids int64, JSON values as strings). Columns the contract says are never null are declared
+non-nullable, so Arrow refuses a table that breaks that instead of writing it.
 """
 
 from __future__ import annotations
@@ -15,39 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.schema import TABLES, arrow_schema
 
-def _field(name: str, kind: pa.DataType, nullable: bool = True) -> pa.Field:
-    return pa.field(name, kind, nullable=nullable)
-
-
-S, I32, I64 = pa.string(), pa.int32(), pa.int64()
-
-SCHEMAS: dict[str, pa.Schema] = {
-    "writes": pa.schema([
-        _field("process", S, False), _field("op_id", I64, False), _field("topic", S, False), _field("key", S),
-        _field("value", S, False), _field("partition", I32), _field("offset", I64),
-        _field("status", S, False), _field("error", S), _field("invoke_ns", I64, False),
-        _field("complete_ns", I64), _field("az", S),
-    ]),
-    "reads": pa.schema([
-        _field("process", S, False), _field("seq", I64, False), _field("phase", S, False),
-        _field("topic", S, False), _field("partition", I32, False), _field("offset", I64, False),
-        _field("key", S), _field("value", S, False), _field("leader_epoch", I32),
-        _field("poll_ns", I64, False), _field("az", S), _field("group", S),
-    ]),
-    "processes": pa.schema([
-        _field("process", S, False), _field("role", S), _field("az", S), _field("config", S),
-    ]),
-    "observations": pa.schema([
-        _field("time_ns", I64, False), _field("observer", S, False), _field("topic", S),
-        _field("partition", I32), _field("leader", I32), _field("isr", S), _field("leader_epoch", I32),
-        _field("controller", I32),
-    ]),
-    "nemesis": pa.schema([
-        _field("time_ns", I64, False), _field("type", S, False), _field("fault", S), _field("targets", S),
-        _field("detail", S),
-    ]),
-}
+SCHEMAS: dict[str, pa.Schema] = {name: arrow_schema(name) for name in TABLES}
 
 
 def empty_columns(table: str) -> dict[str, list[Any]]:
