@@ -162,13 +162,17 @@ CATALOGUE ?= $(filter-out smoke,$(SCENARIOS))
 test-scenarios:
 	$(call run_scenarios,$(CATALOGUE))
 
-.PHONY: docs-diagram spec-docs
+.PHONY: docs-diagram spec-docs history-docs
 docs-diagram:
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
 
 # docs/spec.schema.json and the key tables of docs/spec.md, from harness/spec_keys.py (a test checks they are current).
 spec-docs:
 	$(PY) -m harness.spec_schema
+
+# The table and column tables of docs/history.md, from checkers/schema.py (a test checks they are current).
+history-docs:
+	$(PY) -m checkers.history_docs
 
 # --- Docker images and the project's own dockerd (compose/README.md) ---
 # Built without network into DOCKER_HOST, else the default socket if a daemon answers there, else a dockerd

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers.anomalies import ANOMALIES
-from checkers.schema import TABLES
+from checkers.schema import TABLES, read_type
 
 Row = dict[str, Any]
 T0 = 1_700_000_000_000_000_000
@@ -148,18 +148,13 @@ def merge(histories: list[dict[str, list[Row]]]) -> dict[str, list[Row]]:
 
 
 def write(directory: Path, tables: dict[str, list[Row]], fmt: str = "jsonl") -> Path:
-    """Write row lists as `<table>.jsonl` or `<table>.parquet` (contract types)."""
+    """Write row lists as `<table>.jsonl` or `<table>.parquet` (the checker's canonical types, integers int64)."""
     directory.mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
         if fmt == "jsonl":
             with (directory / f"{name}.jsonl").open("w") as handle:
                 handle.writelines(json.dumps(row) + "\n" for row in rows)
         else:
-            spec = TABLES[name]
-            types = {"string": pa.string(), "int": pa.int64(), "id": pa.string(), "json": pa.string()}
-            arrays = {
-                c.name: pa.array([row.get(c.name) for row in rows], type=types.get(c.kind, pa.string()))
-                for c in spec.columns
-            }
+            arrays = {c.name: pa.array([row.get(c.name) for row in rows], type=read_type(c)) for c in TABLES[name].columns}
             pq.write_table(pa.table(arrays), directory / f"{name}.parquet")
     return directory

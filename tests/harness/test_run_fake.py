@@ -27,6 +27,7 @@ import nemesis.nemesis
 import testbed.lifecycle
 import testbed.runtime.factory
 import testbed.state
+from checkers.schema import TABLES
 from harness.run import execute_run
 from harness.scenario import run_specs
 from harness.spec import Spec, load_specs, parse_spec
@@ -45,7 +46,6 @@ SPEC: dict[str, Any] = {
     "workloads": {"producers": [{"azs": ["az1"], "rate": 10}], "consumers": [{"azs": ["az2"]}]},
     "nemesis": [{"at": 0, "fault": "isolate-az", "target": "az2", "name": "iso"}],
 }
-TABLES = ("writes", "reads", "processes", "observations", "nemesis")
 
 
 @dataclass
