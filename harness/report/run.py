@@ -21,29 +21,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from checkers.schema import TABLES
 from harness.report.errors import ReportError
 from testbed.runfolder import RunFolder
 
 Kind = Literal["str", "int", "json"]
 
-# The columns the report uses, per table (spec/history.md); others are ignored.
+# How the report holds each kind of contract column (checkers.schema): integers exact, JSON values as their text.
+_KINDS: dict[str, Kind] = {"string": "str", "id": "str", "int": "int", "json": "json", "any": "json"}
+# Contract columns the report never shows, left unread (the big tables' cost).
+_UNUSED = {("reads", "key"), ("reads", "leader_epoch")}
+# The columns the report uses, per table (the history contract's, checkers.schema); others are ignored.
 COLUMNS: dict[str, dict[str, Kind]] = {
-    "writes": {
-        "process": "str", "op_id": "int", "topic": "str", "key": "str", "value": "str", "partition": "int",
-        "offset": "int", "status": "str", "error": "str", "invoke_ns": "int", "complete_ns": "int", "az": "str",
-    },
-    "reads": {
-        "process": "str", "seq": "int", "phase": "str", "topic": "str", "partition": "int", "offset": "int",
-        "value": "str", "poll_ns": "int", "az": "str", "group": "str",
-    },
-    "processes": {"process": "str", "role": "str", "az": "str", "config": "json"},
-    "nemesis": {"time_ns": "int", "type": "str", "fault": "str", "targets": "json", "detail": "json"},
-    "observations": {
-        "time_ns": "int", "observer": "str", "topic": "str", "partition": "int", "leader": "int",
-        "isr": "json", "leader_epoch": "int", "controller": "int",
-    },
+    name: {c.name: _KINDS[c.kind] for c in spec.columns if (name, c.name) not in _UNUSED}
+    for name, spec in TABLES.items()
 }
-
 
 
 @dataclass
