@@ -21,6 +21,7 @@ from checkers.availability import availability, writes_columns
 from checkers.classify import known_configs
 from checkers.context import FaultTimeline
 from checkers.errors import HistoryError
+from checkers.schema import STATUSES
 from checkers.sources import locate_history
 from checkers.tables import load_table
 from harness.leadership import partition_views
@@ -147,10 +148,10 @@ def throughput_table(key: dict[str, Any], writes: pa.Table, windows: list[Any], 
     frame = pa.table({"az": writes.column("az").fill_null("?"), "second": second,
                       "status": writes.column("status")}).to_pandas()
     counts = frame.groupby(["az", "second", "status"]).size().unstack("status", fill_value=0)
-    for status in ("ok", "fail", "info"):
+    for status in STATUSES:
         if status not in counts.columns:
             counts[status] = 0
-    out = counts[["ok", "fail", "info"]].reset_index()
+    out = counts[list(STATUSES)].reset_index()
     active: dict[int, list[str]] = {}
     last = int(out["second"].max()) if len(out) else 0
     for w in windows:

@@ -15,6 +15,7 @@ import nemesis.faults
 import nemesis.nemesis
 import testbed.runtime.factory
 import testbed.state
+from checkers.schema import TABLES
 from harness.recover import recover
 from harness.run import write_spec
 from harness.spec import Spec, parse_spec
@@ -119,7 +120,7 @@ def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
     # Its clients were stopped gracefully (so they journal their end), a fresh drain read the log.
     assert producer.ended_by == "SIGTERM"
     assert world.processes["workload/consumer-az3-0"].ended_by == "SIGTERM"
-    for table in ("writes", "reads", "processes", "observations", "nemesis"):
+    for table in TABLES:
         assert folder.table(table).exists(), table
     reads = pd.read_parquet(folder.table("reads"))
     assert sorted(reads.loc[reads["phase"] == "final", "process"].unique()) == [
