@@ -2,9 +2,8 @@
 
 `python -m checkers.history_docs` (`make history-docs`) rewrites them in place; `--check` exits 1
 if docs/history.md is not what it would be written as (a test runs it). Only the text between
-the markers is generated; the prose around it is docs/history.md's own. A new table needs its
-section (`### <table>`) and its two markers added to the document once; the generator names any
-markers it misses.
+the markers is generated; the prose around it is docs/history.md's own. A table declared but not
+yet in the document gets its section (heading, generated columns) after the previous table's.
 
 Must never: be the place a column is defined (that is `checkers.schema`).
 """
@@ -55,15 +54,34 @@ def blocks() -> dict[str, list[str]]:
     return {"tables": tables_markdown(), **{f"columns:{name}": columns_markdown(s) for name, s in TABLES.items()}}
 
 
+def _add_section(doc: str, spec: TableSpec, after: str) -> str:
+    """A new table's section (heading and markers), before the first ``## `` heading after ``after``."""
+    begin, end = markers(f"columns:{spec.name}")
+    heading = f"### {spec.name}" + ("" if spec.required else " (optional)")
+    at = doc.find("\n## ", doc.index(after) if after in doc else 0)
+    at = len(doc) if at < 0 else at + 1
+    return doc[:at] + f"{heading}\n\n{begin}\n{end}\n\n" + doc[at:]
+
+
 def render(doc: str) -> str:
-    """``doc`` with every generated block replaced; SystemExit naming markers that are missing."""
+    """``doc`` with every generated block replaced.
+
+    A table without a section yet gets one (heading and markers) after the previous table's;
+    SystemExit when a block has one marker and not the other.
+    """
+    previous = markers("tables")[1]
+    for name, spec in TABLES.items():
+        begin, end = markers(f"columns:{name}")
+        if begin not in doc and end not in doc:
+            doc = _add_section(doc, spec, previous)
+        previous = end
     for name, lines in blocks().items():
         begin, end = markers(name)
         head, found_begin, rest = doc.partition(begin)
         _, found_end, tail = rest.partition(end)
         if not (found_begin and found_end):
-            raise SystemExit(f"{HISTORY_DOC}: the markers of the generated block '{name}' are missing: add\n"
-                             f"{begin}\n{end}\nwhere it belongs (e.g. under its table's heading)")
+            raise SystemExit(f"{HISTORY_DOC}: a marker of the generated block '{name}' is missing: the block is\n"
+                             f"{begin}\n{end}")
         doc = "\n".join([head + begin, *lines, end]) + tail
     return doc
 

@@ -30,6 +30,18 @@ def test_a_stale_or_unmarked_column_table_is_caught() -> None:
         history_docs.render(doc.replace(begin, ""))
 
 
+def test_a_new_table_gets_its_section_in_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    new = schema.TableSpec("transactions", required=False, doc="one transaction",
+                           columns=(Column("txn", "string", nullable=False, required=True, doc="its id"),))
+    monkeypatch.setitem(schema.TABLES, "transactions", new)
+    doc = history_docs.render(history_docs.HISTORY_DOC.read_text())
+    assert "| [`transactions`](#transactions-optional) | no | one transaction |" in doc
+    section = doc.index("### transactions (optional)")
+    assert doc.index("### observations (optional)") < section < doc.index("## Anomalies")
+    assert "| `txn` | string | its id |" in doc[section:]
+    assert history_docs.render(doc) == doc
+
+
 def test_every_table_and_column_is_in_the_docs() -> None:
     doc = history_docs.HISTORY_DOC.read_text()
     for name, spec in TABLES.items():
