@@ -35,7 +35,16 @@ from testbed.lifecycle import (
 )
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
-from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
+from testbed.runtime.factory import clean_leftovers
+from testbed.runtime.kinds import (
+    DEFAULT_KIND,
+    INVENTORY_KIND,
+    KIND_NAMES,
+    default_kind,
+    default_network,
+    networks_text,
+    runtime_help,
+)
 from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
@@ -76,14 +85,13 @@ def build_parser() -> Parser:
     up = csub.add_parser("up", help="start a cluster and return once it is ready; it keeps running")
     up.add_argument("--nodes", type=int, default=3)
     up.add_argument("--run-dir", type=Path)
-    up.add_argument("--network", help="the hosts' network (default: the runtime's, " +
-                    ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
+    up.add_argument("--network", help="the hosts' network (default: the runtime's, " + networks_text() + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
     up.add_argument("--controller", type=int, metavar="BROKER",
                     help="the broker that must be controller once the cluster is up (started first; default: any)")
-    up.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: ssh with --inventory, "
-                    f"else {DEFAULT_RUNTIME})")
+    up.add_argument("--runtime", choices=KIND_NAMES,
+                    help=runtime_help(f"{INVENTORY_KIND} with --inventory, else {DEFAULT_KIND}"))
     add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
@@ -97,7 +105,7 @@ def build_parser() -> Parser:
                      help="run only this configuration of the spec (of each, with several files); repeat for more")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
-    run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
+    run.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help(f"the spec's, else {DEFAULT_KIND}"))
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
@@ -110,7 +118,7 @@ def build_parser() -> Parser:
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
     campaign.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the file's, "
                           "else each spec's)")
-    campaign.add_argument("--runtime", choices=RUNTIMES, help="where the hosts live (default: each spec's)")
+    campaign.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help("each spec's"))
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
     campaign.add_argument("--plan", action="store_true", help="print the runs in order, when each would start "
                           "and what the budget would leave out; run nothing")
@@ -159,12 +167,12 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        kind = args.runtime or ("ssh" if args.inventory else DEFAULT_RUNTIME)
+        name = args.runtime or default_kind(inventory=args.inventory is not None)
         if args.controller is not None and not 0 <= args.controller < args.nodes:
             raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
                              f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
-        settings = ClusterSettings(nodes=args.nodes, runtime=kind, controller=args.controller,
-                                   network=args.network or DEFAULT_NETWORKS.get(kind, ClusterSettings.network),
+        settings = ClusterSettings(nodes=args.nodes, runtime=name, controller=args.controller,
+                                   network=args.network or default_network(name),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
                                    known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)

@@ -18,9 +18,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from testbed.addressing import AddressPlan, make_plan
+from testbed.addressing import AddressPlan
 from testbed.errors import UsageError
-from testbed.inventory import load_inventory
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.dist import ensure_kafka
@@ -28,6 +27,7 @@ from testbed.paths import RESULTS_DIR
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Runtime, new_prefix
 from testbed.runtime.factory import make_runtime, preflight, runtime_of
+from testbed.runtime.kinds import kind
 from testbed.state import RunState, claim_active, read_active, refuse_if_busy, release_active
 
 log = logging.getLogger("faultline")
@@ -91,12 +91,8 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
 
 
 def plan_of(settings: ClusterSettings) -> AddressPlan:
-    """The hosts' addresses: the inventory's (ssh runtime), else laid out on the settings' network."""
-    if settings.runtime == "ssh":
-        if settings.inventory is None:
-            raise UsageError("the ssh runtime needs an inventory (--inventory FILE or cluster.inventory)")
-        return load_inventory(settings.inventory).plan(settings.nodes)
-    return make_plan(settings.network, settings.nodes)
+    """The hosts' addresses: the inventory's (a kind that needs one: ssh), else laid out on the settings' network."""
+    return kind(settings.runtime).address_plan(settings.network, settings.nodes, settings.inventory)
 
 
 def check_can_provision(settings: ClusterSettings) -> AddressPlan:

@@ -1,6 +1,7 @@
 """What the report says about where the hosts were: the runtime's caveats a reader must weigh the verdict against.
 
-For docker: that a power-off there keeps the page cache (no unsyncfs in containers).
+Each caveat is the runtime kind's record's (`testbed.runtime.kinds`). For docker:
+that a power-off there keeps the page cache (no unsyncfs in containers).
 
 Read from the run folder only (state.json, clocks.json). For the ssh runtime:
 how host keys were checked, that a power-off there kills processes but keeps
@@ -18,14 +19,8 @@ from typing import Any
 import pandas as pd
 
 from testbed.runfolder import RunFolder
+from testbed.runtime.kinds import KIND_NAMES, kind
 from testbed.runtime.ssh_clock import large_offsets
-
-POWER_OFF_NOTE = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
-                  "running, so its page cache survives and writes not yet fsynced are not lost (a real power cut's "
-                  "loss of unsynced writes is not available on this runtime)")
-DOCKER_POWER_OFF_NOTE = ("power-off on the docker runtime kills the node's container; its data directories are not "
-                         "on unsyncfs there, so the page cache survives and writes not yet fsynced are not lost "
-                         "(netns drops them: docs/unsyncfs.md)")
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -41,14 +36,15 @@ def host_notes(run_dir: Path, nemesis: pd.DataFrame) -> list[str]:
     folder = RunFolder(run_dir)
     state = _read(folder.state)
     powered_off = "fault" in nemesis and bool((nemesis["fault"] == "power-off").any())
-    if state.get("runtime") == "docker":
-        return [DOCKER_POWER_OFF_NOTE] if powered_off else []
-    if state.get("runtime") != "ssh":
+    if state.get("runtime") not in KIND_NAMES:
         return []
-    ssh = state.get("ssh") or {}
-    notes = [f"hosts: ssh, from the inventory {ssh.get('inventory', '?')}; host keys {ssh.get('host_keys', '?')}"]
-    if powered_off:
-        notes.append(POWER_OFF_NOTE)
+    hosts = kind(state["runtime"])
+    where = hosts.hosts_note(state)
+    notes = [where] if where else []
+    if powered_off and hosts.power_off_note:
+        notes.append(hosts.power_off_note)
+    if not hosts.own_clocks:
+        return notes
     clocks = _read(folder.clocks)
     large = large_offsets(clocks)
     if large:
