@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.hosts import DOCKER_POWER_OFF_NOTE, POWER_OFF_NOTE, host_notes
+from report.hosts import DOCKER_POWER_OFF_NOTE, POWER_OFF_NOTE, host_notes
 
 
 def test_local_runtimes_get_no_notes(tmp_path: Path) -> None:
