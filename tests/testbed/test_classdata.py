@@ -30,7 +30,7 @@ def a_cache(tmp_path: Path) -> Path:
 
 def setup_step(cache: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FAULTLINE_CACHE": str(cache), **({"PATH": path} if path is not None else {})}
-    return subprocess.run([sys.executable, "-m", "testbed.dist.classdata", DEFAULT_VERSION], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "testbed.kafka.classdata_build", DEFAULT_VERSION], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
