@@ -31,18 +31,11 @@ from testbed.dist.classdata import ROLES as CDS_ROLES
 from testbed.dist.classdata import archive_flags
 from testbed.dist.kafka import classpath
 from testbed.errors import RuntimeFailure, UsageError
+from testbed.localprocs import command_of, is_alive, start_time, wait_dead
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
-from testbed.runtime.procs import (
-    LocalProcess,
-    command_of,
-    is_alive,
-    pids_of_runs,
-    run_of,
-    start_time,
-    wait_dead,
-)
+from testbed.runtime.procs import LocalProcess, pids_of_runs, run_of
 from testbed.runtime.unsynced import UnsyncedDisks, clean_mounts
 from testbed.state import RunState
 
