@@ -3,9 +3,10 @@
 The one place that reads another process's /proc files. Users: the netns
 runtime's process handles (testbed.runtime.procs), the project's own dockerd
 (testbed.runtime.dockerd, dockerd_host), the lose-unsynced-writes mounts
-(testbed.runtime.unsynced) and the standalone Spark daemons
-(spark_analysis.standalone). It knows nothing of runtimes, hosts or run
-prefixes, so code that only manages local daemons need not import a runtime.
+(testbed.runtime.unsynced), the standalone Spark daemons
+(spark_analysis.standalone) and the judging's priority (harness.priority).
+It knows nothing of runtimes, hosts or run prefixes, so code that only manages
+local daemons need not import a runtime.
 Must never: signal a process (callers do, by pid and start time).
 """
 
@@ -72,6 +73,14 @@ def pid_namespace(pid: int | str) -> str | None:
     """The pid namespace a process lives in (e.g. 'pid:[4026531836]'), or None if it is gone or unreadable."""
     try:
         return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def thread_ids(pid: int) -> list[int] | None:
+    """The ids of the process's threads (/proc/PID/task), or None if it has ended."""
+    try:
+        return [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
         return None
 
