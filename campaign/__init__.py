@@ -5,7 +5,7 @@
 - `config`: the campaign file in, a validated `Campaign` out (a SpecError naming the file and key).
 - `matrix`: a scenario × a grid of settings, each cell's expectation a rule over its settings.
 - `plan`: the runs, each a `Case` that loads its spec when it runs; seeds and the order from the campaign seed.
-- `runner`: each case run the way `harness run` runs one (`harness.scenario.run_specs`), within the
+- `runner`: each case run the way `harness run` runs one (`harness.scenario.run_specs`, or the one passed in), within the
   budget, a failure run again once; `records`: each attempt judged from its verdict, each case's
   outcome (PASS, FLAKE, FAIL, REGRESSION, SKIPPED).
 - `lake`: the `campaigns` table of the results lake (pyarrow, no Spark) and the runs' ingest.
