@@ -45,11 +45,11 @@ setup-venv:
 	@$(PY) -m pip install -q -r requirements-dev.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
-# The Kafka jars, then the class-data archives the netns nodes' JVMs start from (testbed/kafka/classdata.py: a
+# The Kafka jars, then the class-data archives the netns nodes' JVMs start from (testbed/kafka/classdata_build.py: a
 # one-node ZooKeeper and broker on 127.0.0.1 for ~20 s, skipped when current; nodes start without them if it fails).
 setup-kafka:
-	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
-	@$(PY) -m testbed.kafka.classdata $(KAFKA_VERSION)
+	@$(PY) -m testbed.dist.kafka $(KAFKA_VERSION)
+	@$(PY) -m testbed.kafka.classdata_build $(KAFKA_VERSION)
 
 # The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
 # modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with

@@ -4,7 +4,7 @@ Each run's line also gives the bring-up's steps as `cluster up` logged them (hos
 brokers, topic). `--controller N` steers the controller as most scenarios do (`cluster.controller`).
 
 A benchmark, not a test: it prints figures for BENCHMARKS.md. Target on 2 cores: up <= 20 s, down <= 3 s.
-With `--runtime ssh` and no `--inventory`, the hosts are a fresh sshd test bed (tests/ssh/bed.py, on a
+With `--runtime ssh` and no `--inventory`, the hosts are a fresh sshd test bed (testbed/sshbed.py, on a
 dockerd of the project's own): the first up uploads Kafka and the client venv, the later ones reuse them
 (target for a cached up: <= 30 s).
 """
@@ -82,7 +82,7 @@ def ssh_testbed(folder: Path) -> Iterator[tuple[str, str]]:
     """A fresh sshd test bed on a dockerd of the project's own: (inventory, known_hosts)."""
     from testbed.runtime.base import new_prefix
     from testbed.runtime.dockerd import start_dockerd
-    from tests.ssh.bed import build_base_image, sshd_testbed
+    from testbed.sshbed import build_base_image, sshd_testbed
 
     daemon = start_dockerd(new_prefix())
     os.environ["DOCKER_HOST"] = daemon.host

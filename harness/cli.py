@@ -20,10 +20,10 @@ from typing import NoReturn
 
 from harness.console import quiet_console
 from harness.runfolders import find_runs
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import (
     TerminationRequested,
     check_can_provision,
@@ -231,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from harness.campaign.command import Options, print_plan, run_campaign
+    from campaign.command import Options, print_plan, run_campaign
 
     options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
                       args.kafka_version, args.overhead)
@@ -258,8 +258,8 @@ def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import render_junit, render_report
     from harness.scenario import junit_of_folders
+    from report import render_junit, render_report
 
     found = find_runs(args.run_dir)
     for run_dir in found.finished:
@@ -272,7 +272,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from harness.report import summary
+    from report import summary
 
     found = find_runs(args.run_dir)
     said = [summary(run_dir) for run_dir in found.finished]

@@ -247,7 +247,7 @@ def write_junit(top: Path, cases: list[CaseResult]) -> None:
     if not cases:
         return
     try:
-        from harness.report.junit import render_junit_cases
+        from report.junit import render_junit_cases
 
         render_junit_cases(RunFolder(top).junit, cases)
     except Exception as exc:  # noqa: BLE001 - the runs' own results stand; say what went wrong
@@ -256,7 +256,7 @@ def write_junit(top: Path, cases: list[CaseResult]) -> None:
 
 def junit_of_folders(top: Path, finished: list[Path], unfinished: list[Path]) -> Path:
     """`top/junit.xml` again from its configurations' folders (`report` on a timestamp folder)."""
-    from harness.report.junit import JUnitCase, case_from_run, render_junit_cases
+    from report.junit import JUnitCase, case_from_run, render_junit_cases
 
     cases = [case_from_run(run_dir) for run_dir in finished]
     scenario = cases[0].scenario

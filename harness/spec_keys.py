@@ -17,7 +17,7 @@ Must never: hold a check of one key against another (that is `harness.spec`'s).
 from __future__ import annotations
 
 from checkers.anomalies import ANOMALIES
-from harness.facts import OBSERVED_FACTS
+from checkers.facts import OBSERVED_FACTS
 from harness.spec_types import (
     SETTING_VALUE,
     AnyOf,

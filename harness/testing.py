@@ -34,10 +34,10 @@ from types import TracebackType
 from typing import Any
 
 from nemesis.nemesis import Nemesis
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import ClusterError
 from testbed.kafka.cluster import KafkaCluster, wait_for
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import provision
 from testbed.runtime.base import Firewalled, Runtime
 from testbed.runtime.kinds import default_network

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.facts import observed_facts
 from checkers.verdict import exit_status, write_verdict
-from harness.facts import observed_facts
 from harness.spec import Expectation, Spec
 from testbed.errors import HarnessError
 from testbed.files import write_json_atomic
@@ -145,7 +145,7 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
 def write_reports(run_dir: Path) -> None:
     """report.html and junit.xml beside the verdict; a report failure never hides the verdict."""
     try:
-        from harness.report import render_junit, render_report
+        from report import render_junit, render_report
 
         render_junit(run_dir)
         render_report(run_dir)

@@ -19,10 +19,10 @@ from types import FrameType
 from typing import Any
 
 from testbed.addressing import AddressPlan
+from testbed.dist.kafka import ensure_kafka
 from testbed.errors import UsageError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import ensure_kafka
 from testbed.paths import RESULTS_DIR
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Runtime, new_prefix

@@ -24,10 +24,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.classdata import MAIN_CLASS
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import bringup
 from testbed.kafka import config as kcfg
-from testbed.kafka.classdata import MAIN_CLASS
 from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup

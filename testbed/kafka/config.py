@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from testbed.addressing import AddressPlan, Host
-from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.runtime.kinds import DEFAULT_KIND, default_network
 
 ZK_CLIENT_PORT = 2181

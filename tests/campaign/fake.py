@@ -1,7 +1,7 @@
 """Campaigns on the fake runtime: scenario files in a temporary folder, runs that take no root and ~1 s each.
 
 `fake_campaign` writes a campaign file and its scenario specs; `Driver` is the run function the
-campaign is given (`harness.campaign.runner.RunSpecs`): the real `run_specs` of `harness run` on the
+campaign is given (`campaign.runner.RunSpecs`): the real `run_specs` of `harness run` on the
 fake machine (tests/harness/test_run_fake.py), with a hook after each run and a clock it moves on
 by a chosen number of seconds per run, so budgets are tested without waiting.
 """

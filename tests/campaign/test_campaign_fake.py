@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from campaign import lake as lakes
+from campaign.command import Options, run_campaign
+from campaign.outputs import CampaignReport
+from campaign.runner import CAMPAIGN_ENV
 from checkers.anomalies import ANOMALIES
-from harness.campaign import lake as lakes
-from harness.campaign.command import Options, run_campaign
-from harness.campaign.outputs import CampaignReport
-from harness.campaign.runner import CAMPAIGN_ENV
 from harness.spec import Spec
 from tests.campaign.fake import Driver, write_campaign, write_scenario
 from tests.campaign.pages import JUNIT_SCHEMA, links, text_of

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.hosts import host_notes
+from report.hosts import host_notes
 from testbed.runtime.kinds import kind
 
 DOCKER_POWER_OFF_NOTE = kind("docker").power_off_note

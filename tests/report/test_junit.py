@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from harness.report import JUnitCase, ReportError, case_from_run, render_junit, render_junit_cases, summary
 from harness.scenario import CaseResult
+from report import JUnitCase, ReportError, case_from_run, render_junit, render_junit_cases, summary
 from tests.report.runfolder import T0, verdict_of
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("JUnit.xsd"))

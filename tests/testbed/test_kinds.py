@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.report.hosts import host_notes
 from harness.spec import parse_spec
+from report.hosts import host_notes
 from testbed.errors import SpecError, UsageError
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime import kinds
