@@ -5,14 +5,17 @@ of its own (the command line). An import is an arrow from the importing module's
 imported module's; `ast` finds them all, inside functions and under TYPE_CHECKING included.
 The test fails on an arrow `ALLOWED` does not hold, on a folder with Python code no row names,
 on a cycle among `testbed/`'s sub-packages and its own modules, on a source module over 400
-lines, and when docs/architecture.md's tables name other arrows than the ones declared here.
+lines, on a layer pyproject.toml's package lists leave out, and when docs/architecture.md's
+tables name other arrows than the ones declared here.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 import subprocess
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -260,6 +263,15 @@ def test_the_architecture_names_the_same_arrows() -> None:
     layers, testbed = documented_rules(ARCHITECTURE.read_text(encoding="utf-8"))
     assert layers == ALLOWED
     assert testbed == TESTBED_ALLOWED
+
+
+def test_every_layer_is_installed_and_type_checked() -> None:
+    """A layer folder the package lists leave out would import from a checkout but not once installed."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = {unit.removesuffix("/") for unit in ALLOWED if unit.endswith("/")} - {"tests", "bench", "compose"}
+    included = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert {layer for layer in layers if any(fnmatch.fnmatchcase(layer, pattern) for pattern in included)} == layers
+    assert set(config["tool"]["mypy"]["packages"]) == layers
 
 
 def test_no_source_module_over_400_lines() -> None:
