@@ -81,7 +81,7 @@ def as_case(result: CaseResult) -> JUnitCase:
         return result
     run_dir = getattr(result, "run_dir", None)
     details, started, passed = str(getattr(result, "details", "") or ""), None, result.passed
-    if run_dir is not None and RunFolder(Path(run_dir)).verdict.is_file():  # a run whose harness failed has none
+    if run_dir is not None and RunFolder(Path(run_dir)).finished:  # a run whose harness failed has no verdict
         from_run = case_from_run(run_dir)
         details = "\n".join(part for part in (details, from_run.details) if part)
         started = from_run.started_ns
