@@ -169,3 +169,10 @@ def test_summary_of_an_unknown_run(tmp_path: Path) -> None:
     text = summary(tmp_path)
     assert text.splitlines()[0].endswith(": UNKNOWN")
     assert "no verdict.json" in text and "not written yet" in text
+
+
+def record(scenario: str, configuration: str, expected: str, observed: str, passed: bool | None, seconds: float,
+           details: str = "", run_dir: Path | None = None, started_ns: int | None = None, status: int = 0) -> object:
+    if run_dir is not None and not details and started_ns is None:
+        return CaseResult(scenario, configuration, expected, observed, passed, seconds, run_dir, status)
+    return JUnitCase(scenario, configuration, expected, observed, passed, seconds, details, run_dir, started_ns)
