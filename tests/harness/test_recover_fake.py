@@ -10,10 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import harness.verdicts
 import nemesis.faults
-import nemesis.nemesis
-import testbed.runtime.factory
 import testbed.state
 from harness.recover import recover
 from harness.run import write_spec
@@ -24,6 +21,8 @@ from nemesis.nemesis import Nemesis
 from testbed.addressing import AddressPlan, make_plan
 from testbed.errors import WorkloadError
 from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.wire import BrokerView
+from testbed.machine import Machine
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import new_prefix
 from testbed.state import RunState, claim_active
@@ -59,6 +58,17 @@ def dead_harness_run(run_dir: Path, spec: Spec) -> FakeRuntime:
     return world
 
 
+class SettledCluster(KafkaCluster):
+    """The real cluster object, settled at once as a healthy cluster would be; the brokers' views of it (the live
+    state the nemesis reads to resolve targets) must not be needed."""
+
+    def settled(self) -> dict[str, BrokerView] | None:
+        return {}
+
+    def views(self) -> dict[str, BrokerView | None]:
+        raise AssertionError("recover's heal must not need the cluster's live state")
+
+
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The factory gives back the dead harness's hosts (as the netns runtime finds them by prefix)."""
@@ -70,19 +80,14 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         world.state = state
         return world
 
-    def no_live_state(cluster: KafkaCluster) -> Any:
-        raise AssertionError("recover's heal must not need the cluster's live state")
-
-    def replicas(*args: Any) -> None:
+    def replicas(folder: RunFolder, topic: str, kafka_version: str, final: Any = None) -> dict[str, Any]:
         found["replica_checks"] += 1
+        return {"topic": topic, "partitions": [], "agree": True}
 
+    found["machine"] = Machine(make_runtime=make_runtime, make_cluster=SettledCluster, dump_replicas=replicas)
     monkeypatch.setattr(testbed.state, "ACTIVE_FILE", tmp_path / "active.json")
-    monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
-    monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})
-    monkeypatch.setattr(harness.verdicts, "check_replicas", replicas)
     monkeypatch.setattr(nemesis.faults, "_wait_unregistered",
                         lambda cluster, node: found["unregistered"].append(node.name))
-    monkeypatch.setattr(nemesis.nemesis, "observe", no_live_state)
     return found
 
 
@@ -95,7 +100,7 @@ def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
     producer = world.process("workload/producer-az1-0")
     assert paused is not None and paused.paused() and producer is not None
 
-    outcome = recover(run_dir, engine="pandas")
+    outcome = recover(run_dir, engine="pandas", machine=machine["machine"])
 
     # The nemesis journal stays one the history reads: every row's targets and detail are JSON objects.
     for line in folder.nemesis_journal.read_text().splitlines():
@@ -140,7 +145,7 @@ def test_recover_without_hosts_judges_the_journals_alone(machine: dict[str, Any]
     world.destroy()  # the machine was rebooted: the run folder is all there is
     before = RunFolder(run_dir).nemesis_journal.read_text()
 
-    outcome = recover(run_dir, engine="pandas")
+    outcome = recover(run_dir, engine="pandas", machine=machine["machine"])
 
     assert outcome.verdict["valid"] == "unknown" and outcome.status == 2
     assert "already gone" in outcome.verdict["reason"]
@@ -157,7 +162,7 @@ def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_on
     folder = RunFolder(run_dir)
 
     with pytest.raises(WorkloadError, match="drain-az2-recover exited with status 1"):
-        recover(run_dir, engine="pandas")
+        recover(run_dir, engine="pandas", machine=machine["machine"])
 
     # Healed, its clients stopped, but the cluster is as the dead harness left it otherwise: up, and the machine's.
     assert world.exists() and world.destroyed == 0
@@ -169,7 +174,7 @@ def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_on
 
     del world.scripts["workload/drain-az2-recover"]
     monkeypatch.chdir(tmp_path)
-    outcome = recover(Path("run"), engine="pandas")  # a relative path, as a user types it
+    outcome = recover(Path("run"), engine="pandas", machine=machine["machine"])  # a relative path, as a user types it
 
     assert outcome.verdict["valid"] is True and outcome.status == 0, outcome.verdict
     assert outcome.run_dir == run_dir

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from checkers.configuration_result import ConfigurationResult as record
 from harness.campaign.changes import Changes
 from harness.campaign.outputs import CampaignReport, junit_document
 from harness.campaign.plan import Case
@@ -22,7 +23,6 @@ from harness.campaign.records import Attempt, CaseResult
 from harness.report import render_junit
 from harness.scenario import junit_of_folders, write_junit
 from tests.report.runfolder import T0
-from tests.report.test_junit import record
 
 GOLDEN = Path(__file__).with_name("golden")
 
