@@ -65,6 +65,9 @@ class HealthyCluster(KafkaCluster):
     def views(self) -> dict[str, BrokerView | None]:
         raise AssertionError("explicit targets must not need the cluster's live state")
 
+    def registered(self, node: Host) -> bool:
+        return False  # a broker killed moments ago: ZooKeeper has let it go
+
 
 @dataclass
 class FakeMachine:
