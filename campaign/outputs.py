@@ -32,7 +32,8 @@ from campaign.records import (
     SKIPPED,
     CaseResult,
 )
-from report.junit import JUnitCase, junit_xml
+from checkers.configuration_result import ConfigurationResult
+from report.junit import junit_xml
 from testbed.files import write_json_atomic, write_text_atomic
 from testbed.runfolder import RunFolder
 
@@ -109,7 +110,7 @@ def campaign_json(report: CampaignReport) -> dict[str, Any]:
     }
 
 
-def junit_case(result: CaseResult) -> JUnitCase:
+def junit_case(result: CaseResult) -> ConfigurationResult:
     case, attempts = result.case, result.attempts
     last = attempts[-1]
     passed: bool | None = result.outcome in (PASS, FLAKE)
@@ -124,8 +125,8 @@ def junit_case(result: CaseResult) -> JUnitCase:
                         for a in attempts if a.run_dir is not None)
     if result.skipped:
         details += f"\n{result.skipped}"
-    return JUnitCase(case.scenario, case.label, last.expected, observed, passed, result.duration_s, details,
-                     None, int(attempts[0].started_at.timestamp() * 1e9))
+    return ConfigurationResult(case.scenario, case.label, last.expected, observed, passed, result.duration_s,
+                               details=details, started_ns=int(attempts[0].started_at.timestamp() * 1e9))
 
 
 def junit_document(report: CampaignReport) -> str:

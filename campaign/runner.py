@@ -22,10 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from campaign.plan import Case
 from campaign.records import PASS, Attempt, CaseResult, harness_failure, judge_run
+from checkers.configuration_result import ConfigurationResult
 from harness.spec import Spec
 from testbed.errors import HarnessError
 from testbed.lifecycle import TerminationRequested
@@ -35,11 +36,11 @@ CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # stopping clients, drain, replica dump, check, report). Measured on 2 cores: 13-33 s, the most for the
 # first run of a campaign (the Spark session starts); see BENCHMARKS.md.
 DEFAULT_OVERHEAD_S = 30.0
-RunSpecs = Callable[[list[Spec], Path | None, str | None, TextIO], tuple[int, list[Any]]]
+RunSpecs = Callable[[list[Spec], Path | None, str | None, TextIO], tuple[int, list[ConfigurationResult]]]
 
 
 def default_run_specs(specs: list[Spec], results: Path | None, engine: str | None,
-                      out: TextIO) -> tuple[int, list[Any]]:
+                      out: TextIO) -> tuple[int, list[ConfigurationResult]]:
     from harness.scenario import run_specs
 
     return run_specs(specs, results, engine, out)
@@ -136,10 +137,11 @@ class Runner:
 
     def _attempt(self, spec: Spec, number: int) -> Attempt:
         started_at, started = datetime.now(UTC), self.clock()
-        run_dir: Path | None = None
         try:
             _, cases = self.run_specs([spec], self.runs_dir, self.engine, self.out)
-            run_dir = Path(cases[0].run_dir)
+            run_dir = cases[0].run_dir
+            if run_dir is None:  # run_specs names every configuration's folder: a run function that does not is broken
+                raise HarnessError(f"the run of {spec.run_name} named no run folder")
         except HarnessError as exc:
             latest = self.runs_dir / spec.name / "latest"
             found = latest / spec.configuration if spec.configuration else latest

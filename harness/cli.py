@@ -15,6 +15,8 @@ import logging
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -33,6 +35,7 @@ from testbed.lifecycle import (
     require_root,
     tear_down,
 )
+from testbed.machine import REAL, Machine
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
 from testbed.runtime.factory import clean_leftovers
@@ -207,7 +210,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from checkers.api import missing_engine
     from harness.batch import run_batch
     from harness.spec import load_specs
@@ -220,9 +223,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     require_root()  # after the specs: a bad spec is named to anyone, root or not
     for specs in batch:  # bad input is refused before any run folder is written
         for spec in specs:
-            check_can_provision(spec.cluster)
+            check_can_provision(spec.cluster, machine)
     try:
-        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
+        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data, machine=machine)
     finally:  # whatever happened: Spark's JVM stopped (a judgement still under way after the grace ends with it)
         if "checkers.spark_session" in sys.modules:
             from checkers.spark_session import stop_session
@@ -303,16 +306,18 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, machine: Machine = REAL) -> int:
+    """The command line; `harness run` makes its clusters on `machine` (a test's fake one, or this machine's)."""
     quiet_console()
     try:
         args = absolute_paths(build_parser().parse_args(argv))
         if args.command in ("cluster", "clean", "recover"):  # campaign: root is checked once its file is known good
             require_root()
-        handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
-                   "campaign": cmd_campaign,
-                   "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}[args.command]
-        return handler(args)
+        handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+            "cluster": cmd_cluster, "clean": cmd_clean, "run": partial(cmd_run, machine=machine),
+            "recover": cmd_recover, "campaign": cmd_campaign,
+            "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}
+        return handlers[args.command](args)
     except HarnessError as exc:
         print(f"faultline: {exc}", file=sys.stderr)
         return exc.exit_status

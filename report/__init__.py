@@ -9,7 +9,7 @@ expectation is held to.
 
 - `render_report(run_dir)` writes run_dir/report.html (self-contained, deterministic).
 - `render_junit(target, cases=None)` writes junit.xml: one case per scenario configuration
-  (`JUnitCase`), or for a lone run folder one case judged by its verdict.
+  (`checkers.configuration_result.ConfigurationResult`), or for a lone run folder one case judged by its verdict.
 - `summary(run_dir)` is the text `show` prints.
 """
 
@@ -17,15 +17,8 @@ from __future__ import annotations
 
 from report.errors import ReportError
 from report.html import render_report
-from report.junit import (
-           CaseResult,
-           JUnitCase,
-           case_from_run,
-           junit_xml,
-           render_junit,
-           render_junit_cases,
-)
+from report.junit import case_from_run, junit_xml, render_junit, render_junit_cases, with_run
 from report.summary import summary
 
-__all__ = ["CaseResult", "JUnitCase", "ReportError", "case_from_run", "junit_xml", "render_junit", "render_junit_cases",
-           "render_report", "summary"]
+__all__ = ["ReportError", "case_from_run", "junit_xml", "render_junit", "render_junit_cases", "render_report",
+           "summary", "with_run"]

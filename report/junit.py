@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
 
+from checkers.configuration_result import ConfigurationResult
 from report import fmt
 from report.errors import ReportError
 from report.files import write_atomically
@@ -32,65 +32,23 @@ VALID_EXPECTATION = "a valid verdict: no anomaly that this configuration forbids
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-@dataclass(frozen=True)
-class JUnitCase:
-    """One scenario configuration's result, as the scenario runner hands it over.
+def with_run(case: ConfigurationResult) -> ConfigurationResult:
+    """`case` with what its run folder adds: the run's start and its errors (what the scenario runner writes).
 
-    ``passed`` is True (the run showed what was expected), False (it did not: a
-    <failure>) or None (no verdict could be reached: an <error>). ``expected``
-    and ``observed`` are one line each; ``details`` is any further text for the
-    failure body. ``run_dir``, where given, is named in the body with the run's
-    errors. ``started_ns`` is when the run began (the suite's timestamp).
+    Where the run's verdict is unknown the case is an error (no verdict), not a failure. A case without
+    a run folder, or whose run has no verdict (its harness failed), is given back as it is.
     """
-
-    scenario: str
-    configuration: str
-    expected: str
-    observed: str
-    passed: bool | None
-    seconds: float
-    details: str = ""
-    run_dir: Path | None = None
-    started_ns: int | None = None
+    run_dir = case.run_dir
+    if run_dir is None or not RunFolder(run_dir).finished:
+        return case
+    from_run = case_from_run(run_dir)
+    details = "\n".join(part for part in (case.details, from_run.details) if part)
+    passed = None if from_run.passed is None else case.passed
+    return replace(case, passed=passed, details=details, started_ns=from_run.started_ns)
 
 
-class CaseResult(Protocol):
-    """Any object with these attributes is a case (the scenario runner's own result type, say)."""
-
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def configuration(self) -> str: ...
-    @property
-    def expected(self) -> str: ...
-    @property
-    def observed(self) -> str: ...
-    @property
-    def passed(self) -> bool | None: ...
-    @property
-    def seconds(self) -> float: ...
-
-
-def as_case(result: CaseResult) -> JUnitCase:
-    """A JUnitCase from any case result.
-
-    A result with a ``run_dir`` attribute naming a run folder gains that run's start and errors; where
-    that run's verdict is unknown the case is an error (no verdict), not a failure.
-    """
-    if isinstance(result, JUnitCase):
-        return result
-    run_dir = getattr(result, "run_dir", None)
-    details, started, passed = str(getattr(result, "details", "") or ""), None, result.passed
-    if run_dir is not None and RunFolder(Path(run_dir)).finished:  # a run whose harness failed has no verdict
-        from_run = case_from_run(run_dir)
-        details = "\n".join(part for part in (details, from_run.details) if part)
-        started = from_run.started_ns
-        passed = None if from_run.passed is None else passed
-    return JUnitCase(result.scenario, result.configuration, result.expected, result.observed, passed,
-                     float(result.seconds), details, Path(run_dir) if run_dir is not None else None, started)
-
-
-def case_from_run(run_dir: str | Path, scenario: str | None = None, configuration: str | None = None) -> JUnitCase:
+def case_from_run(run_dir: str | Path, scenario: str | None = None,
+                  configuration: str | None = None) -> ConfigurationResult:
     """The case of one run folder from its verdict.json.
 
     Where the verdict holds the scenario's ``expectation`` (expected, observed, passed), that is the case;
@@ -113,15 +71,16 @@ def case_from_run(run_dir: str | Path, scenario: str | None = None, configuratio
             observed, passed = expectation.observed, expectation.passed
         details += [f"mismatch: {m}" for m in expectation.mismatches]
     seconds = round((span[1] - span[0]) / fmt.NS, 3) if span else 0.0
-    return JUnitCase(scenario or run.scenario, configuration or run.configuration or run.run_id, expected, observed,
-                     passed, seconds, "\n".join(details), run.run_dir, span[0] if span else None)
+    return ConfigurationResult(scenario or run.scenario, configuration or run.configuration or run.run_id, expected,
+                               observed, passed, seconds, details="\n".join(details), run_dir=run.run_dir,
+                               started_ns=span[0] if span else None)
 
 
 def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _timestamp(cases: Sequence[JUnitCase]) -> str:
+def _timestamp(cases: Sequence[ConfigurationResult]) -> str:
     """When the suite began, as the format wants it: ISO 8601 without a time zone (UTC here)."""
     starts = [c.started_ns for c in cases if c.started_ns is not None]
     seconds = min(starts) // fmt.NS if starts else 0
@@ -132,7 +91,7 @@ def _seconds(value: float) -> str:
     return f"{max(value, 0.0):.3f}"
 
 
-def _testcase(suite: ET.Element, case: JUnitCase) -> None:
+def _testcase(suite: ET.Element, case: ConfigurationResult) -> None:
     element = ET.SubElement(suite, "testcase", {
         "name": _clean(case.configuration), "classname": _clean(f"{PACKAGE}.{case.scenario}"),
         "time": _seconds(case.seconds),
@@ -152,7 +111,8 @@ def _testcase(suite: ET.Element, case: JUnitCase) -> None:
     outcome.text = _clean(body)
 
 
-def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[JUnitCase], hostname: str) -> None:
+def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[ConfigurationResult],
+           hostname: str) -> None:
     suite = ET.SubElement(root, "testsuite", {
         "name": _clean(scenario), "package": _clean(f"{PACKAGE}.{scenario}"), "id": str(number),
         "timestamp": _timestamp(cases), "hostname": _clean(hostname), "tests": str(len(cases)),
@@ -169,12 +129,12 @@ def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[JUnitCa
     ET.SubElement(suite, "system-err").text = ""
 
 
-def junit_xml(results: Sequence[CaseResult], hostname: str = "localhost") -> str:
+def junit_xml(results: Sequence[ConfigurationResult], hostname: str = "localhost") -> str:
     """The document for ``results``: a suite per scenario, in order of first appearance."""
     if not results:
         raise ReportError("junit.xml needs at least one test case")
-    scenarios: dict[str, list[JUnitCase]] = {}
-    for case in map(as_case, results):
+    scenarios: dict[str, list[ConfigurationResult]] = {}
+    for case in results:
         scenarios.setdefault(case.scenario, []).append(case)
     root = ET.Element("testsuites")
     for number, (scenario, mine) in enumerate(scenarios.items()):
@@ -183,11 +143,12 @@ def junit_xml(results: Sequence[CaseResult], hostname: str = "localhost") -> str
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render_junit(target: str | Path, cases: Sequence[CaseResult] | None = None, hostname: str = "localhost") -> Path:
+def render_junit(target: str | Path, cases: Sequence[ConfigurationResult] | None = None,
+                 hostname: str = "localhost") -> Path:
     """Write junit.xml and return its path.
 
     ``target`` is a folder (the file goes in it as junit.xml) or a path ending in .xml. ``cases`` are
-    `JUnitCase`s or any objects with the same attributes (`CaseResult`). Without ``cases``, ``target``
+    `ConfigurationResult`s, written as they are (`with_run` adds a run folder's lines). Without ``cases``, ``target``
     must be a run folder: its one case comes from its verdict (`case_from_run`).
     """
     path = Path(target)
@@ -201,6 +162,7 @@ def render_junit(target: str | Path, cases: Sequence[CaseResult] | None = None, 
     return write_atomically(out, junit_xml(cases, hostname))
 
 
-def render_junit_cases(target: str | Path, cases: Sequence[CaseResult], hostname: str = "localhost") -> Path:
+def render_junit_cases(target: str | Path, cases: Sequence[ConfigurationResult],
+                       hostname: str = "localhost") -> Path:
     """`render_junit` with the cases required: what the scenario runner calls after its configurations."""
     return render_junit(target, cases, hostname)

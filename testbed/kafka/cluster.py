@@ -332,6 +332,10 @@ class KafkaCluster:
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             return dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
 
+    def registered(self, node: Host) -> bool:
+        """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers."""
+        return node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
+
     def settled(self) -> dict[str, BrokerView] | None:
         """The views when every broker agrees on one leader per partition with a full ISR, else None."""
         views = self.views()

@@ -8,6 +8,8 @@ Must never: build a runtime of another kind than the state file says.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from testbed.addressing import AddressPlan
 from testbed.runtime.base import Runtime
 from testbed.runtime.kinds import DEFAULT_KIND, docker_sdk, kind
@@ -25,9 +27,11 @@ def make_runtime(kind_name: str, prefix: str, plan: AddressPlan, state: RunState
     return runtime
 
 
-def runtime_of(state: RunState, plan: AddressPlan) -> Runtime:
-    """The runtime that made the run recorded in `state` (runs from before kinds were recorded: netns)."""
-    return make_runtime(str(state.data.get("runtime", DEFAULT_KIND)), state.prefix, plan, state)
+def runtime_of(state: RunState, plan: AddressPlan,
+               make: Callable[[str, str, AddressPlan, RunState], Runtime] | None = None) -> Runtime:
+    """The runtime that made the run recorded in `state` (runs from before kinds were recorded: netns), built by
+    `make` (a `testbed.machine.Machine`'s) or `make_runtime`."""
+    return (make or make_runtime)(str(state.data.get("runtime", DEFAULT_KIND)), state.prefix, plan, state)
 
 
 def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
