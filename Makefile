@@ -214,21 +214,30 @@ test-docker:
 # --- campaigns (README "Nightly chaos", docs/campaigns.md) ---
 # CAMPAIGN: a name under campaigns/ or a campaign file; BUDGET (e.g. 60m): else the file's; SEED: else the date's.
 # KAFKA_VERSION given on the command line or in the environment applies to every run (else each spec's).
+# SHARD=I/N: run only share I of the plan split N ways (each share with the whole BUDGET); `make campaign-merge
+# SHARDS="DIR..."` joins the shards' campaign folders (or folders holding them) into one campaign (MERGE_OUT: where).
 CAMPAIGN ?= nightly
 BUDGET ?=
 SEED ?=
+SHARD ?=
+SHARDS ?=
+MERGE_OUT ?=
 CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(CAMPAIGN).yaml)
 CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
-	$(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+	$(if $(SHARD),--shard $(SHARD)) $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
 CAMPAIGN_IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: nightly chaos-quick campaign-summary
+.PHONY: nightly chaos-quick campaign-merge campaign-summary
 
 nightly: $(CAMPAIGN_IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
 
 chaos-quick: $(CAMPAIGN_IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
+
+campaign-merge:
+	@test -n "$(SHARDS)" || { echo 'campaign-merge: give the shards: make campaign-merge SHARDS="DIR..."'; exit 3; }
+	$(PY) -m harness campaign merge $(SHARDS) $(if $(MERGE_OUT),--out $(MERGE_OUT)) --lake $(LAKE)
 
 # The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
 campaign-summary:
