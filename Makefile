@@ -12,10 +12,13 @@ GO ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),/
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
 	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
+
+# What merging shards and the lake's ingest need (Java for Spark, the venv): the nightly workflow's merge job.
+setup-lake: setup-debian setup-venv
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
