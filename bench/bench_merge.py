@@ -12,7 +12,6 @@ outputs, the campaigns table, and (unless --no-ingest) the one Spark ingest of e
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import shutil
@@ -29,6 +28,7 @@ from campaign.outputs import CampaignReport, write_outputs  # noqa: E402
 from campaign.plan import CATALOGUE, Case  # noqa: E402
 from campaign.records import CaseResult, judge_run  # noqa: E402
 from campaign.shards import Shard, deal, shard_record  # noqa: E402
+from checkers.argparser import ArgumentParser  # noqa: E402
 from spark_analysis.synthetic import write_run  # noqa: E402
 
 CACHE = Path(os.environ.get("FAULTLINE_BENCH_CACHE", Path.home() / ".cache" / "faultline" / "bench"))
@@ -56,7 +56,7 @@ def write_shards(folder: Path, shards: int, runs: int, operations: int) -> list[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--runs", type=int, default=50, help="runs per shard")
     parser.add_argument("--operations", type=int, default=2000, help="operations per run's history")

@@ -196,3 +196,18 @@ def test_a_merge_of_shards_that_are_not_one_plan_is_refused_and_writes_nothing(
     assert main(["campaign", "merge", str(one), str(two), "--out", str(out), "--lake", str(tmp_path / "lake")]) == 0
     assert len(cases_of(out)) == len(NAMES)
     assert "already holds a campaign" in refused([str(one), str(two), "--out", str(out)], capsys)
+
+
+def test_the_merge_benchmark_builds_shards_and_merges_them(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "bench/bench_merge.py", "--shards", "3", "--runs", "2", "--operations", "100",
+                           "--no-ingest"], cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "FAULTLINE_BENCH_CACHE": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert "merge of 3 shards × 2 runs (6 cases, no ingest)" in done.stdout, done.stdout
+    assert len(list((tmp_path / "merge-3x2x100").glob("shard-*/campaign.json"))) == 3
