@@ -13,7 +13,7 @@ GO ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),/
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
 
 .PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
-	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -104,6 +104,10 @@ bench-checker:
 
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000
+
+# `harness campaign merge` of 8 synthetic shards of 50 runs, with the lake's Spark ingest.
+bench-merge:
+	$(PY) bench/bench_merge.py --shards 8 --runs 50
 
 # Where a configuration's time goes, per phase: BENCH_SCENARIOS run in one process (or BENCH_RESULTS read).
 BENCH_SCENARIOS ?= isolate-az-leader unclean-election
