@@ -179,6 +179,9 @@ def test_a_merge_of_shards_that_are_not_one_plan_is_refused_and_writes_nothing(
     assert "no campaign.json" in refused([str(tmp_path / "one" / "campaigns" / "latest" / "runs"), "--out", str(out)],
                                          capsys)
     assert "--budget is for running" in refused([str(one), str(two), "--budget", "1m"], capsys)
+    assert "give the shards' folders" in refused([], capsys)
+    assert main(["campaign", str(tmp_path / "fake.yaml"), str(one)]) == 3
+    assert "one campaign file" in capsys.readouterr().err
     assert not out.exists()
 
     tampered = tmp_path / "tampered"
