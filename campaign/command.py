@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from campaign import lake as lakes
-from campaign.changes import compare
+from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
 from campaign.outputs import INDEX_FILE, SUMMARY_FILE, CampaignReport, change_lines, write_outputs
 from campaign.plan import Case, date_seed, plan_cases
@@ -194,6 +194,7 @@ def finish(report: CampaignReport, lake: Path, ingest: Callable[[Path, Path], st
     if report.shard is not None:
         report.lake = (f"shard {report.shard['index']}/{report.shard['count']}: the lake is written when the shards "
                        f"are merged (harness campaign merge)")
+        report.changes = Changes(None, note="a shard is compared with the last campaign when the shards are merged")
         _close(report, out)
         return
     rows = lakes.rows_of(report.results, report.name, report.started_at, report.seed, report.folder)

@@ -184,7 +184,7 @@ def _keys(items: list[Key]) -> str:
 def change_lines(changes: Changes) -> list[str]:
     """What changed, one line each (for summary.md and the console)."""
     if changes.previous is None:
-        return ["no earlier campaign of this name in the lake: nothing to compare with"]
+        return [changes.note or "no earlier campaign of this name in the lake: nothing to compare with"]
     lines = [f"newly failing: {_keys(changes.newly_failing)}", f"fixed: {_keys(changes.fixed)}",
              f"flaky: {_keys(changes.flaky)}",
              "new anomaly kinds: " + (", ".join(f"{s} [{c}]: {', '.join(k)}" for (s, c), k in changes.new_kinds)

@@ -75,6 +75,8 @@ def test_two_shards_merged_tell_what_the_campaign_unsharded_tells(machine: Machi
                          Shard(i, 2), ingested=ingested) for i in (1, 2)]
     assert ingested == [] and not (tmp_path / "lake-ci").exists()  # a shard leaves the lake to the merge
     assert all("the lake is written when the shards are merged" in r.lake for r in shard_reports)
+    assert all("compared with the last campaign when the shards are merged" in (r.folder / "summary.md").read_text()
+               for r in shard_reports)
     assert sorted(len(r.results) for r in shard_reports) == [3, 3]
 
     lake = tmp_path / "lake"
