@@ -15,10 +15,13 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
-	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
+	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
+
+# What merging shards and the lake's ingest need (Java for Spark, the venv): the nightly workflow's merge job.
+setup-lake: setup-debian setup-venv
 
 setup-debian:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -104,6 +107,10 @@ bench-checker:
 
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000
+
+# `harness campaign merge` of 8 synthetic shards of 50 runs, with the lake's Spark ingest.
+bench-merge:
+	$(PY) bench/bench_merge.py --shards 8 --runs 50
 
 # Where a configuration's time goes, per phase: BENCH_SCENARIOS run in one process (or BENCH_RESULTS read).
 BENCH_SCENARIOS ?= isolate-az-leader unclean-election
@@ -217,20 +224,29 @@ test-docker:
 # --- campaigns (README "Nightly chaos", docs/campaigns.md) ---
 # CAMPAIGN: a name under campaigns/ or a campaign file; BUDGET (e.g. 60m): else the file's; SEED: else the date's.
 # KAFKA_VERSION given on the command line or in the environment applies to every run (else each spec's).
+# SHARD=I/N: run only share I of the plan split N ways (each share with the whole BUDGET); `make campaign-merge
+# SHARDS="DIR..."` joins the shards' campaign folders (or folders holding them) into one campaign (MERGE_OUT: where).
 CAMPAIGN ?= nightly
 BUDGET ?=
 SEED ?=
+SHARD ?=
+SHARDS ?=
+MERGE_OUT ?=
 CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(CAMPAIGN).yaml)
 CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
-	$(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+	$(if $(SHARD),--shard $(SHARD)) $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
 
-.PHONY: nightly chaos-quick campaign-summary
+.PHONY: nightly chaos-quick campaign-merge campaign-summary
 
 nightly: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
 
 chaos-quick: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
+
+campaign-merge:
+	@test -n "$(SHARDS)" || { echo 'campaign-merge: give the shards: make campaign-merge SHARDS="DIR..."'; exit 3; }
+	$(PY) -m harness campaign merge $(SHARDS) $(if $(MERGE_OUT),--out $(MERGE_OUT)) --lake $(LAKE)
 
 # The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
 campaign-summary:

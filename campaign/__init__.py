@@ -12,4 +12,6 @@
 - `changes`: what changed since the previous campaign of the same name.
 - `outputs`, `page`: campaign.json, junit.xml, summary.md and index.html in results/campaigns/<timestamp>/.
 - `command`: `python -m harness campaign` from the plan to the lake.
+- `shards`: `--shard I/N`, the plan dealt to N shards by expected run time; `merge`: `python -m harness campaign merge`,
+  the shards of one plan joined into one campaign.
 """

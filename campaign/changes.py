@@ -30,6 +30,7 @@ class Changes:
     new_kinds: list[tuple[Key, list[str]]] = field(default_factory=list)
     new_cases: list[Key] = field(default_factory=list)  # run now, not run (or skipped) last time
     not_run: list[Key] = field(default_factory=list)  # run last time, not run (or skipped) now
+    note: str | None = None  # why nothing was compared (a shard: its merge compares)
 
     @property
     def any(self) -> bool:

@@ -13,6 +13,7 @@ Must never: let the lake decide the exit status, or start a run before every spe
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,12 +22,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from campaign import lake as lakes
-from campaign.changes import compare
+from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
 from campaign.outputs import INDEX_FILE, SUMMARY_FILE, CampaignReport, change_lines, write_outputs
 from campaign.plan import Case, date_seed, plan_cases
 from campaign.records import CaseResult
 from campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs
+from campaign.shards import Shard, deal, shard_record
 from harness.scenario import link_latest
 from harness.spec import merge
 from testbed.errors import UsageError
@@ -51,6 +53,7 @@ class Options:
     runtime: str | None = None
     kafka_version: str | None = None
     overhead_s: float | None = None  # a run's time on top of its duration until one is measured (default: the runner's)
+    shard: Shard | None = None  # run only this share of the plan (campaign.shards)
 
 
 def cli_overrides(options: Options) -> dict[str, object]:
@@ -84,6 +87,15 @@ class Plan:
     refused: list[dict[str, Any]]
     budget_s: float
     seed: int
+    overhead_s: float = DEFAULT_OVERHEAD_S
+
+    def estimate_s(self, case: Case) -> float:
+        """A case's expected run time before anything ran: its spec's duration plus the overhead."""
+        return case.load().duration_s + self.overhead_s
+
+    def share(self, shard: Shard | None) -> list[Case]:
+        """The cases `shard` runs (every case without one), in plan order."""
+        return self.cases if shard is None else deal(self.cases, shard.count, self.estimate_s)[shard.index - 1]
 
 
 def make_plan(options: Options) -> Plan:
@@ -96,7 +108,7 @@ def make_plan(options: Options) -> Plan:
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
     cases, refused = plan_cases(campaign, seed)
-    return Plan(campaign, cases, refused, budget_s, seed)
+    return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S)
 
 
 def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs = default_run_specs,
@@ -104,7 +116,7 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
                  lakes.ingest_runs, clock: Callable[[], float] | None = None) -> CampaignReport:
     """Run the campaign of `options`; the report says what it found (`report.status` is the exit status)."""
     plan = make_plan(options)
-    campaign, cases, seed, budget_s = plan.campaign, plan.cases, plan.seed, plan.budget_s
+    campaign, cases, seed, budget_s = plan.campaign, plan.share(options.shard), plan.seed, plan.budget_s
     check(cases, options.engine or campaign.engine)
 
     stamp = timestamp()
@@ -115,7 +127,11 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
     report = CampaignReport(f"{campaign.name}-{stamp}", campaign.name, options.path, folder, seed,
                             "--seed" if options.seed is not None else "the date", budget_s,
                             options.engine or campaign.engine, datetime.now(UTC), [], plan.refused)
-    out.write(f"campaign {report.campaign_id}: {len(cases)} runs planned over "
+    share = ""
+    if options.shard is not None:
+        report.shard = shard_record(options.shard, campaign.name, seed, plan.cases)
+        share = f"shard {options.shard} of {len(plan.cases)}: "
+    out.write(f"campaign {report.campaign_id}: {share}{len(cases)} runs planned over "
               f"{len({c.scenario for c in cases})} scenarios, seed {seed}, budget {budget_s:.0f} s; {folder}\n")
     runner = Runner(report.campaign_id, cases, folder / RUNS, budget_s, report.engine, run_specs, out,
                     on_progress=lambda results: _persist(report, results))
@@ -129,10 +145,10 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
             report.results = runner.run()
     except BaseException:  # interrupted: say what ran and what did not, ingest nothing, go on unwinding
         report.finished_at = datetime.now(UTC)
-        _finish(report, lake, None, out)
+        finish(report, lake, None, out)
         raise
     report.finished_at = datetime.now(UTC)
-    _finish(report, lake, ingest, out)
+    finish(report, lake, ingest, out)
     return report
 
 
@@ -140,11 +156,12 @@ def print_plan(options: Options, out: TextIO = sys.stdout) -> None:
     """The cases in running order with when each would start if every run passed and took its spec's duration
     plus the overhead; what the budget would leave out. Runs nothing."""
     plan = make_plan(options)
-    cases, budget_s, overhead_s = plan.cases, plan.budget_s, options.overhead_s or DEFAULT_OVERHEAD_S
+    cases, budget_s, overhead_s = plan.share(options.shard), plan.budget_s, plan.overhead_s
     at, fit = 0.0, 0
-    out.write(f"seed {plan.seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
+    share = f"shard {options.shard}: {len(cases)} of the plan's {len(plan.cases)} runs, " if options.shard else ""
+    out.write(f"{share}seed {plan.seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
     for number, case in enumerate(cases, 1):
-        needs = case.load().duration_s + overhead_s
+        needs = plan.estimate_s(case)
         fits = at + needs <= budget_s
         out.write(f"{number:3d} {'' if fits else 'SKIP '}{at / 60:6.1f} min  {needs:5.0f} s  {case.kind:12s} "
                   f"{case.scenario} [{case.label}]\n")
@@ -152,6 +169,18 @@ def print_plan(options: Options, out: TextIO = sys.stdout) -> None:
             at, fit = at + needs, fit + 1
     out.write(f"{fit} of {len(cases)} runs fit in {budget_s / 60:.0f} min ({at / 60:.1f} min); "
               f"{len(plan.refused)} matrix cells refused\n")
+    total = sum(plan.estimate_s(c) for c in plan.cases)
+    longest = max((plan.estimate_s(c) for c in plan.cases), default=0.0)
+    n = shards_for(total, longest, budget_s)
+    out.write(f"the whole plan needs {total / 60:.1f} min: {n} shard{'s' if n > 1 else ''} (--shard I/{n}) fit it "
+              f"in {budget_s / 60:.0f} min each\n")
+
+
+def shards_for(total_s: float, longest_s: float, budget_s: float) -> int:
+    """The N whose shares surely fit the budget: a share's time is at most total / N plus one case's."""
+    if budget_s <= longest_s:
+        return max(1, math.ceil(total_s / max(budget_s, 1.0)))  # a case longer than the budget never fits
+    return max(1, math.ceil(total_s / (budget_s - longest_s)))
 
 
 def _persist(report: CampaignReport, results: list[CaseResult]) -> None:
@@ -159,7 +188,15 @@ def _persist(report: CampaignReport, results: list[CaseResult]) -> None:
     write_outputs(report)
 
 
-def _finish(report: CampaignReport, lake: Path, ingest: Callable[[Path, Path], str] | None, out: TextIO) -> None:
+def finish(report: CampaignReport, lake: Path, ingest: Callable[[Path, Path], str] | None, out: TextIO) -> None:
+    """What changed since the last campaign, the lake written and the runs ingested, the outputs, the console's
+    last lines. A shard leaves the lake to the merge of the shards."""
+    if report.shard is not None:
+        report.lake = (f"shard {report.shard['index']}/{report.shard['count']}: the lake is written when the shards "
+                       f"are merged (harness campaign merge)")
+        report.changes = Changes(None, note="a shard is compared with the last campaign when the shards are merged")
+        _close(report, out)
+        return
     rows = lakes.rows_of(report.results, report.name, report.started_at, report.seed, report.folder)
     try:
         previous_id, previous = lakes.previous_campaign(lake, report.name, report.campaign_id)
@@ -178,6 +215,10 @@ def _finish(report: CampaignReport, lake: Path, ingest: Callable[[Path, Path], s
     elif any(r.attempts for r in report.results):
         notes.append(ingest(report.folder / RUNS, lake))
     report.lake = "; ".join(notes)
+    _close(report, out)
+
+
+def _close(report: CampaignReport, out: TextIO) -> None:
     write_outputs(report)
     out.write(f"campaign {report.campaign_id}: " + ", ".join(f"{n} {o}" for o, n in report.counts.items() if n) + "\n")
     for line in change_lines(report.changes):

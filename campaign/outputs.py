@@ -58,6 +58,18 @@ class CampaignReport:
     finished_at: datetime | None = None
     lake: str = "not written yet"
     changes: Changes = field(default_factory=lambda: Changes(None))
+    shard: dict[str, Any] | None = None  # a shard's: which share of which plan (campaign.shards.shard_record)
+    shards: list[dict[str, Any]] = field(default_factory=list)  # a merged campaign's: the shards it joined
+
+    @property
+    def made_of(self) -> str:
+        """How this campaign relates to its plan's shards, for the headers ("" when it is not sharded)."""
+        if self.shard is not None:
+            return (f"shard {self.shard['index']}/{self.shard['count']} ({len(self.results)} of the plan's "
+                    f"{len(self.shard['planned'])} runs)")
+        if self.shards:
+            return f"merged from {len(self.shards)} shards ({', '.join(s['campaign_id'] for s in self.shards)})"
+        return ""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -107,6 +119,7 @@ def campaign_json(report: CampaignReport) -> dict[str, Any]:
         "skipped": [{"scenario": r.case.scenario, "configuration": r.case.label, "reason": r.skipped}
                     for r in report.results if r.outcome == SKIPPED],
         "refused": report.refused, "lake": report.lake, "changes": report.changes.to_json(),
+        "shard": report.shard, "shards": report.shards,
     }
 
 
@@ -172,7 +185,7 @@ def _keys(items: list[Key]) -> str:
 def change_lines(changes: Changes) -> list[str]:
     """What changed, one line each (for summary.md and the console)."""
     if changes.previous is None:
-        return ["no earlier campaign of this name in the lake: nothing to compare with"]
+        return [changes.note or "no earlier campaign of this name in the lake: nothing to compare with"]
     lines = [f"newly failing: {_keys(changes.newly_failing)}", f"fixed: {_keys(changes.fixed)}",
              f"flaky: {_keys(changes.flaky)}",
              "new anomaly kinds: " + (", ".join(f"{s} [{c}]: {', '.join(k)}" for (s, c), k in changes.new_kinds)
@@ -189,7 +202,7 @@ def summary_markdown(report: CampaignReport) -> str:
     counts = ", ".join(f"{n} {o}" for o, n in report.counts.items() if n) or "nothing"
     lines = [f"## Campaign {report.name}: {report.headline}", "",
              f"`{report.campaign_id}`, seed {report.seed} (from {report.seed_from}), budget {report.budget_s:.0f} s: "
-             f"{counts}. {report.lake}.", "",
+             f"{counts}. {report.lake}.", *([f"This campaign is {report.made_of}."] if report.made_of else []), "",
              "| scenario | configuration | outcome | attempts | observed |", "| --- | --- | --- | --- | --- |"]
     for r in sorted(report.results, key=lambda r: r.case.key):
         attempts = " → ".join(a.outcome for a in r.attempts) or "-"

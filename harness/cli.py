@@ -113,7 +113,14 @@ def build_parser() -> Parser:
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
-    campaign.add_argument("campaign", type=Path, help="a campaign file, e.g. campaigns/nightly.yaml")
+    campaign.add_argument("campaign", help="a campaign file, e.g. campaigns/nightly.yaml; or `merge` then the "
+                          "shards' folders: join the shards of one plan into one campaign")
+    campaign.add_argument("shard_dirs", type=Path, nargs="*", metavar="DIR",
+                          help="with merge: each shard's campaign folder (or a folder holding them)")
+    campaign.add_argument("--shard", metavar="I/N", help="run only share I of the plan split N ways (balanced by "
+                          "expected run time); the budget applies to this share")
+    campaign.add_argument("--out", type=Path, help="with merge: the merged campaign's folder (default: "
+                          "RESULTS/campaigns/<timestamp>/)")
     campaign.add_argument("--budget", help="wall time for the runs, e.g. 60m or 1h30m (default: the file's budget)")
     campaign.add_argument("--seed", type=int, help="seeds and order of this campaign (default: from the date)")
     campaign.add_argument("--results", type=Path, help="results folder (default: results/); the campaign goes "
@@ -235,13 +242,31 @@ def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from campaign.command import Options, print_plan, run_campaign
+    from campaign.shards import parse_shard
 
-    options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
-                      args.kafka_version, args.overhead)
+    if args.campaign == "merge":
+        return cmd_campaign_merge(args)
+    if args.shard_dirs or args.out:
+        raise UsageError("campaign: one campaign file (DIR... and --out are for `harness campaign merge`)")
+    options = Options(Path(args.campaign).resolve(), args.budget, args.seed, args.results, args.lake, args.engine,
+                      args.runtime, args.kafka_version, args.overhead,
+                      parse_shard(args.shard) if args.shard is not None else None)
     if args.plan:
         print_plan(options)
         return 0
     return run_campaign(options).status
+
+
+def cmd_campaign_merge(args: argparse.Namespace) -> int:
+    from campaign.merge import MergeOptions, merge_campaign
+
+    given = [flag for flag, value in (("--budget", args.budget), ("--seed", args.seed), ("--engine", args.engine),
+                                      ("--runtime", args.runtime), ("--kafka-version", args.kafka_version),
+                                      ("--plan", args.plan), ("--overhead", args.overhead), ("--shard", args.shard))
+             if value not in (None, False)]
+    if given:
+        raise UsageError(f"campaign merge: {given[0]} is for running a campaign, not for merging its shards")
+    return merge_campaign(MergeOptions([d.resolve() for d in args.shard_dirs], args.out, args.results, args.lake)).status
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

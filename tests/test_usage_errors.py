@@ -23,6 +23,7 @@ COMMANDS = [
     (["bench/bench_cluster.py", "--frob"], "unrecognized arguments: --frob"),
     (["bench/bench_nemesis.py", "--frob"], "unrecognized arguments: --frob"),
     (["bench/bench_workload.py", "--frob"], "unrecognized arguments: --frob"),
+    (["bench/bench_merge.py", "--shards", "eight"], "invalid int value: 'eight'"),
 ]
 
 

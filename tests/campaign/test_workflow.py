@@ -48,7 +48,9 @@ def test_every_run_step_calls_a_make_target_that_exists() -> None:
         "campaign", "budget", "seed", "kafka_version", "runtime"}
     commands = [line.strip() for step in steps(workflow) if "run" in step
                 for line in step["run"].splitlines() if line.strip() and not line.strip().startswith("#")]
-    assert [c.split()[:2] for c in commands] == [["make", "setup"], ["make", "nightly"], ["make", "campaign-summary"]]
+    assert [c.split()[:2] for c in commands] == [["make", "setup"], ["make", "nightly"], ["make", "campaign-summary"],
+                                                 ["make", "setup-lake"], ["make", "campaign-merge"],
+                                                 ["make", "campaign-summary"]]
     for command in commands:
         words = shlex.split(command)
         assert words[0] == "make" and all("=" in w for w in words[2:]), command
@@ -57,6 +59,22 @@ def test_every_run_step_calls_a_make_target_that_exists() -> None:
         assert dry.returncode == 0 and "No rule to make target" not in dry.stderr, (command, dry.stderr)
     uses = [step["uses"].split("@")[0] for step in steps(workflow) if "uses" in step]
     assert "actions/upload-artifact" in uses and "mikepenz/action-junit-report" in uses
+
+
+def test_the_shards_run_as_a_matrix_and_the_last_job_merges_them() -> None:
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    shard, merge = jobs["shard"], jobs["merge"]
+    count = len(shard["strategy"]["matrix"]["shard"])
+    assert shard["strategy"]["matrix"]["shard"] == list(range(1, count + 1)) and count >= 2
+    assert shard["env"]["SHARD"] == f"${{{{ matrix.shard }}}}/{count}" and f"/{count}" in shard["name"]
+    assert shard["strategy"]["fail-fast"] is False  # a failing shard does not cancel the others
+    upload = [s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert upload and upload[0]["if"] == "always()" and "matrix.shard" in upload[0]["with"]["name"]
+    assert merge["needs"] == "shard" and merge["if"] == "always()"
+    names = [s.get("uses", s.get("run", "")).split("@")[0] for s in merge["steps"]]
+    assert names.index("actions/download-artifact") < names.index("make campaign-merge SHARDS=shards")
+    assert names.index("make campaign-merge SHARDS=shards") < names.index("make campaign-summary")
+    assert "mikepenz/action-junit-report" in names and "actions/cache" in names  # the lake lives with the merge
 
 
 def test_a_step_calling_a_missing_target_is_caught() -> None:
