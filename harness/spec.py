@@ -146,9 +146,12 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     if v("controller") is not None and v("controller") >= nodes:
         raise _fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
     try:
-        release(v("kafka_version"))  # the version table's one line for a version faultline cannot run
+        row = release(v("kafka_version"))  # the version table's one line for a version faultline cannot run
     except DistributionError as exc:
         raise _fail(f"{where}.kafka_version", str(exc).removeprefix(f"kafka_version {v('kafka_version')}: ")) from None
+    if hosts.node_javas is not None and row.java not in hosts.node_javas:
+        raise _fail(f"{where}.kafka_version", f"Kafka {v('kafka_version')} runs on Java {row.java}, which the "
+                    f"{runtime} runtime's nodes do not have (use --runtime netns)")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),

@@ -138,7 +138,9 @@ def build_archives(version: str = DEFAULT_VERSION) -> list[Path]:
         procs: list[subprocess.Popen[bytes]] = []
         with _started(_java(java, "zookeeper", cp, paths["zookeeper"], paths["log4j"],
                             [f"-XX:DumpLoadedClassList={lists['zookeeper']}"]), work / "zk.out", procs):
-            _wait("ZooKeeper", lambda: zookeeper_mode("127.0.0.1", zk_port, 1.0) == "leader", 60, procs)
+            # ZooKeeper 3.4 (Kafka before 2.4) has no standaloneEnabled: its one server runs standalone.
+            _wait("ZooKeeper", lambda: zookeeper_mode("127.0.0.1", zk_port, 1.0) in ("leader", "standalone"),
+                  60, procs)
             with _started(_java(java, "broker", cp, paths["broker"], paths["log4j"],
                                 [f"-XX:DumpLoadedClassList={lists['broker']}"]), work / "broker.out", procs):
                 _wait("the broker", lambda: broker_view("127.0.0.1", broker_port, None, 1.0).controller == 0,

@@ -28,7 +28,7 @@ from tests.conftest import REPO, faultline
 @pytest.mark.parametrize(("version", "jar", "zookeeper", "jaxb", "idempotence"), [
     ("0.10.2.2", "kafka_2.12-0.10.2.2.jar", "3.4.9", True, False),
     ("0.11.0.3", "kafka_2.12-0.11.0.3.jar", "3.4.10", True, True),
-    ("1.1.1", "kafka_2.12-1.1.1.jar", "3.4.10", True, True),
+    ("1.1.1", "kafka_2.12-1.1.1.jar", "3.4.10", False, True),
     ("2.0.1", "kafka_2.12-2.0.1.jar", "3.4.13", False, True),
     ("2.3.1", "kafka_2.12-2.3.1.jar", "3.4.14", False, True),
     ("2.4.1", "kafka_2.13-2.4.1.jar", "3.5.7", False, True),
@@ -42,6 +42,19 @@ def test_each_version_gets_its_scala_build_zookeeper_and_what_it_takes(
     assert (kafka_jar(version), row.zookeeper, row.jaxb, row.idempotence) == (jar, zookeeper, jaxb, idempotence)
     assert row.java in (java.SYSTEM_JAVA, *java.PYPI_JAVA)
     assert java_for(version) == java.java_path(row.java)
+
+
+def test_zookeeper_3_4_13_and_on_before_2_4_run_on_java_11_the_rest_on_17() -> None:
+    assert {v: release(v).java for v in ("0.10.2.2", "0.11.0.3", "1.1.1", "2.0.1", "2.2.2", "2.3.1", "2.4.1",
+                                         "3.9.1")} == {"0.10.2.2": 17, "0.11.0.3": 17, "1.1.1": 17, "2.0.1": 11,
+                                                       "2.2.2": 11, "2.3.1": 11, "2.4.1": 17, "3.9.1": 17}
+    assert java_for("2.3.1") == java.java_path(11) != java_for("2.7.2")
+
+
+def test_a_version_on_a_java_the_runtime_lacks_is_refused_at_validation() -> None:
+    with pytest.raises(SpecError, match=r"^cluster\.kafka_version: Kafka 2\.3\.1 runs on Java 11, which the docker"):
+        parse_spec(_smoke(kafka_version="2.3.1", runtime="docker"))
+    assert parse_spec(_smoke(kafka_version="2.3.1")).cluster.kafka_version == "2.3.1"
 
 
 def test_the_table_is_ordered_and_changes_scala_at_2_4() -> None:
