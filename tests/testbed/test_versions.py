@@ -146,10 +146,10 @@ def test_dumps_before_2_2_one_line_per_record_are_parsed() -> None:
     lines = [
         "Dumping /d/faultline-0/00000000000000000000.log",
         "Starting offset: 0",
-        "offset: 0 position: 0 CreateTime: 1 isvalid: true payloadsize: 3 magic: 1 compresscodec: "
-        "NoCompressionCodec crc: 1 payload: v-0",
-        "offset: 1 position: 37 CreateTime: 1 isvalid: false payloadsize: 3 magic: 1 compresscodec: "
-        "NoCompressionCodec crc: 2 payload: v-1",
+        "offset: 0 position: 0 CreateTime: 1795625186630 isvalid: true payloadsize: 3 magic: 1 compresscodec: "
+        "NONE crc: 2206908108 payload: v-0",  # as 0.10.2.2 printed it
+        "offset: 1 position: 37 CreateTime: 1795625186631 isvalid: false payloadsize: 3 magic: 1 compresscodec: "
+        "NONE crc: 2 payload: v-1",
         "Dumping /d/faultline-1/00000000000000000000.log",
         "Starting offset: 0",
         "offset: 0 position: 0 CreateTime: 1795623207108 isvalid: true keysize: -1 valuesize: 16 magic: 2 "
