@@ -6,7 +6,8 @@ partition's leader, ISR and leader epoch) we send a Metadata request to that
 broker alone: v7 where the broker answers it (2.1 on), else the newest it
 offers in its ApiVersions answer, asked first on the same connection (0.10.2
 offers v2, 0.11 v4, 1.0 to 2.0 v5/v6; none of those carries the leader epoch,
-so it is None there; v1, which names the controller, is the oldest we ask). ZooKeeper's `srvr` four-letter command gives a server's role.
+so it is None there; v1, which names the controller, is the oldest we ask).
+ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
