@@ -15,7 +15,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions lint \
 	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -80,7 +80,12 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions" $(PYTEST_FLAGS)
+
+# Kafka versions other than the default on a real cluster (docs/runtimes.md, "Kafka versions"): kept out of
+# `make test`; the first run fetches each version's jars (and Java 11 where the version table asks for it).
+test-versions:
+	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
 
 # The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:
@@ -146,13 +151,16 @@ DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 
 .PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
+# KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version).
+RUN_KAFKA_VERSION = $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+
 $(addprefix test-,$(SCENARIOS)): test-%: $(IMAGES)
-	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME) $(RUN_KAFKA_VERSION)
 
 # Every listed scenario in one process (one warm Spark session, each configuration judged while the next
 # story runs), even if one fails; the last line says which failed, the status is the worst (harness.batch).
 define run_scenarios
-	$(WITH_RUNTIME) $(PY) -m harness run $(patsubst %,scenarios/%.yaml,$(1)) --runtime $(RUNTIME)
+	$(WITH_RUNTIME) $(PY) -m harness run $(patsubst %,scenarios/%.yaml,$(1)) --runtime $(RUNTIME) $(RUN_KAFKA_VERSION)
 endef
 
 test-partition: $(IMAGES)

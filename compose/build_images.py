@@ -44,7 +44,7 @@ import docker.errors  # noqa: E402
 from client_inputs import client_requirements, project_sources, wheelhouse  # noqa: E402  (compose/, beside this)
 
 from checkers.argparser import ArgumentParser  # noqa: E402
-from testbed.dist.kafka import DEFAULT_VERSION, SCALA_BINARY, ensure_kafka  # noqa: E402
+from testbed.dist.kafka import DEFAULT_VERSION, ensure_kafka, kafka_jar  # noqa: E402
 from testbed.errors import HarnessError, RuntimeFailure  # noqa: E402
 from testbed.runtime.dockerd import DEFAULT_HOST, OwnDockerd, daemon_answers, docker_client, start_dockerd  # noqa: E402
 
@@ -262,10 +262,11 @@ def ensure_kafka_image(client: docker.DockerClient, base: str, version: str, for
         (context / "libs").mkdir()
         for jar in jars:
             shutil.copy2(jar, context / "libs" / jar.name)
-        if not (context / "libs" / f"kafka_{SCALA_BINARY}-{version}.jar").exists():
-            raise RuntimeFailure(f"{libs} has no kafka_{SCALA_BINARY}-{version}.jar: run make setup-kafka KAFKA_VERSION={version}")
+        jar = kafka_jar(version)  # kafka_2.12-... below 2.4, kafka_2.13-... from 2.4 (testbed.dist.versions)
+        if not (context / "libs" / jar).exists():
+            raise RuntimeFailure(f"{libs} has no {jar}: run make setup-kafka KAFKA_VERSION={version}")
         began = time.monotonic()
-        build(client, context, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": version},
+        build(client, context, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": version, "KAFKA_JAR": jar},
               {"faultline.image": "kafka", "faultline.inputs": inputs, "faultline.base-id": base_id,
                "faultline.kafka-version": version}, nocache=force)
     image = client.images.get(tag)

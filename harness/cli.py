@@ -110,6 +110,8 @@ def build_parser() -> Parser:
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help(f"the spec's, else {DEFAULT_KIND}"))
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
+    run.add_argument("--kafka-version", help="the Kafka version of every run, 0.10.2.2 to 3.9.x (default: each "
+                     "spec's cluster.kafka_version; docs/runtimes.md, \"Kafka versions\")")
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
@@ -222,7 +224,8 @@ def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from harness.batch import run_batch
     from harness.spec import load_specs
 
-    batch = [load_specs(path, args.configuration, args.runtime, args.inventory, args.known_hosts)
+    batch = [load_specs(path, args.configuration, args.runtime, args.inventory, args.known_hosts,
+                        args.kafka_version)
              for path in args.spec]  # every file read and checked before anything starts
     for path, specs in zip(args.spec, batch, strict=True):
         for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):

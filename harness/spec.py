@@ -28,7 +28,8 @@ from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
-from testbed.errors import SpecError, yaml_problem
+from testbed.dist.versions import release
+from testbed.errors import DistributionError, SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import INVENTORY_KIND, Ability, can, default_network, kind
 from workloads.settings import canonical, normalize_acks
@@ -144,6 +145,13 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
                     f"factor {rf}: every acks=all write would be refused")
     if v("controller") is not None and v("controller") >= nodes:
         raise _fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
+    try:
+        row = release(v("kafka_version"))  # the version table's one line for a version faultline cannot run
+    except DistributionError as exc:
+        raise _fail(f"{where}.kafka_version", str(exc).removeprefix(f"kafka_version {v('kafka_version')}: ")) from None
+    if hosts.node_javas is not None and row.java not in hosts.node_javas:
+        raise _fail(f"{where}.kafka_version", f"Kafka {v('kafka_version')} runs on Java {row.java}, which the "
+                    f"{runtime} runtime's nodes do not have (use --runtime netns)")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),
@@ -243,6 +251,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
+    _check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     _check_runtime_can(nemesis, cluster.runtime)
     return Spec(
@@ -251,6 +260,20 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         cluster=cluster, producers=producers, consumers=consumers,
         nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
+
+
+def _check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
+    """Refuse what the spec's broker version cannot take: idempotent or transactional producers before 0.11
+    (librdkafka refuses idempotence against such a broker; KIP-98 came with 0.11)."""
+    if release(kafka_version).idempotence:
+        return
+    for i, group in enumerate(producers):
+        given = canonical(group.settings)
+        for key, on in (("enable.idempotence", str(given.get("enable.idempotence", False)).lower() == "true"),
+                        ("transactional.id", "transactional.id" in given)):
+            if on:
+                raise _fail(f"workloads.producers[{i}].settings.{key}", f"Kafka {kafka_version} has no idempotent "
+                            f"or transactional producers (they came with 0.11, KIP-98): drop it or choose 0.11 on")
 
 
 def _check_runtime_can(schedule: Schedule, runtime: str) -> None:
@@ -286,11 +309,12 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 
 
 def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str | None = None,
-               inventory: Path | None = None, known_hosts: Path | None = None) -> list[Spec]:
+               inventory: Path | None = None, known_hosts: Path | None = None,
+               kafka_version: str | None = None) -> list[Spec]:
     """Every configuration of the spec file (or just those named in `only`, in the file's order), validated,
     file name in each error.
 
-    `runtime`, `inventory` and `known_hosts` (the CLI's flags) replace the spec's; an inventory alone means
+    `runtime`, `inventory`, `known_hosts` and `kafka_version` (the CLI's flags) replace the spec's; an inventory alone means
     the ssh runtime. Paths in the spec are relative to its folder."""
     raw = load_spec_file(path)
     for key in ("inventory", "known_hosts"):
@@ -304,6 +328,8 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
         raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
     if runtime is not None:
         raw = merge(raw, {"cluster": {"runtime": runtime}})
+    if kafka_version is not None:
+        raw = merge(raw, {"cluster": {"kafka_version": kafka_version}})
     try:
         wanted = None if only is None else [only] if isinstance(only, str) else list(only)
         for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same

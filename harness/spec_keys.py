@@ -49,7 +49,8 @@ CLUSTER = Section({
                  _d.nodes, 3, 9),
     "runtime": Choice(KIND_NAMES, "where the hosts live (docs/runtimes.md); `--runtime` replaces it",
                       _d.runtime, what="runtime"),
-    "kafka_version": Str("the Apache Kafka version (Scala 2.13 build), fetched from Maven Central if not cached",
+    "kafka_version": Str("the Apache Kafka version with ZooKeeper, 0.10.2.2 to 3.9.x (its Scala build, ZooKeeper and Java "
+                         "from the version table, docs/runtimes.md), fetched from Maven Central if not cached",
                          _d.kafka_version),
     "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
                    + networks_text() + ")"),

@@ -14,6 +14,7 @@ from importlib import metadata
 import confluent_kafka
 
 from testbed.dist.kafka import DEFAULT_VERSION
+from testbed.dist.versions import release
 from testbed.paths import REPO_ROOT
 
 
@@ -41,10 +42,15 @@ def commit() -> str | None:
 
 
 def software_versions(kafka_version: str = DEFAULT_VERSION) -> dict[str, str]:
-    """Every version a run with Kafka `kafka_version` uses, by name."""
+    """Every version a run with Kafka `kafka_version` uses, by name (the broker's Scala build, ZooKeeper and
+    Java from the version table, testbed.dist.versions)."""
+    row = release(kafka_version)
     return {
         "faultline": faultline_version(),
         "kafka": kafka_version,
+        "kafka_scala": row.scala,
+        "zookeeper": row.zookeeper,
+        "java": str(row.java),
         "librdkafka": confluent_kafka.libversion()[0],
         "confluent_kafka": metadata.version("confluent-kafka"),
         "python": platform.python_version(),

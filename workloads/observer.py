@@ -1,7 +1,9 @@
 """The observer: every `interval_s`, its broker's own view of the topic, asked of that broker alone.
 
 It runs inside the broker's node namespace and sends one Metadata request to
-its broker (testbed.kafka.wire.broker_view), so a network partition does not
+its broker (testbed.kafka.wire.broker_view, after an ApiVersions request on the
+same connection that picks the Metadata version; before Kafka 2.1 the leader
+epoch is null), so a network partition does not
 blind it and no other broker's answer is mistaken for this one's. Each answer
 becomes one ``observation`` line (leader, ISR, leader epoch per partition,
 and the controller). When the broker does not answer, it journals an

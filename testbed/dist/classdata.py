@@ -25,7 +25,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from testbed.dist.kafka import classpath, libs_dir
+from testbed.dist.kafka import classpath, java_for, libs_dir
 
 # The main class of each node role's JVM (the one owner: testbed.kafka.cluster starts them with it).
 MAIN_CLASS = {"zookeeper": "org.apache.zookeeper.server.quorum.QuorumPeerMain", "broker": "kafka.Kafka"}
@@ -44,8 +44,9 @@ def key_file(version: str) -> Path:
 
 
 def build_key(version: str) -> dict[str, object]:
-    """What the archives of `version` depend on: the JDK (its `java -version`), the classpath and the flags."""
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60)
+    """What the archives of `version` depend on: the JDK (its `java -version`: the version table's Java),
+    the classpath and the flags."""
+    java = subprocess.run([java_for(version), "-version"], capture_output=True, text=True, timeout=60)
     return {"java": java.stderr.strip(), "classpath": classpath(version), "flags": ARCHIVE_JVM_FLAGS,
             "roles": list(ROLES)}
 

@@ -36,7 +36,8 @@ from testbed.dist.classdata import (
     build_key,
     key_file,
 )
-from testbed.dist.kafka import DEFAULT_VERSION, classpath, ensure_kafka
+from testbed.dist.kafka import DEFAULT_VERSION, classpath, ensure_kafka, java_for
+from testbed.dist.versions import release
 from testbed.errors import HarnessError
 from testbed.kafka.wire import broker_view, zookeeper_mode
 
@@ -97,12 +98,12 @@ def _configs(work: Path, zk_port: int, election: tuple[int, int], broker_port: i
     return {"zookeeper": zoo, "broker": server, "log4j": log4j}
 
 
-def _java(role: str, cp: str, config: Path, log4j: Path, extra: list[str]) -> list[str]:
-    return ["java", "-Xms256m", "-Xmx256m", *ARCHIVE_JVM_FLAGS, *extra, f"-Dlog4j.configuration=file:{log4j}",
+def _java(java: str, role: str, cp: str, config: Path, log4j: Path, extra: list[str]) -> list[str]:
+    return [java, "-Xms256m", "-Xmx256m", *ARCHIVE_JVM_FLAGS, *extra, f"-Dlog4j.configuration=file:{log4j}",
             "-cp", cp, MAIN_CLASS[role], str(config)]
 
 
-def _exercise(broker_port: int) -> None:
+def _exercise(broker_port: int, idempotence: bool) -> None:
     """Create a topic, write to it and read it back: the classes a run's first seconds load."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -110,7 +111,7 @@ def _exercise(broker_port: int) -> None:
     bootstrap = f"127.0.0.1:{broker_port}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=1)])[TOPIC].result(timeout=60)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotence})
     for i in range(300):
         producer.produce(TOPIC, value=f"v{i}".encode(), partition=i % 3)
     producer.flush(30)
@@ -125,7 +126,7 @@ def _exercise(broker_port: int) -> None:
 def build_archives(version: str = DEFAULT_VERSION) -> list[Path]:
     """Build (or rebuild) the archive of each role for `version`; return their paths."""
     ensure_kafka(version)
-    cp = classpath(version)
+    cp, java, row = classpath(version), java_for(version), release(version)
     target = archive(version, "broker").parent
     target.mkdir(parents=True, exist_ok=True)
     key_file(version).unlink(missing_ok=True)  # until every archive is rebuilt, they are not current
@@ -135,18 +136,20 @@ def build_archives(version: str = DEFAULT_VERSION) -> list[Path]:
         paths = _configs(work, zk_port, (_free_port(), _free_port()), broker_port)
         lists = {role: work / f"{role}.classlist" for role in ROLES}
         procs: list[subprocess.Popen[bytes]] = []
-        with _started(_java("zookeeper", cp, paths["zookeeper"], paths["log4j"],
+        with _started(_java(java, "zookeeper", cp, paths["zookeeper"], paths["log4j"],
                             [f"-XX:DumpLoadedClassList={lists['zookeeper']}"]), work / "zk.out", procs):
-            _wait("ZooKeeper", lambda: zookeeper_mode("127.0.0.1", zk_port, 1.0) == "leader", 60, procs)
-            with _started(_java("broker", cp, paths["broker"], paths["log4j"],
+            # ZooKeeper 3.4 (Kafka before 2.4) has no standaloneEnabled: its one server runs standalone.
+            _wait("ZooKeeper", lambda: zookeeper_mode("127.0.0.1", zk_port, 1.0) in ("leader", "standalone"),
+                  60, procs)
+            with _started(_java(java, "broker", cp, paths["broker"], paths["log4j"],
                                 [f"-XX:DumpLoadedClassList={lists['broker']}"]), work / "broker.out", procs):
                 _wait("the broker", lambda: broker_view("127.0.0.1", broker_port, None, 1.0).controller == 0,
                       90, procs)
-                _exercise(broker_port)
+                _exercise(broker_port, row.idempotence)
         built = []
         for role in ROLES:
             staged = work / f"{role}.jsa"
-            dump = subprocess.run(["java", *ARCHIVE_JVM_FLAGS, "-Xshare:dump", f"-XX:SharedClassListFile={lists[role]}",
+            dump = subprocess.run([java, *ARCHIVE_JVM_FLAGS, "-Xshare:dump", f"-XX:SharedClassListFile={lists[role]}",
                                    f"-XX:SharedArchiveFile={staged}", "-cp", cp],
                                   capture_output=True, text=True, timeout=300)
             if dump.returncode != 0 or not staged.exists():

@@ -72,7 +72,7 @@ def render_node_configs(plan: AddressPlan, settings: kcfg.ClusterSettings, node:
         d.mkdir(parents=True, exist_ok=True)
     (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
     f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper")),
-                                                          settings.zookeeper_force_sync))
+                                                  settings.zookeeper_force_sync, settings.kafka_version))
     f.config("broker").write_text(kcfg.server_properties(plan, node, settings, on_host(f.data("broker"))))
     for role in ROLES:
         f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))

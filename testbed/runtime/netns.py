@@ -29,7 +29,7 @@ from pathlib import Path
 from testbed.addressing import AddressPlan, Host
 from testbed.dist.classdata import ROLES as CDS_ROLES
 from testbed.dist.classdata import archive_flags
-from testbed.dist.kafka import classpath
+from testbed.dist.kafka import classpath, java_for
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.localprocs import command_of, is_alive, start_time, wait_dead
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
@@ -182,8 +182,9 @@ class NetnsRuntime:
     # -- software and files: one disk, nothing to copy ---------------------
     def install(self, host: Host, kafka_version: str) -> Software:
         # The nodes start from the class-data archives `make setup` built, when there are any (testbed.dist.classdata).
-        return Software(java="java", kafka_classpath=classpath(kafka_version), python=(sys.executable,),
-                        jvm_flags={role: tuple(archive_flags(kafka_version, role)) for role in CDS_ROLES})
+        # Their java is the one the version table names for the version (testbed.dist.versions).
+        return Software(java=java_for(kafka_version), kafka_classpath=classpath(kafka_version),
+                        python=(sys.executable,), jvm_flags={role: tuple(archive_flags(kafka_version, role)) for role in CDS_ROLES})
 
     def host_path(self, host: Host, path: Path) -> str:
         return str(path)

