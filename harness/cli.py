@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from harness.console import quiet_console
 from harness.runfolders import find_runs
+from harness.spec_keys import CHECKERS
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
 from testbed.kafka.config import ClusterSettings
@@ -95,7 +96,7 @@ def build_parser() -> Parser:
     run.add_argument("spec", type=Path, nargs="+")
     run.add_argument("--configuration", action="append",
                      help="run only this configuration of the spec (of each, with several files); repeat for more")
-    run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
+    run.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the spec's, auto unless it names one)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
@@ -108,7 +109,7 @@ def build_parser() -> Parser:
     campaign.add_argument("--results", type=Path, help="results folder (default: results/); the campaign goes "
                           "into RESULTS/campaigns/<timestamp>/")
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
-    campaign.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the file's, "
+    campaign.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the file's, "
                           "else each spec's)")
     campaign.add_argument("--runtime", choices=RUNTIMES, help="where the hosts live (default: each spec's)")
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
@@ -118,7 +119,7 @@ def build_parser() -> Parser:
                           "measured; with --plan, for every run (default: 30)")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
-    recover.add_argument("--engine", choices=("spark", "pandas"))
+    recover.add_argument("--engine", choices=CHECKERS)
     recover.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
     report = sub.add_parser("report", help="regenerate report.html (and junit.xml) of a finished run "
                             "(a run folder, a scenario's timestamp or latest folder, or the scenario's folder)")
