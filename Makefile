@@ -108,7 +108,7 @@ bench-unsyncfs:
 	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
 
 bench-checker:
-	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3
+	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3 --whole
 
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000

@@ -5,7 +5,10 @@ under ~/.cache/faultline/bench, never in the repo), then times, median of
 ``--repeats``: the Spark engine (a warm session, whole ``check``), the pandas
 engine (in a child process with a memory cap, so running out of memory is
 reported with where it stopped) and a bare Spark scan of the same files
-(read + count, and a full read of every column to a no-op sink).
+(read + count, and a full read of every column to a no-op sink). With
+``--whole`` it also times whole processes, as a user meets them: the full-column
+scan (xxhash64 over every column) and ``python -m checkers`` with
+``--engine auto`` (its verdict's engine named), one beside the other.
 
     .venv/bin/python bench/bench_checker.py [--sizes 100000,1000000,10000000] [--repeats 3]
 """
@@ -103,6 +106,29 @@ def pandas_run(directory: Path, repeats: int, mem_gib: int) -> str:
     return f"{statistics.median(times):.1f}"
 
 
+SCAN_CHILD = """
+import sys
+from pyspark.sql import functions as F
+from checkers.spark_session import spark_session
+spark = spark_session()
+for t in ("writes", "reads"):
+    frame = spark.read.parquet(f"{sys.argv[1]}/{t}.parquet")
+    frame.select(F.sum(F.xxhash64(*frame.columns))).collect()
+"""
+
+
+def whole_processes(directory: Path, repeats: int, engine: str) -> tuple[float, float, str]:
+    """Median seconds of the whole-process scan and of `python -m checkers --engine engine`, and its engine."""
+    out = CACHE / "verdict"
+    repo = Path(__file__).resolve().parents[1]
+    scan = [sys.executable, "-c", SCAN_CHILD, str(directory)]
+    checker = [sys.executable, "-m", "checkers", str(directory), "--out", str(out), "--engine", engine]
+    scan_s = timed(lambda: subprocess.run(scan, capture_output=True, cwd=repo, check=True), repeats)[0]
+    check_s = timed(lambda: subprocess.run(checker, capture_output=True, cwd=repo), repeats)[0]
+    judged = json.loads((out / "verdict.json").read_text())["engine"]
+    return scan_s, check_s, judged
+
+
 def main() -> None:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000")
@@ -112,6 +138,8 @@ def main() -> None:
         "--pandas-mem-gib", type=int, default=16, help="address-space cap of the pandas child"
     )
     parser.add_argument("--skip-pandas", action="store_true")
+    parser.add_argument("--whole", action="store_true", help="also whole processes: scan and python -m checkers")
+    parser.add_argument("--whole-engine", default="auto", help="the --engine of the whole-process checker")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     dirs = {size: history(size) for size in sizes}
@@ -136,6 +164,10 @@ def main() -> None:
             "spark_vs_full_scan": round(spark_s / full_s, 1) if full_s else None,
             "valid": verdict["valid"],
         }
+        if args.whole:
+            scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
+            row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
+                    "whole_vs_scan": round(check_s / scan_s, 1)}
         results.append(row)
         print(json.dumps(row), flush=True)
     print(f"\ncores: {os.cpu_count()}  repeats: {args.repeats} (median)")
@@ -146,6 +178,11 @@ def main() -> None:
             f"{r['operations']:>11} {r['rows']:>11} {r['spark_s']:>8} {r['pandas_s']:>10} "
             f"{r['scan_count_s']:>13} {r['scan_full_s']:>12} {r['spark_vs_full_scan']:>10}"
         )
+    if args.whole:
+        print(f"\nwhole processes ({args.whole_engine}): {'operations':>11} {'scan s':>7} {'checker s':>10} {'engine':>7} {'x scan':>7}")
+        for r in results:
+            print(f"{'':>24}{r['operations']:>11} {r['whole_scan_s']:>7} {r['whole_check_s']:>10} "
+                  f"{r['whole_engine']:>7} {r['whole_vs_scan']:>7}")
 
 
 if __name__ == "__main__":

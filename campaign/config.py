@@ -25,7 +25,7 @@ TOP_KEYS = {"name", "description", "budget", "engine", "overrides", "entries"}
 SCENARIO_KEYS = {"scenario", "configurations", "overrides"}
 CHAOS_KEYS = {"scenario", "configuration", "seeds", "count", "overrides"}
 DEFAULT_CHAOS_SCENARIO = "random-chaos"
-ENGINES = ("spark", "pandas")
+ENGINES = ("auto", "spark", "pandas")
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
@@ -148,7 +148,7 @@ def parse_campaign(raw: Any, path: Path) -> Campaign:
         raise SpecError(f"name: must be an identifier like nightly, got {name!r}")
     engine = raw.get("engine")
     if engine is not None and engine not in ENGINES:
-        raise SpecError(f"engine: must be spark or pandas, got {engine!r}")
+        raise SpecError(f"engine: must be auto, spark or pandas, got {engine!r}")
     entries = raw.get("entries")
     if not isinstance(entries, list) or not entries:
         raise SpecError("entries: must be a non-empty list of scenarios, random-chaos and matrix entries")

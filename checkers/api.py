@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from checkers import verdict as v
+from checkers.auto import AUTO, choose_engine
 from checkers.context import load_context
 from checkers.engine import Engine
 from checkers.errors import HistoryError
 from checkers.examples import build_examples
-from checkers.sources import locate_history
+from checkers.sources import TableSource, locate_history
 from checkers.tables import validate_source
 
-ENGINES = ("spark", "pandas")
+ENGINES = (AUTO, "spark", "pandas")  # auto: checkers.auto picks pandas or Spark by the history's size
 # Each engine's package outside the core dependencies, and the extra of faultline's that brings it.
 _ENGINE_PACKAGES = {"spark": ("pyspark", "spark")}
 
@@ -45,14 +46,24 @@ def make_engine(name: str, spark_master: str | None = None) -> Engine:
     raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
 
 
-def check(history_dir: str | Path, engine: str = "spark", spark_master: str | None = None) -> dict[str, Any]:
+def check(history_dir: str | Path, engine: str = AUTO, spark_master: str | None = None) -> dict[str, Any]:
     """The verdict (spec/history.md) of the history in ``history_dir``.
 
-    Raises HistoryError when the input is unreadable or breaks the contract.
+    ``engine`` auto picks pandas or Spark (checkers.auto); the verdict's ``engine`` names the one
+    that judged and ``engine_reason`` why. Raises HistoryError when the input is unreadable or breaks
+    the contract.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     sources = locate_history(history_dir)
+    engine, reason = choose_engine(engine, sources, spark_master)
+    verdict = _judge(sources, engine, spark_master)
+    # engine_reason right after engine: the verdict's keys keep one order (stable bytes)
+    return {k: x for key, value in verdict.items()
+            for k, x in ((key, value), *([("engine_reason", reason)] if key == "engine" else []))}
+
+
+def _judge(sources: dict[str, TableSource], engine: str, spark_master: str | None) -> dict[str, Any]:
     context = load_context(sources)
     if engine == "spark":
         # Fail on bad JSONL or Parquet schemas before a JVM starts.

@@ -1,4 +1,4 @@
-"""`python -m checkers HISTORY_DIR --out OUT_DIR [--engine spark|pandas] [--spark-master URL]`.
+"""`python -m checkers HISTORY_DIR --out OUT_DIR [--engine auto|spark|pandas] [--spark-master URL]`.
 
 Exit status: 0 valid, 1 invalid, 2 unknown (verdict written with a reason),
 3 the checker failed (bad input: one line on stderr naming the file, the line
@@ -27,8 +27,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = ArgumentParser(prog="python -m checkers", description="Judge a faultline history.")
     parser.add_argument("history_dir", type=Path, help="directory holding writes, reads, ... tables")
     parser.add_argument("--out", type=Path, required=True, help="directory to write verdict.json into")
-    parser.add_argument("--engine", choices=ENGINES, default="spark", help="analysis engine (default spark)")
-    parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument("--engine", choices=ENGINES, default="auto",
+                        help="analysis engine (default auto: pandas when the history fits comfortably in memory, "
+                             "else Spark; Spark whenever --spark-master is given)")
+    parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*]; implies Spark)")
     parser.add_argument("--verbose", action="store_true", help="let Spark and libraries write to stderr")
     return parser.parse_args(argv)
 

@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from harness.console import quiet_console
 from harness.runfolders import find_runs
+from harness.spec_keys import CHECKERS
 from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
@@ -106,7 +107,7 @@ def build_parser() -> Parser:
     run.add_argument("spec", type=Path, nargs="+")
     run.add_argument("--configuration", action="append",
                      help="run only this configuration of the spec (of each, with several files); repeat for more")
-    run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
+    run.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the spec's, auto unless it names one)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help(f"the spec's, else {DEFAULT_KIND}"))
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
@@ -128,7 +129,7 @@ def build_parser() -> Parser:
     campaign.add_argument("--results", type=Path, help="results folder (default: results/); the campaign goes "
                           "into RESULTS/campaigns/<timestamp>/")
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
-    campaign.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the file's, "
+    campaign.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the file's, "
                           "else each spec's)")
     campaign.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help("each spec's"))
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
@@ -138,7 +139,7 @@ def build_parser() -> Parser:
                           "measured; with --plan, for every run (default: 30)")
     recover = sub.add_parser("recover", help="finish and judge a run whose harness was killed")
     recover.add_argument("run_dir", type=Path)
-    recover.add_argument("--engine", choices=("spark", "pandas"))
+    recover.add_argument("--engine", choices=CHECKERS)
     recover.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
     report = sub.add_parser("report", help="regenerate report.html (and junit.xml) of a finished run "
                             "(a run folder, a scenario's timestamp or latest folder, or the scenario's folder)")

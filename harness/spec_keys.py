@@ -40,7 +40,7 @@ from testbed.runtime.kinds import KIND_NAMES, networks_text
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
 COMMIT_MODES = ("auto", "sync")
-CHECKERS = ("spark", "pandas")
+CHECKERS = ("auto", "spark", "pandas")  # auto: pandas or Spark by the history's size (checkers.auto)
 AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number of nodes",
             pattern=r"az[1-9]", pattern_text="an AZ name like az1")
 
@@ -149,7 +149,8 @@ SPEC = Section({
     "duration_s": Num("seconds the workloads run with the fault timeline", 20, 1, 3600),
     "settle_timeout_s": Num("at most this long for the healed cluster to settle (full ISRs, one leader)", 120, 1),
     "drain_timeout_s": Num("at most this long for the final drain", 90, 1),
-    "checker": Choice(CHECKERS, "the checker engine (`--engine` replaces it)", "spark"),
+    "checker": Choice(CHECKERS, "the checker engine (`--engine` replaces it); auto: pandas when the history "
+                             "fits comfortably in memory, else Spark", "auto"),
     "cluster": CLUSTER,
     "workloads": WORKLOADS,
     "nemesis": NEMESIS,

@@ -118,7 +118,7 @@ def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str |
     write_verdict(verdict, run_dir)
     write_reports(run_dir)
     log.info("judged in %.1f s: replica dumps %.1f s, checker (%s) %.1f s, reports %.1f s",
-             time.monotonic() - started, replicas_at - started, engine or spec.checker,
+             time.monotonic() - started, replicas_at - started, verdict.get("engine"),
              checked_at - replicas_at, time.monotonic() - checked_at)
     return RunOutcome(run_dir, exit_status(verdict), verdict, expectation)
 

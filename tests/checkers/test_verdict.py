@@ -31,7 +31,8 @@ def test_valid_and_invalid_exit_statuses(tmp_path: Path) -> None:
     bad = run_cli(write(tmp_path / "lost", CASES["lost"].tables()), tmp_path / "o2", "--engine", "pandas")
     assert (ok.returncode, bad.returncode) == (0, 1)
     verdict = json.loads((tmp_path / "o2" / "verdict.json").read_text())
-    assert list(verdict) == ["valid", "engine", "counts", "errors", "examples", "stats"]
+    assert list(verdict) == ["valid", "engine", "engine_reason", "counts", "errors", "examples", "stats"]
+    assert verdict["engine_reason"] == "asked for (--engine pandas)"
     assert verdict["stats"] == {
         "writes": 4,
         "ok": 4,

@@ -132,7 +132,7 @@ def test_the_base_spec_is_valid() -> None:
             "cluster.replica_assignment[0]: must list distinct broker ids",
         ),
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
-        ("checker", "excel", "checker: must be one of spark, pandas, got 'excel'"),
+        ("checker", "excel", "checker: must be one of auto, spark, pandas, got 'excel'"),
         ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker, ssh)"),
         ("cluster.flush_messages", 0, "cluster.flush_messages: must be >= 1"),
         ("cluster.flush_ms", "often", "cluster.flush_ms: must be an integer >= 1"),
