@@ -128,3 +128,14 @@ def test_consumed_may_be_a_json_list_in_jsonl(tmp_path: Path) -> None:
     tables = case.tables()
     tables["transactions"] = [{**t, "consumed": json.loads(t["consumed"])} for t in tables["transactions"]]
     assert check(write(tmp_path, tables), engine="pandas")["counts"]["skipped-input"] == 1
+
+
+def test_synthetic_transactional_histories_show_every_planted_v2_anomaly(tmp_path: Path) -> None:
+    from checkers.synth import SynthSpec, generate, write_history
+    from checkers.synth_txn import transactional
+
+    tables = transactional(generate(SynthSpec(operations=3000, seed=5)), seed=5)
+    verdict = check(write_history(tables, tmp_path), engine="pandas")
+    assert all(verdict["counts"][name] > 0 for name in V2_ANOMALIES), verdict["counts"]
+    assert verdict["stats"]["transactions"] == tables["transactions"].num_rows > 0
+    assert verdict["stats"]["read_committed_final_reads"] > 0

@@ -78,3 +78,17 @@ def test_a_txn_without_its_row_is_malformed(tmp_path: Path, spark: object, fmt: 
         check(_malformed(tmp_path / "none", fmt, None), engine="spark")
     with pytest.raises(HistoryError, match=r"writes\.\w+: column 'txn'.*'t2' has no row in .*transactions\."):
         check(_malformed(tmp_path / "one", fmt, [tx("t1")]), engine="spark")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_engines_agree_on_synthetic_transactional_histories(tmp_path: Path, spark: object, seed: int) -> None:
+    from checkers.synth import SynthSpec, generate, write_history
+    from checkers.synth_txn import transactional
+
+    tables = transactional(generate(SynthSpec(operations=1500 * seed, producers=3, partitions=3, seed=seed,
+                                              random_configs=True)), seed=seed, txn_size=2 + seed)
+    for fmt in ("parquet", "jsonl"):
+        history = write_history(tables, tmp_path / fmt, fmt)
+        reference = check(history, engine="pandas")
+        assert all(reference["counts"][name] for name in ("aborted-read", "torn-transaction", "reprocessed"))
+        assert _without_engine(check(history, engine="spark")) == _without_engine(reference), fmt
