@@ -48,32 +48,34 @@ class Terms:
         return self.transactions is not None and self.transactions.num_rows > 0
 
 
-def column_maybe_set(source: TableSource, column: str) -> bool:
-    """Whether some row of the table may hold a non-null ``column``: False only when that is certain.
+def columns_maybe_set(source: TableSource, columns: tuple[str, ...]) -> dict[str, bool]:
+    """Per column: whether some row of the table may hold a non-null value (False only when that is certain).
 
     Parquet: from the footers (a column absent from every file, or counted all-null by the statistics).
-    JSONL: False when the key's name never occurs in the file's text (a byte search, no parsing).
+    JSONL: False when the key's name never occurs in the file's text (a byte search, no parsing), unless
+    the text holds a \\u escape (a key could be spelled with one).
     """
     if source.format == "jsonl":
-        needle = f'"{column}"'.encode()
         path = source.files[0]
         if path.stat().st_size == 0:
-            return False
+            return dict.fromkeys(columns, False)
         with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            # a key may be spelled with escapes (\u0074xn): only then is the byte search not enough
-            return data.find(needle) >= 0 or data.find(b"\\u") >= 0
+            escaped = data.find(b"\\u") >= 0
+            return {c: escaped or data.find(f'"{c}"'.encode()) >= 0 for c in columns}
+    found = dict.fromkeys(columns, False)
     for path in source.files:
         meta = pq.ParquetFile(path).metadata
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
-        if column not in names:
-            continue
-        index = names.index(column)
-        for group in range(meta.num_row_groups):
-            row_group = meta.row_group(group)
-            stats = row_group.column(index).statistics
-            if stats is None or not stats.has_null_count or stats.null_count < row_group.num_rows:
-                return True
-    return False
+        for column in columns:
+            if column not in names or found[column]:
+                continue
+            index = names.index(column)
+            for group in range(meta.num_row_groups):
+                row_group = meta.row_group(group)
+                stats = row_group.column(index).statistics
+                if stats is None or not stats.has_null_count or stats.null_count < row_group.num_rows:
+                    found[column] = True
+    return found
 
 
 def _file_key(source: TableSource) -> tuple[object, ...]:
@@ -132,8 +134,8 @@ def prepare(sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -
     """The v2 terms of a history, or None when it needs no v2 work (no transaction, no `source` value)."""
     transactions = load_transactions(sources)
     writes = sources["writes"]
-    txn_maybe = column_maybe_set(writes, "txn")
-    source_maybe = column_maybe_set(writes, "source")
+    maybe = columns_maybe_set(writes, ("txn", "source"))
+    txn_maybe, source_maybe = maybe["txn"], maybe["source"]
     has_rows = transactions is not None and transactions.num_rows > 0
     if not (has_rows or txn_maybe or source_maybe):
         return None

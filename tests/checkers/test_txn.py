@@ -139,3 +139,16 @@ def test_synthetic_transactional_histories_show_every_planted_v2_anomaly(tmp_pat
     assert all(verdict["counts"][name] > 0 for name in V2_ANOMALIES), verdict["counts"]
     assert verdict["stats"]["transactions"] == tables["transactions"].num_rows > 0
     assert verdict["stats"]["read_committed_final_reads"] > 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_history_without_v2_values_skips_all_v2_work(tmp_path: Path, fmt: str) -> None:
+    from checkers.sources import locate_history
+    from checkers.txn_terms import columns_maybe_set, prepare
+
+    plain = write(tmp_path / "plain", CASES["lost"].tables(), fmt)
+    assert prepare(locate_history(plain), {}) is None
+    rows = [{**row, "txn": None, "source": "a" if row["value"] == "b" else None} for row in CASES["lost"].writes]
+    some = locate_history(write(tmp_path / "some", {**CASES["lost"].tables(), "writes": rows}, fmt))
+    # Parquet's footers prove txn all null; JSONL only knows the key occurs
+    assert columns_maybe_set(some["writes"], ("txn", "source")) == {"txn": fmt == "jsonl", "source": True}
