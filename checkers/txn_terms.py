@@ -83,22 +83,26 @@ def _file_key(source: TableSource) -> tuple[object, ...]:
 
 
 @lru_cache(maxsize=4)
-def _load(key: tuple[object, ...]) -> pa.Table:
+def _load(key: tuple[object, ...]) -> tuple[pa.Table, dict[Partition, int]]:
     source = key[0]
     assert isinstance(source, TableSource)
-    return load_table(source)
+    table = load_table(source)
+    return table, consumed_high(table, source.describe())  # its offsets must parse
+
+
+def _loaded(sources: dict[str, TableSource]) -> tuple[pa.Table | None, dict[Partition, int]]:
+    if "transactions" not in sources:
+        return None, {}
+    return _load(_file_key(sources["transactions"]))
 
 
 def load_transactions(sources: dict[str, TableSource]) -> pa.Table | None:
     """The validated `transactions` table (HistoryError naming the file, row and column), or None if absent.
 
-    Loaded once per file version and shared by the context (examples) and the engines.
+    Loaded (and its `consumed` offsets parsed) once per file version, shared by the context (examples)
+    and the engines.
     """
-    if "transactions" not in sources:
-        return None
-    table = _load(_file_key(sources["transactions"]))
-    consumed_high(table, sources["transactions"].describe())  # its offsets must parse
-    return table
+    return _loaded(sources)[0]
 
 
 def consumed_high(table: pa.Table, where: str) -> dict[Partition, int]:
@@ -107,6 +111,7 @@ def consumed_high(table: pa.Table, where: str) -> dict[Partition, int]:
     `consumed` is a JSON list of {"topic", "partition", "offset"}; anything else is malformed (HistoryError).
     """
     high: dict[Partition, int] = {}
+    table = table.filter(pc.is_valid(table.column("consumed")))
     for txn, status, text in zip(*(table.column(c).to_pylist() for c in ("txn", "status", "consumed")),
                                  strict=True):
         if text is None:
@@ -132,7 +137,7 @@ def consumed_high(table: pa.Table, where: str) -> dict[Partition, int]:
 
 def prepare(sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -> Terms | None:
     """The v2 terms of a history, or None when it needs no v2 work (no transaction, no `source` value)."""
-    transactions = load_transactions(sources)
+    transactions, high = _loaded(sources)
     writes = sources["writes"]
     maybe = columns_maybe_set(writes, ("txn", "source"))
     txn_maybe, source_maybe = maybe["txn"], maybe["source"]
@@ -142,7 +147,7 @@ def prepare(sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -
     return Terms(
         transactions=transactions if has_rows else None,
         read_committed=frozenset(p for p, c in configs.items() if c.read_committed),
-        consumed_high=consumed_high(transactions, "") if transactions is not None and has_rows else {},
+        consumed_high=high,
         txn_maybe=txn_maybe,
         source_maybe=source_maybe,
     )
