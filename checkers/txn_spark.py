@@ -124,13 +124,15 @@ def _value_anomalies(v: DataFrame, use_frc: bool, table: dict[str, Rule]) -> lis
     }
     if use_frc:
         conditions[a.UNREADABLE] = acked & has("in_fru") & ~has("in_frc")
-    out = []
-    for name, cond in conditions.items():
-        found = v.filter(cond).select("value", "process", "invoke_ns")
-        if name == a.VANISHED_READ:
-            found = found.withColumn("process", F.lit(None).cast("string"))
-        out.append(_as_instances(found, name, table[name]))
-    return out
+    # One pass over the values: each row tagged with every anomaly it shows (as spark_queries.value_instances).
+    tags = F.array_compact(F.array(*[F.when(cond, F.lit(name)) for name, cond in conditions.items()]))
+    tagged = v.select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
+    error = reduce(lambda acc, name: acc.when(F.col("anomaly") == name, q.error_expr(table[name])),
+                   list(conditions), F)
+    process = F.when(F.col("anomaly") == a.VANISHED_READ, F.lit(None)).otherwise(F.col("process"))
+    cols = [(F.col(c) if c in ("value", "invoke_ns") else process if c == "process" else F.lit(None))
+            .cast(q.INSTANCE_TYPES[c]).alias(c) for c in a.INSTANCE_COLUMNS]
+    return [tagged.select("anomaly", error.alias("is_error"), *cols)]
 
 
 def _torn(v: DataFrame) -> DataFrame:
