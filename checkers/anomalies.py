@@ -23,6 +23,19 @@ RECOVERED = "recovered"
 REORDERED = "reordered"
 NONMONOTONIC_POLL = "nonmonotonic-poll"
 POLL_SKIP = "poll-skip"
+# Contract v2 (transactions and exactly-once).
+ABORTED_READ = "aborted-read"
+UNCOMMITTED_READ = "uncommitted-read"
+TORN_TRANSACTION = "torn-transaction"
+UNREADABLE = "unreadable"
+REPROCESSED = "reprocessed"
+SKIPPED_INPUT = "skipped-input"
+
+# The anomalies of contract v2: 0 in a history without transactions (reprocessed: without `source` values).
+V2_ANOMALIES: tuple[str, ...] = (ABORTED_READ, UNCOMMITTED_READ, TORN_TRANSACTION, UNREADABLE, REPROCESSED,
+                                 SKIPPED_INPUT)
+# The v1 anomalies whose rule a history with transactions restates.
+RESTATED: tuple[str, ...] = (LOST, VANISHED_READ, RECOVERED, POLL_SKIP)
 
 ANOMALIES: tuple[str, ...] = (
     LOST,
@@ -35,6 +48,7 @@ ANOMALIES: tuple[str, ...] = (
     REORDERED,
     NONMONOTONIC_POLL,
     POLL_SKIP,
+    *V2_ANOMALIES,
 )
 
 # Each anomaly in a sentence, for a person reading a verdict (spec/history.md has the exact definitions).
@@ -51,6 +65,13 @@ DESCRIPTIONS: dict[str, str] = {
     "the opposite order.",
     NONMONOTONIC_POLL: "Consecutive live reads by one consumer whose offset went backwards or repeated.",
     POLL_SKIP: "Consecutive live reads by one consumer that skipped records present in the final log.",
+    ABORTED_READ: "Values of aborted transactions that a read_committed consumer read.",
+    UNCOMMITTED_READ: "Values a read_committed consumer read before their transaction was asked to commit.",
+    TORN_TRANSACTION: "Transactions partly in the committed final log and partly missing from it.",
+    UNREADABLE: "Acknowledged values the read_uncommitted drain read but the read_committed drain never reached.",
+    REPROCESSED: "Input records processed into the committed output twice.",
+    SKIPPED_INPUT: "Input records marked consumed by a committed transaction but never processed into the "
+    "committed output.",
 }
 
 MAX_EXAMPLES = 20
@@ -108,4 +129,10 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     REORDERED: ("process", "topic", "partition", "op_id", "value"),
     NONMONOTONIC_POLL: _PAIR_KEY,
     POLL_SKIP: _PAIR_KEY,
+    ABORTED_READ: _WRITE_KEY,
+    UNCOMMITTED_READ: _WRITE_KEY,
+    TORN_TRANSACTION: _WRITE_KEY,  # a transaction, by its first write missing from Frc
+    UNREADABLE: _WRITE_KEY,
+    REPROCESSED: ("value",),  # the input value
+    SKIPPED_INPUT: ("value",),
 }

@@ -25,6 +25,7 @@ from checkers.anomalies import (
     NONMONOTONIC_POLL,
     RECOVERED,
     REORDERED,
+    REPROCESSED,
 )
 
 
@@ -35,6 +36,8 @@ class ClientConfig:
     acks: str  # "all", "1", "0", or the text given when it is none of these
     idempotent: bool
     max_in_flight: int | None
+    transactional: bool = False  # `transactional.id` set (contract v2): counts as idempotent
+    read_committed: bool = False  # `isolation.level` is `read_committed` (left out: read_uncommitted)
 
 
 DEFAULT_CONFIG = ClientConfig(acks="1", idempotent=False, max_in_flight=5)
@@ -78,12 +81,15 @@ def _int_or_none(value: Any) -> int | None:
 def parse_config(text: str | None) -> ClientConfig:
     """A `processes.config` JSON object string as a ClientConfig (defaults filled in)."""
     settings: dict[str, Any] = json.loads(text) if text else {}
+    transactional = settings.get("transactional.id") not in (None, "")
     return ClientConfig(
         acks=_acks(settings.get("acks", DEFAULT_CONFIG.acks)),
-        idempotent=_flag(settings.get("enable.idempotence", DEFAULT_CONFIG.idempotent)),
+        idempotent=transactional or _flag(settings.get("enable.idempotence", DEFAULT_CONFIG.idempotent)),
         max_in_flight=_int_or_none(
             settings.get("max.in.flight.requests.per.connection", DEFAULT_CONFIG.max_in_flight)
         ),
+        transactional=transactional,
+        read_committed=str(settings.get("isolation.level", "")).strip().lower() == "read_committed",
     )
 
 
@@ -110,4 +116,7 @@ def rules(configs: Mapping[str, ClientConfig], group_consumers: Iterable[str]) -
         frozenset(p for p, c in configs.items() if not c.idempotent and c.max_in_flight != 1),
     )
     table[NONMONOTONIC_POLL] = Rule("by-process", frozenset(p for p in configs if p in groups))
+    # An instance is attributed to a writer of its outputs that is transactional (or has no known config) where
+    # there is one: information only when every writer is known not to be transactional.
+    table[REPROCESSED] = Rule("by-process", frozenset(p for p, c in configs.items() if not c.transactional))
     return table

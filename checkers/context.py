@@ -25,6 +25,7 @@ import pyarrow as pa
 from checkers.classify import ClientConfig, known_configs
 from checkers.sources import TableSource
 from checkers.tables import load_table
+from checkers.txn_terms import load_transactions
 
 Payload = TypeVar("Payload")
 
@@ -148,11 +149,12 @@ class LeaderTimeline:
 
 @dataclass
 class Context:
-    """The small tables, loaded: configs, fault windows and leader views."""
+    """The small tables, loaded: configs, fault windows, leader views and transactions."""
 
     configs: dict[str, ClientConfig]
     faults: FaultTimeline | None
     leaders: LeaderTimeline | None
+    transactions: pa.Table | None = None  # contract v2, validated (checkers.txn_terms)
 
 
 def load_context(sources: dict[str, TableSource]) -> Context:
@@ -165,4 +167,4 @@ def load_context(sources: dict[str, TableSource]) -> Context:
         )
     faults = FaultTimeline(load_table(sources["nemesis"])) if "nemesis" in sources else None
     leaders = LeaderTimeline(load_table(sources["observations"])) if "observations" in sources else None
-    return Context(configs=configs, faults=faults, leaders=leaders)
+    return Context(configs=configs, faults=faults, leaders=leaders, transactions=load_transactions(sources))

@@ -16,6 +16,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from checkers import anomalies as a
 from checkers.context import Context
 from checkers.engine import Analysis, Engine, Evidence, Position
@@ -56,9 +59,12 @@ def _write_window(w: Row) -> Window:
 
 
 class _Index:
-    """Evidence rows by value and by position."""
+    """Evidence rows by value and by position (and, contract v2, the transactions and read_committed readers)."""
 
-    def __init__(self, evidence: Evidence) -> None:
+    def __init__(self, evidence: Evidence, txns: dict[str, Row] | None = None,
+                 read_committed: frozenset[str] = frozenset()) -> None:
+        self.txns = txns or {}
+        self.read_committed = read_committed
         self.writes = {w["value"]: w for w in evidence.writes}
         self.reads: dict[str, list[Row]] = defaultdict(list)
         self.at: dict[Position, list[tuple[str, Row]]] = defaultdict(list)
@@ -82,7 +88,77 @@ def _positions(found: list[Position]) -> list[dict[str, Any]]:
 
 def _write_example(inst: Row, idx: _Index) -> tuple[Row, Window]:
     w = idx.writes[inst["value"]]
-    return {k: w[k] for k in WRITE_FIELDS}, _write_window(w)
+    example = {k: w[k] for k in WRITE_FIELDS}
+    example.update({k: w[k] for k in ("txn", "source") if w.get(k) is not None})  # contract v2, where set
+    if w.get("txn") in idx.txns:
+        example["transaction"] = idx.txns[w["txn"]]
+    return example, _write_window(w)
+
+
+def _rc_reads(value: str, idx: _Index) -> list[Row]:
+    return [r for r in idx.reads[value] if r["process"] in idx.read_committed]
+
+
+def _seen_by_rc(inst: Row, idx: _Index, early_only: bool = False) -> tuple[Row, Window]:
+    """A write example plus the first read_committed read of it (before its commit was asked, if early_only)."""
+    example, window = _write_example(inst, idx)
+    seen = _rc_reads(inst["value"], idx)
+    txn = example.get("transaction") or {}
+    if early_only and txn.get("intent") != "abort" and txn.get("end_ns") is not None:
+        seen = [r for r in seen if r["poll_ns"] < txn["end_ns"]]
+    if seen:
+        example["seen"] = {k: seen[0][k] for k in READ_FIELDS if k != "value"}
+        window = (min(window[0], seen[0]["poll_ns"]), max(window[1], seen[0]["poll_ns"]))
+    return example, window
+
+
+def _aborted_read(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    return _seen_by_rc(inst, idx)
+
+
+def _uncommitted_read(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    return _seen_by_rc(inst, idx, early_only=True)
+
+
+def _torn(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    example, window = _write_example(inst, idx)  # the transaction's first acknowledged write missing from Frc
+    present = idx.writes.get(inst["prev_value"])
+    if present is not None:
+        example["committed_write"] = {k: present[k] for k in ("value", "topic", "partition", "offset", "op_id")}
+        example["committed_write"]["final_positions"] = _positions(idx.final_positions(present["value"]))
+    return example, window
+
+
+def _unreadable(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    example, window = _write_example(inst, idx)
+    example["final_positions"] = _positions(idx.final_positions(inst["value"]))  # read_uncommitted only
+    return example, window
+
+
+def _reprocessed(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    source, output = idx.writes.get(inst["value"]), idx.writes.get(inst["prev_value"])
+    example: Row = {"value": inst["value"], "topic": None, "partition": None, "offset": None,
+                    "process": inst["process"]}
+    window = (0, 0)
+    if source is not None:
+        example.update({k: source[k] for k in ("topic", "partition", "offset")})
+        window = _write_window(source)
+    if output is not None:
+        example["output"] = {k: output[k] for k in ("value", "topic", "partition", "offset", "process", "txn")}
+        example["output"]["final_positions"] = _positions(idx.final_positions(output["value"]))
+        window = _write_window(output) if source is None else (window[0], _write_window(output)[1])
+    return example, window
+
+
+def _skipped_input(inst: Row, idx: _Index) -> tuple[Row, Window]:
+    topic, partition, offset = idx.final_positions(inst["value"])[0]
+    example: Row = {"value": inst["value"], "topic": topic, "partition": partition, "offset": offset,
+                    "process": inst["process"]}
+    writer = idx.writes.get(inst["value"])
+    if writer is not None:
+        return example, _write_window(writer)
+    first = [r for r in idx.reads[inst["value"]] if r["phase"] == "final"][0]
+    return example, (first["poll_ns"], first["poll_ns"])
 
 
 def _failed_present(inst: Row, idx: _Index) -> tuple[Row, Window]:
@@ -198,6 +274,12 @@ BUILDERS: dict[str, Callable[[Row, _Index], tuple[Row, Window]]] = {
     a.REORDERED: _reordered,
     a.NONMONOTONIC_POLL: _poll_pair,
     a.POLL_SKIP: _poll_pair,
+    a.ABORTED_READ: _aborted_read,
+    a.UNCOMMITTED_READ: _uncommitted_read,
+    a.TORN_TRANSACTION: _torn,
+    a.UNREADABLE: _unreadable,
+    a.REPROCESSED: _reprocessed,
+    a.SKIPPED_INPUT: _skipped_input,
 }
 
 
@@ -215,13 +297,28 @@ def _wanted(instances: dict[str, list[Row]]) -> tuple[set[str], set[Position]]:
     return values, positions
 
 
+TXN_FIELDS = ("txn", "process", "intent", "status", "error", "begin_ns", "end_ns", "complete_ns", "group")
+
+
+def _transactions(context: Context, evidence: Evidence) -> dict[str, Row]:
+    """The `transactions` rows of the evidence's writes, by txn."""
+    wanted = sorted({w["txn"] for w in evidence.writes if w.get("txn") is not None})
+    table = context.transactions
+    if table is None or not wanted:
+        return {}
+    rows = table.filter(pc.is_in(table.column("txn"), value_set=pa.array(wanted, type=pa.string())))
+    return {row["txn"]: row for row in rows.select(list(TXN_FIELDS)).to_pylist()}
+
+
 def build_examples(analysis: Analysis, engine: Engine, context: Context) -> dict[str, list[Row]]:
     """The verdict's ``examples``: per anomaly with instances, in instance order."""
     instances = {k: v for k, v in analysis.instances.items() if v}
     if not instances:
         return {}
     values, positions = _wanted(instances)
-    idx = _Index(engine.evidence(sorted(values), sorted(positions)))
+    evidence = engine.evidence(sorted(values), sorted(positions))
+    idx = _Index(evidence, _transactions(context, evidence),
+                 frozenset(p for p, c in context.configs.items() if c.read_committed))
     examples: dict[str, list[Row]] = {}
     for name in a.ANOMALIES:
         out = []

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers import anomalies as a
+from checkers import txn_pandas
 from checkers.classify import ClientConfig, Rule, rules
 from checkers.engine import Analysis, Evidence, Position
 from checkers.sources import TableSource
@@ -75,13 +76,14 @@ class PandasEngine:
         w = to_frame(load_table(sources["writes"]))
         r = to_frame(load_table(sources["reads"]))
         self.writes, self.reads = w, r
+        terms = txn_pandas.prepare(sources, w, configs)  # contract v2 (None: no transactions, no sources)
         counts, errors, instances = {}, {}, {}
-        for name, top in classified_instances(w, r, configs).items():
+        for name, top in classified_instances(w, r, configs, terms).items():
             counts[name] = len(top)
             errors[name] = int(top["is_error"].sum())
             cols = [c for c in (*a.INSTANCE_COLUMNS, "is_error") if c in top.columns]
             instances[name] = records(top.iloc[a.example_positions(errors[name], counts[name])][cols])
-        return Analysis(stats=_stats(w, r), counts=counts, errors=errors, instances=instances)
+        return Analysis(stats={**_stats(w, r), **txn_pandas.stats(terms, r)}, counts=counts, errors=errors, instances=instances)
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         def pick(frame: pd.DataFrame) -> pd.DataFrame:
@@ -96,8 +98,8 @@ class PandasEngine:
         return Evidence(writes=records(pick(self.writes)), reads=records(pick(self.reads)))
 
 
-def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, ClientConfig]
-                         ) -> dict[str, pd.DataFrame]:
+def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, ClientConfig],
+                         terms: txn_pandas.Terms | None = None) -> dict[str, pd.DataFrame]:
     """Every instance of every anomaly, classified (``is_error``), errors first then by the anomaly's sort key."""
     final, live = r[r["phase"] == "final"], r[r["phase"] == "live"]
     groups = r.loc[r["group"].notna(), "process"].unique().tolist()
@@ -108,6 +110,7 @@ def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, Cl
         a.REORDERED: _reordered(w, final),
         **_poll_anomalies(live, final),
     }
+    found.update(txn_pandas.instances(terms, w, r, table))  # contract v2: new anomalies, restated v1 ones
     out = {}
     for name in a.ANOMALIES:
         frame = found[name].copy()
@@ -122,7 +125,7 @@ def all_instances(sources: dict[str, TableSource], configs: dict[str, ClientConf
     """(writes, reads, every instance of every anomaly): for readers that want all of them, not examples."""
     w = to_frame(load_table(sources["writes"]))
     r = to_frame(load_table(sources["reads"]))
-    return w, r, classified_instances(w, r, configs)
+    return w, r, classified_instances(w, r, configs, txn_pandas.prepare(sources, w, configs))
 
 
 def _stats(w: pd.DataFrame, r: pd.DataFrame) -> dict[str, int]:

@@ -144,6 +144,8 @@ def check_rows(table: pa.Table, spec: TableSpec, where: str) -> None:
         allowed = spec.domains.get(col.name)
         if allowed is not None:
             bad = pc.invert(pc.fill_null(pc.is_in(array, value_set=pa.array(allowed)), True))
+            if col.nullable:  # a null is no value outside the domain
+                bad = pc.and_(bad, pc.is_valid(array))
             if pc.any(bad).as_py():
                 row = _first_true(bad)
                 value = array[row].as_py()

@@ -33,6 +33,7 @@ Type = Literal["string", "int32", "int64", "id", "json", "any"]
 Kind = Literal["string", "int", "id", "json", "any"]
 
 STATUSES = ("ok", "fail", "info")
+INTENTS = ("commit", "abort")
 PHASES = ("live", "final")
 NEMESIS_TYPES = ("start", "stop", "info")
 
@@ -117,6 +118,10 @@ WRITES = TableSpec(
         _may("complete_ns", "int64", "when its outcome arrived; null if the process ended first (then `status` "
              "is `info`)"),
         _may("az", "string", "the availability zone the process ran in"),
+        _may("txn", "string", "the transaction this send belongs to, unique within the run (e.g. "
+             "`producer-az1-0-t17`); null for a send outside any transaction (contract v2)"),
+        _may("source", "string", "for a record written by a consume-transform-produce process: the `value` of "
+             "the input record it was derived from; null otherwise (contract v2)"),
     ),
     domains={"status": STATUSES},
     unique=("value",),
@@ -150,10 +155,11 @@ PROCESSES = TableSpec(
     doc="one client process and the settings that decide its verdict",
     columns=(
         _must("process", "string", "the process name used in `writes` and `reads`"),
-        _may("role", "string", "`producer`, `consumer` or `drain`"),
+        _may("role", "string", "`producer`, `consumer`, `drain` or `transformer` (consume-transform-produce)"),
         _may("az", "string"),
         _may("config", "json", "the client settings that matter to the verdict: `acks`, `enable.idempotence`, "
-             "`max.in.flight.requests.per.connection`, `retries`, `isolation.level`, `enable.auto.commit`, ..."),
+             "`max.in.flight.requests.per.connection`, `retries`, `isolation.level`, `enable.auto.commit`, "
+             "`transactional.id`, ..."),
     ),
 )
 
@@ -184,11 +190,44 @@ OBSERVATIONS = TableSpec(
         _may("isr", "any", "the in-sync replicas it believes in (a JSON list)"),
         _may("leader_epoch", "int32"),
         _may("controller", "int32", "the broker it believes is controller"),
+        _may("high_watermark", "int64", "the partition's high watermark that broker reported (contract v2)"),
+        _may("last_stable_offset", "int64", "the partition's last stable offset that broker reported (contract "
+             "v2): one that stops advancing shows a transaction left open"),
     ),
 )
 
+TRANSACTIONS = TableSpec(
+    "transactions",
+    required=False,
+    doc="one transaction a producer began (contract v2; required as soon as any `writes.txn` is set)",
+    columns=(
+        _must("process", "string", "the transactional producer"),
+        _must("txn", "string", "as in `writes.txn`: every non-null `writes.txn` has exactly one row here"),
+        _may("intent", "string", "`commit` or `abort`: what the process chose to end it with (a deliberate abort "
+             "is part of a workload); null when it ended neither way (`end_ns` null), which reads as `commit`"),
+        _must("status", "string", "`ok`: committed (`commit_transaction` returned success). `fail`: definitely "
+              "not committed (`abort_transaction` returned success, or the commit failed with an error after "
+              "which the transaction is known to be aborted). `info`: unknown (the commit timed out or raised a "
+              "fatal error, or the process ended first)"),
+        _may("error", "string", "the error name where an error decided `fail` or `info`; null for a deliberate "
+             "abort"),
+        _must("begin_ns", "int64", "when `begin_transaction` was called"),
+        _may("end_ns", "int64", "when `commit_transaction` or `abort_transaction` was first called; null if "
+             "neither was"),
+        _may("complete_ns", "int64", "when its outcome arrived"),
+        _may("group", "string", "the consumer group whose offsets it committed (`send_offsets_to_transaction`), "
+             "if any"),
+        _may("consumed", "any", "those offsets: a JSON list of `{\"topic\", \"partition\", \"offset\"}`, offset "
+             "being the next one to consume (Kafka's convention)"),
+        _may("az", "string"),
+    ),
+    domains={"intent": INTENTS, "status": STATUSES},
+    unique=("txn",),
+)
+
 # In docs/history.md's order.
-TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (WRITES, READS, PROCESSES, NEMESIS, OBSERVATIONS)}
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (WRITES, READS, PROCESSES, NEMESIS, OBSERVATIONS,
+                                                              TRANSACTIONS)}
 
 
 def arrow_type(col: Column) -> pa.DataType:

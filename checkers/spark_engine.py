@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies as a
 from checkers import spark_queries as q
+from checkers import txn_spark
 from checkers.classify import ClientConfig, Rule, rules
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError
@@ -160,6 +161,9 @@ class SparkEngine:
         self.writes, self.reads = w, r
         stats, groups, names = self._check_rows(w, r, sources)
         flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names)
+        # contract v2: restated v1 anomalies and the new ones (untouched without transactions or sources)
+        flagged, txn_stats = txn_spark.amend(self.spark, flagged, w, r, sources, configs, rules(configs, groups))
+        stats.update(txn_stats)
         # Few partitions: the union has one set per branch, and each later look-up scans them all.
         flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
         cached.append(flagged)

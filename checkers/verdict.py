@@ -2,7 +2,8 @@
 
 ``valid`` is true, false or "unknown"; false exactly when ``errors`` is not
 empty. "unknown" carries a ``reason``: no final reads (the drain never
-completed), or an engine that failed; then ``errors`` is empty and nothing
+completed), a history with transactions and no final read by a read_committed
+process (contract v2), or an engine that failed; then ``errors`` is empty and nothing
 is judged. The file is written atomically (temp file, then rename), so a
 reader never sees half a verdict.
 """
@@ -22,6 +23,8 @@ VERDICT_FILE = "verdict.json"
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_FAILED = 0, 1, 2, 3
 
 NO_FINAL_READS = "no final reads: the final drain never completed, so nothing can be judged"
+NO_COMMITTED_VIEW = ("the history has transactions but no final read by a read_committed process: the committed "
+                     "view of the log was never drained, so nothing can be judged")
 
 
 def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -31,6 +34,8 @@ def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str,
     reason = None
     if analysis.stats.get("final_reads", 0) == 0:
         valid, errors, reason = "unknown", {}, NO_FINAL_READS
+    elif analysis.stats.get("transactions", 0) > 0 and analysis.stats.get("read_committed_final_reads", 0) == 0:
+        valid, errors, reason = "unknown", {}, NO_COMMITTED_VIEW
     verdict: dict[str, Any] = {
         "valid": valid,
         "engine": engine,

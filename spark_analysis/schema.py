@@ -18,7 +18,7 @@ import pyarrow as pa
 from checkers.anomalies import ANOMALIES
 from checkers.schema import STATUSES, read_field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
@@ -49,7 +49,8 @@ SETTING_COLUMNS: tuple[tuple[str, pa.DataType, tuple[str, ...]], ...] = (
     ("zookeeper_session_timeout_ms", pa.int64(), ("broker", "zookeeper_session_timeout_ms")),
     ("nodes", pa.int64(), ("broker", "nodes")),
 )
-STAT_COLUMNS = ("writes", "ok", "fail", "info", "reads", "final_reads")
+STAT_COLUMNS = ("writes", "ok", "fail", "info", "reads", "final_reads", "transactions", "committed", "aborted",
+                "unknown")
 
 RUNS = pa.schema([
     *KEY,

@@ -124,15 +124,18 @@ class Case:
 
 
 def namespaced(prefix: str, tables: dict[str, list[Row]]) -> dict[str, list[Row]]:
-    """The same history with every process, topic and value prefixed."""
+    """The same history with every process, topic, value and transaction prefixed."""
     out: dict[str, list[Row]] = {}
     for name, rows in tables.items():
         renamed = []
         for row in rows:
             row = dict(row)
-            for col in ("process", "topic", "value"):
+            for col in ("process", "topic", "value", "txn", "source"):
                 if row.get(col) is not None:
                     row[col] = f"{prefix}/{row[col]}"
+            if row.get("consumed") is not None:  # transactions: the topics of the offsets it committed
+                row["consumed"] = json.dumps([{**c, "topic": f"{prefix}/{c['topic']}"}
+                                              for c in json.loads(row["consumed"])])
             renamed.append(row)
         out[name] = renamed
     return out

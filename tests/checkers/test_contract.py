@@ -31,14 +31,14 @@ def test_a_stale_or_unmarked_column_table_is_caught() -> None:
 
 
 def test_a_new_table_gets_its_section_in_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
-    new = schema.TableSpec("transactions", required=False, doc="one transaction",
-                           columns=(Column("txn", "string", nullable=False, required=True, doc="its id"),))
-    monkeypatch.setitem(schema.TABLES, "transactions", new)
+    new = schema.TableSpec("offsets", required=False, doc="one offset",
+                           columns=(Column("at", "string", nullable=False, required=True, doc="its id"),))
+    monkeypatch.setitem(schema.TABLES, "offsets", new)
     doc = history_docs.render(history_docs.HISTORY_DOC.read_text())
-    assert "| [`transactions`](#transactions-optional) | no | one transaction |" in doc
-    section = doc.index("### transactions (optional)")
-    assert doc.index("### observations (optional)") < section < doc.index("## Anomalies")
-    assert "| `txn` | string | its id |" in doc[section:]
+    assert "| [`offsets`](#offsets-optional) | no | one offset |" in doc
+    section = doc.index("### offsets (optional)")
+    assert doc.index("### transactions (optional)") < section < doc.index("## Anomalies")
+    assert "| `at` | string | its id |" in doc[section:]
     assert history_docs.render(doc) == doc
 
 
@@ -93,11 +93,11 @@ def test_the_lake_copies_contract_columns_with_the_checker_s_types() -> None:
 
 def test_a_new_column_is_one_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A column added to the declaration is written, read by the checker and documented, with no other change."""
-    extended = dataclasses.replace(schema.WRITES, columns=(*schema.WRITES.columns, Column("txn", "string", doc="t")))
+    extended = dataclasses.replace(schema.WRITES, columns=(*schema.WRITES.columns, Column("note", "string", doc="t")))
     monkeypatch.setitem(schema.TABLES, "writes", extended)
-    assert arrow_schema("writes").field("txn").type == pa.string()
-    assert "| `txn` | string or null | t |" in history_docs.columns_markdown(extended)
-    rows = [{**w("v1", 1, offset=0), "txn": "p-t1"}]
+    assert arrow_schema("writes").field("note").type == pa.string()
+    assert "| `note` | string or null | t |" in history_docs.columns_markdown(extended)
+    rows = [{**w("v1", 1, offset=0), "note": "n1"}]
     history = write(tmp_path / "h", {"writes": rows, "reads": reads(r("v1", 0))}, fmt="parquet")
     loaded = load_table(locate_history(history)["writes"])
-    assert loaded.column("txn").to_pylist() == ["p-t1"] and loaded.column("invoke_ns").to_pylist() == [T0 + 10**6]
+    assert loaded.column("note").to_pylist() == ["n1"] and loaded.column("invoke_ns").to_pylist() == [T0 + 10**6]

@@ -41,6 +41,10 @@ def test_valid_and_invalid_exit_statuses(tmp_path: Path) -> None:
         "reads": 2,
         "live_reads": 0,
         "final_reads": 2,
+        "transactions": 0,
+        "committed": 0,
+        "aborted": 0,
+        "unknown": 0,
     }
 
 

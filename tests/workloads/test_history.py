@@ -180,7 +180,7 @@ def journals(tmp_path: Path) -> Path:
 def test_writes_rows_are_exact(journals: Path, tmp_path: Path) -> None:
     history = tmp_path / "history"
     build_history(journals, history)
-    base = {"topic": "t", "key": None}
+    base = {"topic": "t", "key": None, "txn": None, "source": None}  # contract v2's columns: null outside transactions
     assert rows(history, "writes") == [
         {
             **base,
@@ -262,6 +262,8 @@ def test_writes_rows_are_exact(journals: Path, tmp_path: Path) -> None:
             "invoke_ns": 10,
             "complete_ns": 20,
             "az": "az2",
+            "txn": None,
+            "source": None,
         },
         {
             "topic": "t",
@@ -276,6 +278,8 @@ def test_writes_rows_are_exact(journals: Path, tmp_path: Path) -> None:
             "invoke_ns": 10,
             "complete_ns": 20,
             "az": "az2",
+            "txn": None,
+            "source": None,
         },
     ]
 
@@ -341,6 +345,8 @@ def test_processes_observations_and_nemesis(journals: Path, tmp_path: Path) -> N
             "isr": "[0, 1, 2]",
             "leader_epoch": 3,
             "controller": 1,
+            "high_watermark": None,
+            "last_stable_offset": None,
         },
         {
             "time_ns": 5,
@@ -351,6 +357,8 @@ def test_processes_observations_and_nemesis(journals: Path, tmp_path: Path) -> N
             "isr": "[]",
             "leader_epoch": None,
             "controller": 1,
+            "high_watermark": None,
+            "last_stable_offset": None,
         },
     ]
     assert rows(history, "nemesis") == [
@@ -408,6 +416,7 @@ def test_an_empty_run_still_has_every_required_table(tmp_path: Path) -> None:
         "observations.parquet",
         "processes.parquet",
         "reads.parquet",
+        "transactions.parquet",
         "writes.parquet",
     ]
 
