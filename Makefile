@@ -11,6 +11,9 @@ ACTIONLINT := .venv/bin/actionlint
 GO ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),/usr/bin/go)
 # With RUNTIME=docker, run against DOCKER_HOST (or the default socket), else the project's own dockerd for the command.
 WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd_cli with-daemon --)
+# Prerequisite of every target that runs a cluster: with RUNTIME=docker, `docker-images` first (it skips the images
+# that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
+IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
 	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
@@ -45,11 +48,11 @@ setup-venv:
 	@$(PY) -m pip install -q -r requirements-dev.txt
 	@$(PY) -m pip install -q --no-deps -e .
 
-# The Kafka jars, then the class-data archives the netns nodes' JVMs start from (testbed/kafka/classdata.py: a
+# The Kafka jars, then the class-data archives the netns nodes' JVMs start from (testbed/kafka/classdata_build.py: a
 # one-node ZooKeeper and broker on 127.0.0.1 for ~20 s, skipped when current; nodes start without them if it fails).
 setup-kafka:
-	@$(PY) -m testbed.kafka.dist $(KAFKA_VERSION)
-	@$(PY) -m testbed.kafka.classdata $(KAFKA_VERSION)
+	@$(PY) -m testbed.dist.kafka $(KAFKA_VERSION)
+	@$(PY) -m testbed.kafka.classdata_build $(KAFKA_VERSION)
 
 # The lose-unsynced-writes FUSE filesystem under the nodes' data directories (testbed/unsyncfs, Go + go-fuse,
 # modules from the Go module proxy). Go from PATH or /usr/local/go, else Debian's golang-go. It mounts with
@@ -82,11 +85,11 @@ test-fast:
 
 # CONTROLLER=N: steer the controller as most scenarios do (cluster.controller); BENCH_RUNS: how many ups.
 BENCH_RUNS ?= 5
-bench-cluster:
+bench-cluster: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) bench/bench_cluster.py --runs $(BENCH_RUNS) --runtime $(RUNTIME) $(if $(INVENTORY),--inventory $(INVENTORY)) \
 	  $(if $(CONTROLLER),--controller $(CONTROLLER))
 
-bench-nemesis:
+bench-nemesis: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) bench/bench_nemesis.py --rounds 20 --runtime $(RUNTIME)
 
 bench-workload:
@@ -105,7 +108,7 @@ bench-lake:
 # Where a configuration's time goes, per phase: BENCH_SCENARIOS run in one process (or BENCH_RESULTS read).
 BENCH_SCENARIOS ?= isolate-az-leader unclean-election
 BENCH_RESULTS ?=
-bench-phases:
+bench-phases: $(if $(BENCH_RESULTS),,$(IMAGES))
 	$(WITH_RUNTIME) $(PY) bench/bench_phases.py $(if $(BENCH_RESULTS),--results $(BENCH_RESULTS),$(BENCH_SCENARIOS))
 
 bench: bench-cluster bench-nemesis bench-workload bench-checker bench-lake
@@ -136,7 +139,7 @@ DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 
 .PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
-$(addprefix test-,$(SCENARIOS)): test-%:
+$(addprefix test-,$(SCENARIOS)): test-%: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME)
 
 # Every listed scenario in one process (one warm Spark session, each configuration judged while the next
@@ -145,21 +148,21 @@ define run_scenarios
 	$(WITH_RUNTIME) $(PY) -m harness run $(patsubst %,scenarios/%.yaml,$(1)) --runtime $(RUNTIME)
 endef
 
-test-partition:
+test-partition: $(IMAGES)
 	$(call run_scenarios,$(PARTITION_SCENARIOS))
 
-test-power-off:
+test-power-off: $(IMAGES)
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
 
-test-power-cut:
+test-power-cut: $(IMAGES)
 	$(call run_scenarios,$(POWER_CUT_SCENARIOS))
 
-test-degraded-links:
+test-degraded-links: $(IMAGES)
 	$(call run_scenarios,$(DEGRADED_LINK_SCENARIOS))
 
 # The whole catalogue; CATALOGUE=... runs a subset in the same one process (e.g. the 11 scenarios of BENCHMARKS.md).
 CATALOGUE ?= $(filter-out smoke,$(SCENARIOS))
-test-scenarios:
+test-scenarios: $(IMAGES)
 	$(call run_scenarios,$(CATALOGUE))
 
 .PHONY: docs-diagram spec-docs history-docs
@@ -220,14 +223,13 @@ SEED ?=
 CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(CAMPAIGN).yaml)
 CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
 	$(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
-CAMPAIGN_IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: nightly chaos-quick campaign-summary
 
-nightly: $(CAMPAIGN_IMAGES)
+nightly: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
 
-chaos-quick: $(CAMPAIGN_IMAGES)
+chaos-quick: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
 
 # The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.

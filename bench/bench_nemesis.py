@@ -46,7 +46,7 @@ from nemesis.nemesis import Nemesis  # noqa: E402
 from testbed.kafka.config import ClusterSettings  # noqa: E402
 from testbed.lifecycle import provision  # noqa: E402
 from testbed.runtime.base import Firewalled  # noqa: E402
-from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES  # noqa: E402
+from testbed.runtime.kinds import DEFAULT_KIND, KIND_NAMES, default_network  # noqa: E402
 
 TARGET_MS = 50.0
 PAUSE_S = 0.1  # between operations, so one does not queue behind the last
@@ -105,10 +105,10 @@ def main() -> int:
     parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=RUNTIMES)
+    parser.add_argument("--runtime", default=DEFAULT_KIND, choices=KIND_NAMES)
     args = parser.parse_args()
     # A range of its own beside a cluster the machine may run (netns), the runtime's own otherwise.
-    own = {DEFAULT_RUNTIME: "198.18.2.0/24"}.get(args.runtime, DEFAULT_NETWORKS[args.runtime])
+    own = {DEFAULT_KIND: "198.18.2.0/24"}.get(args.runtime, default_network(args.runtime))
     network = os.environ.get("FAULTLINE_TEST_NETWORK", own)
     results: dict[str, Any] = {"rounds": args.rounds, "cpus": os.cpu_count(), "network": network,
                                "runtime": args.runtime}

@@ -5,7 +5,9 @@ history copied from anywhere. ``check`` returns the verdict; ``write_verdict``
 writes it; ``python -m checkers`` does both.
 
 The anomaly names (``checkers.anomalies``), the verdict's format and exit
-statuses (``checkers.verdict``) are owned here and imported by the harness;
+statuses (``checkers.verdict``) and the facts a run showed beside its anomalies
+(``checkers.facts``, from the leadership views of ``checkers.leadership``) are
+owned here and imported by the harness, the report and the lake;
 ``check`` is loaded only when first used, since it pulls in pyarrow and the
 engines, so importing those names costs the harness nothing.
 """

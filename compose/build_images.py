@@ -44,8 +44,8 @@ import docker.errors  # noqa: E402
 from client_inputs import client_requirements, project_sources, wheelhouse  # noqa: E402  (compose/, beside this)
 
 from checkers.argparser import ArgumentParser  # noqa: E402
+from testbed.dist.kafka import DEFAULT_VERSION, SCALA_BINARY, ensure_kafka  # noqa: E402
 from testbed.errors import HarnessError, RuntimeFailure  # noqa: E402
-from testbed.kafka.dist import DEFAULT_VERSION, SCALA_BINARY, ensure_kafka  # noqa: E402
 from testbed.runtime.dockerd import DEFAULT_HOST, OwnDockerd, daemon_answers, docker_client, start_dockerd  # noqa: E402
 
 COMPOSE = REPO / "compose"

@@ -27,6 +27,7 @@ from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.scenario import ScenarioRun, judging_pipeline
 from harness.spec import Spec
 from testbed.lifecycle import terminate_on_sigterm
+from testbed.machine import REAL, Machine
 
 SEVERITY = {EXIT_VALID: 0, EXIT_UNKNOWN: 1, EXIT_INVALID: 2, EXIT_FAILED: 3}
 MEANING = {EXIT_INVALID: "a mismatch", EXIT_UNKNOWN: "unknown", EXIT_FAILED: "the harness failed"}
@@ -38,14 +39,14 @@ def worst(statuses: list[int]) -> int:
 
 
 def run_batch(batch: list[list[Spec]], results: Path | None, engine: str | None, out: TextIO,
-              keep_data: bool = False) -> int:
-    """Run each file's configurations (`batch`: each file's specs, validated); the worst exit status."""
+              keep_data: bool = False, machine: Machine = REAL) -> int:
+    """Run each file's configurations (`batch`: each file's specs, validated) on `machine`; the worst exit status."""
     runs: list[ScenarioRun] = []
     statuses: list[int] = []
     try:
         with terminate_on_sigterm(), judging_pipeline([s for specs in batch for s in specs], engine) as pipe:
             for specs in batch:
-                runs.append(ScenarioRun(specs, results))
+                runs.append(ScenarioRun(specs, results, machine))
                 runs[-1].run(pipe, engine, out, keep_data)
     finally:
         statuses = [run.close() for run in runs]

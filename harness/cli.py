@@ -15,15 +15,17 @@ import logging
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
 from harness.console import quiet_console
 from harness.runfolders import find_runs
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import (
     TerminationRequested,
     check_can_provision,
@@ -33,9 +35,19 @@ from testbed.lifecycle import (
     require_root,
     tear_down,
 )
+from testbed.machine import REAL, Machine
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
-from testbed.runtime.factory import DEFAULT_NETWORKS, DEFAULT_RUNTIME, RUNTIMES, clean_leftovers
+from testbed.runtime.factory import clean_leftovers
+from testbed.runtime.kinds import (
+    DEFAULT_KIND,
+    INVENTORY_KIND,
+    KIND_NAMES,
+    default_kind,
+    default_network,
+    networks_text,
+    runtime_help,
+)
 from testbed.status import cluster_status, format_status
 
 log = logging.getLogger("faultline")
@@ -76,14 +88,13 @@ def build_parser() -> Parser:
     up = csub.add_parser("up", help="start a cluster and return once it is ready; it keeps running")
     up.add_argument("--nodes", type=int, default=3)
     up.add_argument("--run-dir", type=Path)
-    up.add_argument("--network", help="the hosts' network (default: the runtime's, " +
-                    ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")")
+    up.add_argument("--network", help="the hosts' network (default: the runtime's, " + networks_text() + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
     up.add_argument("--partitions", type=int, default=3)
     up.add_argument("--controller", type=int, metavar="BROKER",
                     help="the broker that must be controller once the cluster is up (started first; default: any)")
-    up.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: ssh with --inventory, "
-                    f"else {DEFAULT_RUNTIME})")
+    up.add_argument("--runtime", choices=KIND_NAMES,
+                    help=runtime_help(f"{INVENTORY_KIND} with --inventory, else {DEFAULT_KIND}"))
     add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
@@ -97,7 +108,7 @@ def build_parser() -> Parser:
                      help="run only this configuration of the spec (of each, with several files); repeat for more")
     run.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the spec's)")
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
-    run.add_argument("--runtime", choices=RUNTIMES, help=f"where the hosts live (default: the spec's, else {DEFAULT_RUNTIME})")
+    run.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help(f"the spec's, else {DEFAULT_KIND}"))
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
@@ -110,7 +121,7 @@ def build_parser() -> Parser:
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
     campaign.add_argument("--engine", choices=("spark", "pandas"), help="checker engine (default: the file's, "
                           "else each spec's)")
-    campaign.add_argument("--runtime", choices=RUNTIMES, help="where the hosts live (default: each spec's)")
+    campaign.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help("each spec's"))
     campaign.add_argument("--kafka-version", help="the Kafka version of every run (default: each spec's)")
     campaign.add_argument("--plan", action="store_true", help="print the runs in order, when each would start "
                           "and what the budget would leave out; run nothing")
@@ -159,12 +170,12 @@ def active_run_dir() -> Path:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
-        kind = args.runtime or ("ssh" if args.inventory else DEFAULT_RUNTIME)
+        name = args.runtime or default_kind(inventory=args.inventory is not None)
         if args.controller is not None and not 0 <= args.controller < args.nodes:
             raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
                              f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
-        settings = ClusterSettings(nodes=args.nodes, runtime=kind, controller=args.controller,
-                                   network=args.network or DEFAULT_NETWORKS.get(kind, ClusterSettings.network),
+        settings = ClusterSettings(nodes=args.nodes, runtime=name, controller=args.controller,
+                                   network=args.network or default_network(name),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
                                    known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)
@@ -199,7 +210,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from checkers.api import missing_engine
     from harness.batch import run_batch
     from harness.spec import load_specs
@@ -212,9 +223,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     require_root()  # after the specs: a bad spec is named to anyone, root or not
     for specs in batch:  # bad input is refused before any run folder is written
         for spec in specs:
-            check_can_provision(spec.cluster)
+            check_can_provision(spec.cluster, machine)
     try:
-        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data)
+        return run_batch(batch, args.results, args.engine, sys.stdout, keep_data=args.keep_data, machine=machine)
     finally:  # whatever happened: Spark's JVM stopped (a judgement still under way after the grace ends with it)
         if "checkers.spark_session" in sys.modules:
             from checkers.spark_session import stop_session
@@ -223,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from harness.campaign.command import Options, print_plan, run_campaign
+    from campaign.command import Options, print_plan, run_campaign
 
     options = Options(args.campaign, args.budget, args.seed, args.results, args.lake, args.engine, args.runtime,
                       args.kafka_version, args.overhead)
@@ -250,8 +261,8 @@ def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import render_junit, render_report
     from harness.scenario import junit_of_folders
+    from report import render_junit, render_report
 
     found = find_runs(args.run_dir)
     for run_dir in found.finished:
@@ -264,7 +275,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from harness.report import summary
+    from report import summary
 
     found = find_runs(args.run_dir)
     said = [summary(run_dir) for run_dir in found.finished]
@@ -295,16 +306,18 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, machine: Machine = REAL) -> int:
+    """The command line; `harness run` makes its clusters on `machine` (a test's fake one, or this machine's)."""
     quiet_console()
     try:
         args = absolute_paths(build_parser().parse_args(argv))
         if args.command in ("cluster", "clean", "recover"):  # campaign: root is checked once its file is known good
             require_root()
-        handler = {"cluster": cmd_cluster, "clean": cmd_clean, "run": cmd_run, "recover": cmd_recover,
-                   "campaign": cmd_campaign,
-                   "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}[args.command]
-        return handler(args)
+        handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+            "cluster": cmd_cluster, "clean": cmd_clean, "run": partial(cmd_run, machine=machine),
+            "recover": cmd_recover, "campaign": cmd_campaign,
+            "report": cmd_report, "show": cmd_show, "list": cmd_list, "compose": cmd_compose}
+        return handlers[args.command](args)
     except HarnessError as exc:
         print(f"faultline: {exc}", file=sys.stderr)
         return exc.exit_status

@@ -5,7 +5,7 @@ half-written run folder is recognisable, and when it ends, whatever the ending
 (``status: finished`` or ``error``). Readers (the results lake, campaigns, CI
 artifacts) take the scenario, the configuration, the settings, the versions and
 the outcome from here instead of re-deriving them. docs/run-manifest.md is the
-schema; SCHEMA_VERSION changes with any change to it.
+schema; its version and time format are testbed.manifest's (readers use them without the harness).
 Must never: decide a verdict or an exit status (it records the ones the run
 reached) or fail a run (a manifest that cannot be written is a log line).
 """
@@ -25,20 +25,15 @@ from typing import Any
 from harness.spec import Spec
 from harness.versions import commit, software_versions
 from testbed.files import write_json_atomic
+from testbed.manifest import SCHEMA_VERSION, iso_utc
 from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.manifest")
 
-SCHEMA_VERSION = 1
 CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # Outcome of a run held to a scenario's expectation; None when the spec expects nothing.
 PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
 EXIT_HARNESS_FAILED = 3
-
-
-def iso_utc(epoch_s: float) -> str:
-    """An instant as ISO 8601 UTC with milliseconds, e.g. 2026-11-23T16:40:01.123Z."""
-    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def run_id_of(spec: Spec, run_dir: Path) -> str:

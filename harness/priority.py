@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from pathlib import Path
+
+from testbed.localprocs import thread_ids
 
 log = logging.getLogger("faultline.priority")
 
@@ -42,9 +43,8 @@ def lower_this_thread(nice: int = JUDGE_NICE) -> None:
 def renice_process(pid: int, nice: int = JUDGE_NICE) -> int:
     """Every thread of process `pid` (one the harness started) at `nice` at least; how many were lowered."""
     lowered = 0
-    try:
-        tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
-    except OSError:
+    tasks = thread_ids(pid)
+    if tasks is None:
         return 0  # it has ended
     for tid in tasks:
         try:

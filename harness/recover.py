@@ -34,6 +34,7 @@ from testbed.errors import HarnessError, SpecError
 from testbed.handover import hand_over
 from testbed.kafka.cluster import KafkaCluster
 from testbed.lifecycle import cluster_from_state, tear_down
+from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Runtime
 from testbed.state import RunState, claim_active, read_active
@@ -52,8 +53,8 @@ def load_run_spec(folder: RunFolder) -> Spec:
     return parse_spec(raw, configuration)
 
 
-def recover(run_dir: Path, engine: str | None = None, keep_data: bool = False) -> RunOutcome:
-    """Finish and judge the run in `run_dir` (an absolute path: the CLI resolves what a user types)."""
+def recover(run_dir: Path, engine: str | None = None, keep_data: bool = False, machine: Machine = REAL) -> RunOutcome:
+    """Finish and judge the run in `run_dir` (an absolute path: the CLI resolves what a user types) on `machine`."""
     folder = RunFolder(run_dir.resolve())
     if not folder.state.exists():
         raise HarnessError(f"{run_dir}: not a run folder (no state.json)")
@@ -61,7 +62,7 @@ def recover(run_dir: Path, engine: str | None = None, keep_data: bool = False) -
     try:
         with run_log(folder) as log_handler:
             log.info("recover %s in %s", spec.run_name, folder.root)
-            return _recover(spec, folder, engine, log_handler, keep_data)
+            return _recover(spec, folder, engine, log_handler, keep_data, machine)
     finally:
         hand_over(folder.root)
 
@@ -77,13 +78,13 @@ def drain_suffix(folder: RunFolder, runtime: Runtime) -> str:
 
 
 def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: logging.Handler,
-             keep_data: bool) -> RunOutcome:
+             keep_data: bool, machine: Machine) -> RunOutcome:
     progress = Progress(f"recover {spec.run_name}", folder.journal_dir, log=log_handler)
     notes: list[str] = []
-    cluster, runtime = cluster_from_state(folder.root)
+    cluster, runtime = cluster_from_state(folder.root, machine)
     if runtime.exists():
-        if read_active() is None:
-            claim_active(folder.root, RunState.load(folder.root).prefix)
+        if read_active(machine.active_file) is None:
+            claim_active(folder.root, RunState.load(folder.root).prefix, machine.active_file)
         workloads = WorkloadSet(runtime, folder, cluster)
         with contextlib.ExitStack() as undo:
             undo.callback(_left_up, cluster, folder, workloads)  # popped once the final log is read
@@ -99,11 +100,11 @@ def _recover(spec: Spec, folder: RunFolder, engine: str | None, log_handler: log
                     log.info("recover: the dead harness's faults %s healed", ", ".join(closed))
                 notes += finish(spec, cluster, workloads, progress, drain_suffix=drain_suffix(folder, runtime))
             undo.pop_all()
-        tear_down(cluster)
+        tear_down(cluster, machine)
     else:
         notes.append("the run's cluster was already gone: no final drain after the harness died")
     progress.phase("checking")
-    outcome = judge(spec, folder, notes, engine, keep_data)
+    outcome = judge(spec, folder, notes, engine, keep_data, machine)
     finish_recovered(spec, folder.root, outcome.verdict, outcome.expectation, outcome.status)
     return outcome
 

@@ -38,6 +38,7 @@ from testbed.errors import ClusterError, HarnessError, RuntimeFailure
 from testbed.kafka.cluster import KafkaCluster, wait_for
 from testbed.kafka.replicas import snapshot_segments
 from testbed.lifecycle import provision
+from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Firewalled
 
@@ -60,11 +61,12 @@ def producer_stop_timeout(spec: Spec) -> float:
     return longest / 1000 + STOP_GRACE_S
 
 
-def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False) -> RunOutcome:
-    """Run `spec` into `run_dir`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown).
+def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
+                machine: Machine = REAL) -> RunOutcome:
+    """Run `spec` into `run_dir` on `machine`; return the verdict's exit status (0 valid, 1 invalid, 2 unknown).
 
     `keep_data`: keep the nodes' data folders (pruned once the replicas are dumped, by default)."""
-    return run_story(spec, run_dir, engine, keep_data).judge()
+    return run_story(spec, run_dir, engine, keep_data, machine=machine).judge()
 
 
 @dataclass
@@ -77,13 +79,14 @@ class Judgement:
     engine: str | None
     keep_data: bool
     manifest: Manifest
+    machine: Machine = REAL
 
     def judge(self) -> RunOutcome:
         """History tables, replica dumps, checker, verdict, reports and the final run.json; its log lines go to this run's
         harness.log from whichever thread judges it. An exception: run.json says error, and it is raised."""
         with run_log(self.folder, this_thread_only=True):
             try:
-                outcome = judge(self.spec, self.folder, self.notes, self.engine, self.keep_data)
+                outcome = judge(self.spec, self.folder, self.notes, self.engine, self.keep_data, self.machine)
             except BaseException as exc:
                 log.error("judging %s failed: %s", self.folder.root, exc)
                 self.manifest.finish(None, None, None, failed=True)
@@ -99,24 +102,24 @@ class Judgement:
 
 
 def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
-              on_running: Callable[[RunFolder], None] | None = None) -> Judgement:
-    """Provision, run the story, heal, settle, drain, tear down; the tables and the judging are left.
+              on_running: Callable[[RunFolder], None] | None = None, machine: Machine = REAL) -> Judgement:
+    """Provision on `machine`, run the story, heal, settle, drain, tear down; the tables and the judging are left.
 
     `on_running(folder)` is called once the cluster is up and the story has started (the judging worker may start)."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
-        notes = _execute(spec, folder, log_handler, on_running)
-    return Judgement(spec, folder, notes, engine, keep_data, manifest)
+        notes = _execute(spec, folder, log_handler, on_running, machine)
+    return Judgement(spec, folder, notes, engine, keep_data, manifest, machine)
 
 
 def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
-             on_running: Callable[[RunFolder], None] | None) -> list[str]:
+             on_running: Callable[[RunFolder], None] | None, machine: Machine) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
-    with provision(spec.cluster, folder.root) as (cluster, runtime):
+    with provision(spec.cluster, folder.root, machine=machine) as (cluster, runtime):
         workloads = WorkloadSet(runtime, folder, cluster)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)

@@ -4,8 +4,8 @@
     results/<scenario>/latest, .../<ts>     that run; or, for a spec with several configurations, each one's
     results/<scenario>/<ts>/<configuration> that configuration's run
 
-A configuration folder is one holding the spec.yaml its run wrote first; it is
-finished once its verdict.json exists. One whose harness failed has no verdict
+A configuration folder is a run folder (testbed.runfolder's `is_run`); it is
+finished once it has a verdict (`finished`). One whose harness failed has no verdict
 and is named as unfinished, not hidden. Must never: write anything, or call a
 folder without a verdict.json a finished run.
 """
@@ -40,14 +40,14 @@ def find_runs(path: Path) -> RunFolders:
     path = path.resolve()
     if not path.is_dir():
         raise UsageError(f"{path}: no such folder")
-    if not RunFolder(path).spec.exists() and (path / LATEST).is_dir():
+    if not RunFolder(path).is_run and (path / LATEST).is_dir():
         path = (path / LATEST).resolve()
-    if RunFolder(path).verdict.exists():
+    if RunFolder(path).finished:
         return RunFolders(path, [path], [])
-    configurations = [p for p in sorted(path.iterdir()) if p.is_dir() and RunFolder(p).spec.exists()]
-    finished = [p for p in configurations if RunFolder(p).verdict.exists()]
+    configurations = [p for p in sorted(path.iterdir()) if p.is_dir() and RunFolder(p).is_run]
+    finished = [p for p in configurations if RunFolder(p).finished]
     if not finished:
-        started = " (the run did not finish: see its harness.log)" if RunFolder(path).spec.exists() or configurations \
+        started = " (the run did not finish: see its harness.log)" if RunFolder(path).is_run or configurations \
             else ""
         raise UsageError(f"{path}: not a finished run folder (no verdict.json){started}")
     return RunFolders(path, finished, [p for p in configurations if p not in finished])

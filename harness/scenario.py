@@ -33,10 +33,10 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from checkers.configuration_result import ConfigurationResult
 from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_VALID
 from harness.pipeline import JudgingPipeline
 from harness.run import Judgement, run_story
@@ -47,24 +47,11 @@ from harness.verdicts import RunOutcome
 from testbed.errors import HarnessError
 from testbed.handover import hand_over
 from testbed.lifecycle import terminate_on_sigterm, timestamp
+from testbed.machine import REAL, Machine
 from testbed.paths import RESULTS_DIR
 from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.scenario")
-
-
-@dataclass
-class CaseResult:
-    """One configuration's result; `passed` None when the harness failed (no verdict: a JUnit error)."""
-
-    scenario: str
-    configuration: str
-    expected: str
-    observed: str
-    passed: bool | None
-    seconds: float
-    run_dir: Path
-    status: int
 
 
 def link_latest(scenario_dir: Path, target: Path) -> None:
@@ -76,9 +63,9 @@ def link_latest(scenario_dir: Path, target: Path) -> None:
 
 
 def run_specs(specs: list[Spec], results: Path | None, engine: str | None, out: TextIO,
-              keep_data: bool = False) -> tuple[int, list[CaseResult]]:
-    """Run each configuration; return the exit status and one case per configuration."""
-    run = ScenarioRun(specs, results)
+              keep_data: bool = False, machine: Machine = REAL) -> tuple[int, list[ConfigurationResult]]:
+    """Run each configuration on `machine`; return the exit status and one case per configuration."""
+    run = ScenarioRun(specs, results, machine)
     try:
         with terminate_on_sigterm(), judging_pipeline(specs, engine) as pipe:
             run.run(pipe, engine, out, keep_data)
@@ -121,14 +108,15 @@ def _spark_jvm_pid() -> int | None:
 class ScenarioRun:
     """One spec file's configurations in one timestamp folder: their stories, cases, junit.xml and hand-over."""
 
-    def __init__(self, specs: list[Spec], results: Path | None) -> None:
+    def __init__(self, specs: list[Spec], results: Path | None, machine: Machine = REAL) -> None:
         self.specs = specs
+        self.machine = machine
         self.name = specs[0].name
         self.top = (results or RESULTS_DIR) / self.name / timestamp()
         self.made = [p for p in (self.top.parent.parent, self.top.parent) if not p.exists()]  # handed over too
         self.top.mkdir(parents=True, exist_ok=True)
         link_latest(self.top.parent, self.top)
-        self.cases: dict[int, CaseResult] = {}
+        self.cases: dict[int, ConfigurationResult] = {}
         self.judgements: dict[int, Judgement] = {}
         self._lock = threading.RLock()
 
@@ -142,7 +130,7 @@ class ScenarioRun:
         run_dir = run_dir_of(self.top, spec)
         started = time.monotonic()
         try:
-            judgement = run_story(spec, run_dir, engine, keep_data, on_running=_releasing(pipe))
+            judgement = run_story(spec, run_dir, engine, keep_data, on_running=_releasing(pipe), machine=self.machine)
         except Exception as exc:  # the harness failed: said as such, and the next configuration still runs
             self._failed(index, spec, run_dir, exc, started, out)
             return
@@ -175,13 +163,13 @@ class ScenarioRun:
                   f"{run_dir}\n")
         out.flush()
 
-    def _record(self, index: int, case: CaseResult) -> None:
+    def _record(self, index: int, case: ConfigurationResult) -> None:
         with self._lock:
             self.cases[index] = case
             if len(self.cases) == len(self.specs):  # every configuration has its result: junit.xml now
                 write_junit(self.top, self.case_list())
 
-    def case_list(self) -> list[CaseResult]:
+    def case_list(self) -> list[ConfigurationResult]:
         with self._lock:
             return [self.cases[i] for i in sorted(self.cases)]
 
@@ -192,8 +180,8 @@ class ScenarioRun:
                 why = "the harness stopped before it was judged (its journals are kept)"
                 judgement.abandon(why)
                 spec = self.specs[index]
-                self._record(index, CaseResult(spec.name, spec.configuration or "default", "a verdict", why, None,
-                                               0.0, judgement.folder.root, EXIT_FAILED))
+                self._record(index, ConfigurationResult(spec.name, spec.configuration or "default", "a verdict", why,
+                                                        None, 0.0, run_dir=judgement.folder.root, status=EXIT_FAILED))
         cases = self.case_list()
         write_junit(self.top, cases)
         hand_over(self.top, [*self.made, self.top.parent / LATEST])
@@ -208,33 +196,34 @@ def one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def failed_case(spec: Spec, run_dir: Path, exc: BaseException, seconds: float) -> CaseResult:
-    return CaseResult(spec.name, spec.configuration or "default", "a verdict",
-                      f"the harness failed: {one_line(exc)}", None, seconds, run_dir, EXIT_FAILED)
+def failed_case(spec: Spec, run_dir: Path, exc: BaseException, seconds: float) -> ConfigurationResult:
+    return ConfigurationResult(spec.name, spec.configuration or "default", "a verdict",
+                               f"the harness failed: {one_line(exc)}", None, seconds, run_dir=run_dir,
+                               status=EXIT_FAILED)
 
 
-def exit_status(specs: list[Spec], cases: list[CaseResult]) -> int:
+def exit_status(specs: list[Spec], cases: list[ConfigurationResult]) -> int:
     """3 if any configuration's harness failed; else, with expectations, 0 all matched or 1; else the worst verdict."""
     if any(c.passed is None and c.status == EXIT_FAILED for c in cases):
         return EXIT_FAILED
     if any(not spec.expect.empty for spec in specs):
         return EXIT_VALID if all(c.passed for c in cases) else EXIT_INVALID
-    return max(c.status for c in cases)
+    return max(EXIT_FAILED if c.status is None else c.status for c in cases)
 
 
-def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> CaseResult:
+def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> ConfigurationResult:
     v = outcome.verdict
     if outcome.expectation is not None:
         e = outcome.expectation
-        return CaseResult(spec.name, spec.configuration or "default", e["expected"],
-                          e["observed"] + ("; " + "; ".join(e["mismatches"]) if e["mismatches"] else ""),
-                          bool(e["passed"]), seconds, outcome.run_dir, outcome.status)
+        return ConfigurationResult(spec.name, spec.configuration or "default", e["expected"],
+                                   e["observed"] + ("; " + "; ".join(e["mismatches"]) if e["mismatches"] else ""),
+                                   bool(e["passed"]), seconds, run_dir=outcome.run_dir, status=outcome.status)
     observed = f"valid = {v.get('valid')}" + (f", errors: {v.get('errors')}" if v.get("errors") else "")
-    return CaseResult(spec.name, spec.configuration or "default", "valid = True", observed,
-                      v.get("valid") is True, seconds, outcome.run_dir, outcome.status)
+    return ConfigurationResult(spec.name, spec.configuration or "default", "valid = True", observed,
+                               v.get("valid") is True, seconds, run_dir=outcome.run_dir, status=outcome.status)
 
 
-def describe(case: CaseResult, outcome: RunOutcome) -> str:
+def describe(case: ConfigurationResult, outcome: RunOutcome) -> str:
     stats = outcome.verdict.get("stats", {})
     mark = "PASS" if case.passed else "FAIL"
     return (f"{mark} {case.scenario} [{case.configuration}] expected: {case.expected} | observed: {case.observed}"
@@ -242,24 +231,24 @@ def describe(case: CaseResult, outcome: RunOutcome) -> str:
             f" | {case.seconds:.0f} s | {case.run_dir}")
 
 
-def write_junit(top: Path, cases: list[CaseResult]) -> None:
+def write_junit(top: Path, cases: list[ConfigurationResult]) -> None:
     """`top/junit.xml`, one case per configuration; a failure to write it is logged, never raised."""
     if not cases:
         return
     try:
-        from harness.report.junit import render_junit_cases
+        from report.junit import render_junit_cases, with_run
 
-        render_junit_cases(RunFolder(top).junit, cases)
+        render_junit_cases(RunFolder(top).junit, [with_run(case) for case in cases])
     except Exception as exc:  # noqa: BLE001 - the runs' own results stand; say what went wrong
         log.error("could not write %s: %s", RunFolder(top).junit, one_line(exc))
 
 
 def junit_of_folders(top: Path, finished: list[Path], unfinished: list[Path]) -> Path:
     """`top/junit.xml` again from its configurations' folders (`report` on a timestamp folder)."""
-    from harness.report.junit import JUnitCase, case_from_run, render_junit_cases
+    from report.junit import case_from_run, render_junit_cases
 
     cases = [case_from_run(run_dir) for run_dir in finished]
     scenario = cases[0].scenario
-    cases += [JUnitCase(scenario, run_dir.name, "a verdict", "the run did not finish (see its harness.log)", None,
-                        0.0, run_dir=run_dir) for run_dir in unfinished]
+    cases += [ConfigurationResult(scenario, run_dir.name, "a verdict", "the run did not finish (see its harness.log)",
+                                  None, 0.0, run_dir=run_dir) for run_dir in unfinished]
     return render_junit_cases(RunFolder(top).junit, sorted(cases, key=lambda c: c.configuration))

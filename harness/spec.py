@@ -30,7 +30,7 @@ from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
 from testbed.errors import SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.factory import DEFAULT_NETWORKS, shapes_links
+from testbed.runtime.kinds import INVENTORY_KIND, Ability, can, default_network, kind
 from workloads.settings import canonical, normalize_acks
 from workloads.settings_check import Role, SettingRefused, check_settings
 
@@ -129,10 +129,12 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     where, raw, v = "cluster", raw or {}, functools.partial(_value, CLUSTER, raw or {})
     nodes = v("nodes")
     inventory, known_hosts = raw.get("inventory"), raw.get("known_hosts")
-    runtime = raw.get("runtime", "ssh" if inventory is not None else v("runtime"))
-    if (runtime == "ssh") != (inventory is not None):
-        raise _fail(f"{where}.inventory", "the ssh runtime needs an inventory (--inventory FILE), and only it uses one"
-                    if runtime == "ssh" else f"an inventory names ssh hosts, but the runtime is {runtime}")
+    runtime = raw.get("runtime", INVENTORY_KIND if inventory is not None else v("runtime"))
+    hosts = kind(runtime)
+    if hosts.needs_inventory != (inventory is not None):
+        raise _fail(f"{where}.inventory", f"the {runtime} runtime needs an inventory (--inventory FILE), and only it "
+                    f"uses one" if hosts.needs_inventory else
+                    f"an inventory names {INVENTORY_KIND} hosts, but the runtime is {runtime}")
     assignment = _assignment(where, raw, nodes)
     rf = len(assignment[0]) if assignment else v("replication_factor")
     if rf > nodes:
@@ -144,7 +146,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         raise _fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
-        network=raw.get("network", DEFAULT_NETWORKS.get(runtime, ClusterSettings().network)), topic=v("topic"),
+        network=raw.get("network", default_network(runtime)), topic=v("topic"),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
         min_insync_replicas=v("min_insync_replicas"), unclean_leader_election=v("unclean_leader_election"),
         replica_lag_time_max_ms=v("replica_lag_time_max_ms"),
@@ -252,15 +254,15 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
 
 
 def _check_runtime_can(schedule: Schedule, runtime: str) -> None:
-    """Refuse a fault the spec's runtime cannot apply (delays and bandwidths need a `LinkShaper`)."""
-    if shapes_links(runtime):
+    """Refuse a fault the spec's runtime cannot apply (delays and bandwidths need link shaping, a `LinkShaper`)."""
+    if kind(runtime).can(Ability.SHAPE_LINKS):
         return
     for i, item in enumerate(schedule.items):
         faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
         for fault in faults:
             if fault.degrade is not None and needs_shaper(fault.degrade):
                 raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
-                            f"links; the {runtime} runtime cannot (use --runtime netns)")
+                            f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:
@@ -297,7 +299,7 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
             raw = merge(raw, {"cluster": {key: str((path.parent / given).absolute())}})
     if inventory is not None:
         raw = merge(raw, {"cluster": {"inventory": str(inventory.absolute()),
-                                      **({"runtime": "ssh"} if runtime is None else {})}})
+                                      **({"runtime": INVENTORY_KIND} if runtime is None else {})}})
     if known_hosts is not None:
         raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
     if runtime is not None:

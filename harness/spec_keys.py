@@ -17,7 +17,7 @@ Must never: hold a check of one key against another (that is `harness.spec`'s).
 from __future__ import annotations
 
 from checkers.anomalies import ANOMALIES
-from harness.facts import OBSERVED_FACTS
+from checkers.facts import OBSERVED_FACTS
 from harness.spec_types import (
     SETTING_VALUE,
     AnyOf,
@@ -35,7 +35,7 @@ from harness.spec_types import (
 from nemesis.schedule import parse_schedule
 from nemesis.schema import schedule_schema
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.factory import DEFAULT_NETWORKS, RUNTIMES
+from testbed.runtime.kinds import KIND_NAMES, networks_text
 
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
@@ -47,12 +47,12 @@ AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number o
 CLUSTER = Section({
     "nodes": Int("nodes (AZs), each one ZooKeeper server and one broker, plus one client host per AZ",
                  _d.nodes, 3, 9),
-    "runtime": Choice(RUNTIMES, "where the hosts live (docs/runtimes.md); `--runtime` replaces it",
+    "runtime": Choice(KIND_NAMES, "where the hosts live (docs/runtimes.md); `--runtime` replaces it",
                       _d.runtime, what="runtime"),
     "kafka_version": Str("the Apache Kafka version (Scala 2.13 build), fetched from Maven Central if not cached",
                          _d.kafka_version),
     "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
-                   + ", ".join(f"{k} {v}" for k, v in DEFAULT_NETWORKS.items()) + ")"),
+                   + networks_text() + ")"),
     "topic": Str("the topic every client writes and reads", _d.topic),
     "partitions": Int("the topic's partitions (with `replica_assignment`: its length, and must agree)",
                       _d.partitions, 1, 64),

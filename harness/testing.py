@@ -34,13 +34,13 @@ from types import TracebackType
 from typing import Any
 
 from nemesis.nemesis import Nemesis
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import ClusterError
 from testbed.kafka.cluster import KafkaCluster, wait_for
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.lifecycle import provision
 from testbed.runtime.base import Firewalled, Runtime
-from testbed.runtime.factory import DEFAULT_NETWORKS
+from testbed.runtime.kinds import default_network
 from testbed.status import cluster_status
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -57,7 +57,7 @@ def _testcontainers_host() -> str | None:
 
 class FaultlineCluster:
     def __init__(self, partitions: int = 3, kafka_version: str = DEFAULT_VERSION, topic: str = "faultline",
-                 network: str = DEFAULT_NETWORKS["docker"], run_dir: Path | None = None, **settings: Any) -> None:
+                 network: str = default_network("docker"), run_dir: Path | None = None, **settings: Any) -> None:
         """`settings`: any other ClusterSettings field (min_insync_replicas, unclean_leader_election, ...)."""
         self.settings = ClusterSettings(runtime="docker", kafka_version=kafka_version, partitions=partitions,
                                         topic=topic, network=network, **settings)

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.facts import observed_facts
 from checkers.verdict import exit_status, write_verdict
-from harness.facts import observed_facts
 from harness.spec import Expectation, Spec
 from testbed.errors import HarnessError
 from testbed.files import write_json_atomic
 from testbed.handover import prune_node_data
+from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
 
 log = logging.getLogger("faultline.verdicts")
@@ -40,17 +41,17 @@ def build_tables(journal_dir: Path, history_dir: Path) -> dict[str, Any]:
     return build_history(journal_dir, history_dir)
 
 
-def check_replicas(folder: RunFolder, topic: str, kafka_version: str) -> bool:
+def check_replicas(folder: RunFolder, topic: str, kafka_version: str, machine: Machine = REAL) -> bool:
     """`replicas.json`: every replica on disk, compared with the others and with the final log.
 
     Forensics beside the verdict, not part of it: a dump that fails is said in the
     file and the log, and the run's verdict stands on the history alone. Whether the replicas were dumped.
     """
-    from testbed.kafka.replicas import dump_replicas, final_log
+    from testbed.kafka.replicas import final_log
 
     started = time.monotonic()
     try:
-        report = dump_replicas(folder, topic, kafka_version, final_log(folder.history_dir, topic))
+        report = machine.dump_replicas(folder, topic, kafka_version, final_log(folder.history_dir, topic))
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
         log.error("could not dump the replicas of %s: %s", folder.root, exc)
         write_json_atomic(folder.replicas, {"topic": topic, "error": str(exc)})
@@ -85,23 +86,24 @@ def availability_rows(history_dir: Path) -> list[dict[str, Any]]:
         return []
 
 
-def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False) -> RunOutcome:
+def judge(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None, keep_data: bool = False,
+          machine: Machine = REAL) -> RunOutcome:
     """Build the history tables, then judge them (`judge_history`)."""
     started = time.monotonic()
     build_tables(folder.journal_dir, folder.history_dir)
     log.info("history tables built in %.1f s", time.monotonic() - started)
-    return judge_history(spec, folder, notes, engine, keep_data)
+    return judge_history(spec, folder, notes, engine, keep_data, machine)
 
 
 def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str | None,
-                  keep_data: bool = False) -> RunOutcome:
+                  keep_data: bool = False, machine: Machine = REAL) -> RunOutcome:
     """The verdict of a run whose history tables exist (written with its reports); the nodes' data folders
     pruned once the replicas are dumped, unless `keep_data` (or the dump failed: then the segments are the
     only evidence). Needs no cluster: harness.pipeline runs it while the next run's story plays."""
     run_dir, history_dir = folder.root, folder.history_dir
     started = time.monotonic()
     log.info("judging %s: replica dumps, checker, reports", run_dir)
-    if check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version) and not keep_data:
+    if check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version, machine) and not keep_data:
         prune_node_data(folder)
     replicas_at = time.monotonic()
     verdict = run_checker(history_dir, engine or spec.checker)
@@ -145,7 +147,7 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
 def write_reports(run_dir: Path) -> None:
     """report.html and junit.xml beside the verdict; a report failure never hides the verdict."""
     try:
-        from harness.report import render_junit, render_report
+        from report import render_junit, render_report
 
         render_junit(run_dir)
         render_report(run_dir)

@@ -13,7 +13,7 @@ from importlib import metadata
 
 import confluent_kafka
 
-from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.paths import REPO_ROOT
 
 

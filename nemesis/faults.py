@@ -24,7 +24,6 @@ from nemesis.targets import Resolver
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import ROLES, KafkaCluster, Role
-from testbed.kafka.zk import zk_snapshot
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0
@@ -262,7 +261,7 @@ def _wait_unregistered(cluster: KafkaCluster, node: Host) -> None:
     deadline = time.monotonic() + cluster.settings.zookeeper_session_timeout_ms / 1000 + STALE_GRACE_S
     while time.monotonic() < deadline:
         with contextlib.suppress(ClusterError):
-            if node.broker_id not in zk_snapshot(cluster.zk_connect, None, timeout=2.0)["brokers"]:
+            if not cluster.registered(node):
                 return
         time.sleep(0.25)
     log.warning("broker %d is still registered in ZooKeeper (or ZooKeeper is unreachable); starting it anyway",

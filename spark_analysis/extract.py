@@ -21,10 +21,10 @@ from checkers.availability import availability, writes_columns
 from checkers.classify import known_configs
 from checkers.context import FaultTimeline
 from checkers.errors import HistoryError
+from checkers.leadership import partition_views
 from checkers.schema import STATUSES
 from checkers.sources import locate_history
 from checkers.tables import load_table
-from harness.leadership import partition_views
 from spark_analysis import schema as s
 from spark_analysis.instances import instance_rows
 from testbed.runfolder import RunFolder

@@ -2,7 +2,8 @@
 
 Tolerant: a run folder that is broken or half-written is skipped with one line
 saying why (on the `out` stream) and the ingest goes on. The new runs of one
-ingest are one batch (lake.py): all tables' rows in one write per table, `runs` last.
+ingest are one batch (lake.py): all tables' rows in one write per table, `runs` last;
+then every table without a file gets one of zero rows, so a lake that holds a run holds every table.
 Must never: change a run folder, or rows already in the lake.
 """
 
@@ -114,6 +115,7 @@ def ingest(results: Path, lake: Path, out: TextIO, jobs: int = 1) -> IngestResul
     for name, schema in s.TABLES.items():  # runs last (schema.TABLES' order)
         table = pa.concat_tables(parts[name]) if parts[name] else schema.empty_table()
         result.rows[name] = lk.append(lake, name, table, result.batch)
+    lk.complete(lake)
     lk.write_meta(lake)
     result.seconds = time.monotonic() - started
     return result

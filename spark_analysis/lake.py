@@ -24,11 +24,12 @@ import pyarrow.parquet as pq
 
 from spark_analysis import schema as s
 from testbed.files import write_json_atomic
-from testbed.runfolder import MANIFEST_FILE
+from testbed.runfolder import RunFolder
 
 PART = re.compile(r"^part-(?P<batch>[0-9A-Za-z]+-[0-9a-f]+)-\d+\.parquet$")
-# Folders inside a run folder that never hold another run: not walked.
-RUN_INNARDS = {"history", "journal", "nodes", "logs", "workloads"}
+# A table's file of zero rows, in a partition `runs` has: the table exists, with its schema, before any run gave it
+# a row. Not a batch's file (PART does not match it), so no ingest removes it; its rows (none) change nothing.
+EMPTY_PART = "part-empty.parquet"
 
 
 def new_batch_id() -> str:
@@ -36,19 +37,20 @@ def new_batch_id() -> str:
 
 
 def run_folders(results: Path, lake: Path) -> Iterator[Path]:
-    """Every folder under `results` that is or was meant to be a run: it has a run.json, spec.yaml or verdict.json.
+    """Every folder under `results` that is or was meant to be a run (testbed.runfolder's `is_run`).
 
     Symlinks (`latest`) are not followed; the lake itself, and the inside of run folders, are not walked.
     """
     lake_real = os.path.realpath(lake)
-    for root, dirs, files in os.walk(results):
+    for root, dirs, _ in os.walk(results):
         if os.path.realpath(root) == lake_real:
             dirs[:] = []
             continue
-        dirs[:] = sorted(d for d in dirs if d not in RUN_INNARDS and not d.startswith(".")
-                         and not os.path.islink(os.path.join(root, d)))
-        if {MANIFEST_FILE, "spec.yaml", "verdict.json"} & set(files):
+        if RunFolder(Path(root)).is_run:
+            dirs[:] = []
             yield Path(root)
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(root, d)))
 
 
 def _table_dir(lake: Path, table: str) -> Path:
@@ -99,6 +101,28 @@ def write_meta(lake: Path) -> None:
         "partitioning": {"flavor": "hive", "columns": list(s.PARTITION_COLUMNS)},
         "tables": {name: {f.name: str(f.type) for f in schema} for name, schema in s.TABLES.items()},
     })
+
+
+def complete(lake: Path) -> list[str]:
+    """Give every table that has no file yet one of zero rows (EMPTY_PART), in a partition of `runs`; return them.
+
+    So a lake that holds a run holds every table with its schema, a lake of runs without faults included (no
+    `availability`, `faults` or `anomalies` rows). A lake with no run has no partition yet: only `_lake.json`.
+    """
+    runs = _part_files(lake, "runs")
+    if not runs:
+        return []
+    partition = runs[0].parent.relative_to(_table_dir(lake, "runs"))
+    added = []
+    for table, schema in s.TABLES.items():
+        if _part_files(lake, table):
+            continue
+        folder = _table_dir(lake, table) / partition
+        folder.mkdir(parents=True, exist_ok=True)
+        columns = pa.schema([f for f in schema if f.name not in s.PARTITION_COLUMNS])
+        pq.write_table(columns.empty_table(), folder / EMPTY_PART)
+        added.append(table)
+    return added
 
 
 def read_meta(lake: Path) -> dict[str, object] | None:

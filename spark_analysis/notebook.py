@@ -2,7 +2,8 @@
 
 `python -m spark_analysis.notebook --lake DIR [--spark-master URL] [--scenarios a,b] [--since DAY]`
 (what `make notebook` runs) writes `<lake>-analysis.ipynb` (the executed copy, every output
-kept) and `<lake>-analysis.html` beside the lake folder, and prints both paths.
+kept) and `<lake>-analysis.html` beside the lake folder, and prints both paths. A lake that holds
+no run yet is one line and exit status 0 (nothing is executed); no lake at all is exit status 3.
 Must never: change the committed notebook (it is only read), or write into the lake.
 """
 
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spark_analysis.lake import committed
+from spark_analysis.schema import META_FILE
 from testbed.paths import REPO_ROOT, RESULTS_DIR
 
 NOTEBOOK = REPO_ROOT / "spark_analysis" / "analysis.ipynb"
@@ -65,9 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", default="", help="first day, YYYY-MM-DD (default: all)")
     parser.add_argument("--run", default="", help="the run_id to drill into (default: the one that lost most)")
     args = parser.parse_args(argv)
-    if not (args.lake / "runs").is_dir():
+    if not (args.lake / "runs").is_dir() and not (args.lake / META_FILE).is_file():
         print(f"notebook: {args.lake}: no lake here (run python -m spark_analysis ingest first)", file=sys.stderr)
         return 3
+    if not committed(args.lake)[0]:
+        print(f"notebook: {args.lake} holds no runs yet, nothing to analyse (run a scenario, then ingest it)")
+        return 0
     started = time.monotonic()
     executed, html = run_notebook(args.lake, args.spark_master, args.scenarios, args.since, args.run)
     print(f"notebook: {executed} and {html} in {time.monotonic() - started:.1f} s")

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from testbed.errors import HarnessError
+from testbed.localprocs import all_pids, cmdline_bytes, env_of, is_alive, start_time, wait_dead
 from testbed.runtime.base import new_prefix
-from testbed.runtime.procs import env_of, is_alive, start_time, wait_dead
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
@@ -155,15 +155,11 @@ def _starter_alive(pid: int) -> bool:
 def orphaned_daemons() -> list[tuple[int, str]]:
     """(pid, `<prefix>-spark-<role>`) of every standalone master or worker whose starter is gone (it was killed)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            match = DAEMON_NAME.search(Path(f"/proc/{entry}/cmdline").read_bytes())
-        except OSError:
-            continue
-        if match is not None and not _starter_alive(int(entry)):
-            found.append((int(entry), f"{match[1].decode()}-spark-{match[2].decode()}"))
+    for pid in all_pids():
+        raw = cmdline_bytes(pid)
+        match = None if raw is None else DAEMON_NAME.search(raw)
+        if match is not None and not _starter_alive(pid):
+            found.append((pid, f"{match[1].decode()}-spark-{match[2].decode()}"))
     return sorted(found)
 
 

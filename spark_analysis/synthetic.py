@@ -15,8 +15,8 @@ from typing import Any
 from checkers.api import check
 from checkers.synth import BASE_NS, SynthSpec, generate, write_history
 from checkers.verdict import exit_status, write_verdict
-from harness.manifest import SCHEMA_VERSION, iso_utc
 from testbed.files import write_json_atomic
+from testbed.manifest import SCHEMA_VERSION, iso_utc
 from testbed.runfolder import RunFolder
 
 SCENARIOS = ("synthetic-isolate", "synthetic-split")

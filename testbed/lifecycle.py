@@ -18,16 +18,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from testbed.addressing import AddressPlan, make_plan
+from testbed.addressing import AddressPlan
 from testbed.errors import UsageError
-from testbed.inventory import load_inventory
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
-from testbed.kafka.dist import ensure_kafka
+from testbed.machine import REAL, Machine
 from testbed.paths import RESULTS_DIR
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Runtime, new_prefix
-from testbed.runtime.factory import make_runtime, preflight, runtime_of
+from testbed.runtime.factory import runtime_of
+from testbed.runtime.kinds import kind
 from testbed.state import RunState, claim_active, read_active, refuse_if_busy, release_active
 
 log = logging.getLogger("faultline")
@@ -42,21 +42,21 @@ def require_root() -> None:
         raise UsageError("faultline must run as root (it creates network namespaces and iptables rules)")
 
 
-def hosts_exist(run_dir: Path) -> bool:
+def hosts_exist(run_dir: Path, machine: Machine = REAL) -> bool:
     """Whether any host of the run recorded in `run_dir` is still there."""
     try:
-        _, runtime = cluster_from_state(run_dir)
+        _, runtime = cluster_from_state(run_dir, machine)
     except (OSError, ValueError, KeyError, TypeError):
         return False
     return runtime.exists()
 
 
-def live_active_cluster() -> dict[str, Any] | None:
+def live_active_cluster(machine: Machine = REAL) -> dict[str, Any] | None:
     """The recorded cluster if its hosts still exist; a stale record counts as none."""
-    current = read_active()
+    current = read_active(machine.active_file)
     if current is None:
         return None
-    return current if hosts_exist(Path(current["run_dir"])) else None
+    return current if hosts_exist(Path(current["run_dir"]), machine) else None
 
 
 class TerminationRequested(BaseException):
@@ -74,13 +74,13 @@ def terminate_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def cluster_from_state(run_dir: Path) -> tuple[KafkaCluster, Runtime]:
+def cluster_from_state(run_dir: Path, machine: Machine = REAL) -> tuple[KafkaCluster, Runtime]:
     """The cluster and runtime recorded in a run folder's state file, as the harness that made them saw them."""
     state = RunState.load(run_dir)
     settings = settings_from_json(state.data["settings"])
     plan = plan_of(settings)
-    runtime = runtime_of(state, plan)
-    return KafkaCluster(runtime, settings, RunFolder(run_dir)), runtime
+    runtime = runtime_of(state, plan, machine.make_runtime)
+    return machine.make_cluster(runtime, settings, RunFolder(run_dir)), runtime
 
 
 def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
@@ -91,33 +91,29 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
 
 
 def plan_of(settings: ClusterSettings) -> AddressPlan:
-    """The hosts' addresses: the inventory's (ssh runtime), else laid out on the settings' network."""
-    if settings.runtime == "ssh":
-        if settings.inventory is None:
-            raise UsageError("the ssh runtime needs an inventory (--inventory FILE or cluster.inventory)")
-        return load_inventory(settings.inventory).plan(settings.nodes)
-    return make_plan(settings.network, settings.nodes)
+    """The hosts' addresses: the inventory's (a kind that needs one: ssh), else laid out on the settings' network."""
+    return kind(settings.runtime).address_plan(settings.network, settings.nodes, settings.inventory)
 
 
-def check_can_provision(settings: ClusterSettings) -> AddressPlan:
+def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> AddressPlan:
     """Everything that can be known before a cluster is made: the machine is free, the address plan fits the
     runtime's hosts, the runtime is reachable with what it needs, the Kafka version is there. Changes nothing."""
     plan = plan_of(settings)
-    refuse_if_busy(live_active_cluster())
-    ensure_kafka(settings.kafka_version)
-    preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts)
+    refuse_if_busy(live_active_cluster(machine))
+    machine.ensure_kafka(settings.kafka_version)
+    machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts)
     return plan
 
 
 @contextlib.contextmanager
-def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False
+def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False, machine: Machine = REAL
               ) -> Iterator[tuple[KafkaCluster, Runtime]]:
-    """Yield a ready cluster; tear it down on the way out unless `keep` (then the caller owns it).
+    """Yield a ready cluster, made on `machine`; tear it down on the way out unless `keep` (then the caller owns it).
 
     Raises before changing anything for: a busy machine, a bad address plan, an
     unavailable Kafka version.
     """
-    plan = check_can_provision(settings)
+    plan = check_can_provision(settings, machine)
     prefix = new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -126,14 +122,14 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
         undo.callback(_log_teardown, prefix, teardown)
         state = RunState.create(run_dir, prefix, runtime=settings.runtime, settings=settings.to_json(),
                                 harness_pid=os.getpid())
-        claim_active(run_dir, prefix)
-        undo.callback(release_active, prefix)
-        runtime = make_runtime(settings.runtime, prefix, plan, state)
+        claim_active(run_dir, prefix, machine.active_file)
+        undo.callback(release_active, prefix, machine.active_file)
+        runtime = machine.make_runtime(settings.runtime, prefix, plan, state)
         undo.callback(runtime.destroy)
         started = time.monotonic()
         runtime.create()
         hosts_s = time.monotonic() - started
-        cluster = KafkaCluster(runtime, settings, RunFolder(run_dir))
+        cluster = machine.make_cluster(runtime, settings, RunFolder(run_dir))
         undo.callback(cluster.collect)  # before the hosts go (the stack unwinds last in, first out)
         undo.callback(lambda: teardown.setdefault("began", time.monotonic()))
         cluster.bring_up()
@@ -150,12 +146,12 @@ def _log_teardown(prefix: str, teardown: dict[str, float]) -> None:
         log.info("cluster %s torn down in %.1f s", prefix, time.monotonic() - teardown["began"])
 
 
-def tear_down(cluster: KafkaCluster) -> None:
+def tear_down(cluster: KafkaCluster, machine: Machine = REAL) -> None:
     """Remove a cluster (its logs and data fetched first, with the runtime that ran it) and release the machine."""
     started = time.monotonic()
     cluster.collect()
     collected = time.monotonic()
     cluster.runtime.destroy()
-    release_active(cluster.runtime.prefix)
+    release_active(cluster.runtime.prefix, machine.active_file)
     log.info("cluster %s torn down in %.1f s (collect %.1f s, destroy %.1f s)", cluster.runtime.prefix,
              time.monotonic() - started, collected - started, time.monotonic() - collected)

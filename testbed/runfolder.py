@@ -9,7 +9,9 @@
                          replica-dump/<topic>-<p>.txt.gz  before-heal/<NN>-<fault>/<topic>-<p>/
 
 Code that needs a path of a run asks a `RunFolder`; no other module spells
-these names. Pure: nothing here touches the disk but `make`.
+these names. Which folder is a run, and which run finished, is answered here too
+(`is_run`, `finished`), for the harness's `show`/`report` and the results lake alike.
+Nothing here writes to the disk but `make`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,19 @@ class RunFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self.journal_dir.mkdir(parents=True, exist_ok=True)
         return self
+
+    # -- what the folder is -----------------------------------------------------
+    @property
+    def is_run(self) -> bool:
+        """Whether this folder is, or was meant to be, a run: it holds the spec.yaml a run writes first, or a
+        run.json or verdict.json. Its inside (history/, nodes/, ...) never holds another run."""
+        return any(p.is_file() for p in (self.spec, self.manifest, self.verdict))
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached a verdict (verdict.json exists). A run whose harness failed has none: it
+        ended (its run.json says `error`) but did not finish."""
+        return self.verdict.is_file()
 
     # -- files at the top -------------------------------------------------------
     @property

@@ -67,16 +67,17 @@ class RunState:
         self.save()
 
 
-def read_active() -> dict[str, Any] | None:
+def read_active(active_file: Path | None = None) -> dict[str, Any] | None:
+    """The machine's one-cluster record (`active_file`, else ACTIVE_FILE); None if there is none."""
     try:
-        return dict(json.loads(ACTIVE_FILE.read_text()))
+        return dict(json.loads((active_file or ACTIVE_FILE).read_text()))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
 
-def claim_active(run_dir: Path, prefix: str) -> None:
+def claim_active(run_dir: Path, prefix: str, active_file: Path | None = None) -> None:
     """Record this run as the machine's one cluster (the caller has checked none is alive)."""
-    write_json_atomic(ACTIVE_FILE, {"run_dir": str(run_dir), "prefix": prefix, "owner_pid": os.getpid()})
+    write_json_atomic(active_file or ACTIVE_FILE, {"run_dir": str(run_dir), "prefix": prefix, "owner_pid": os.getpid()})
 
 
 def refuse_if_busy(current: dict[str, Any] | None) -> None:
@@ -85,7 +86,7 @@ def refuse_if_busy(current: dict[str, Any] | None) -> None:
                           f"stop it with 'python -m harness cluster down' (or 'clean')")
 
 
-def release_active(prefix: str) -> None:
-    current = read_active()
+def release_active(prefix: str, active_file: Path | None = None) -> None:
+    current = read_active(active_file)
     if current is not None and current.get("prefix") == prefix:
-        ACTIVE_FILE.unlink(missing_ok=True)
+        (active_file or ACTIVE_FILE).unlink(missing_ok=True)

@@ -24,10 +24,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.classdata import MAIN_CLASS
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import bringup
 from testbed.kafka import config as kcfg
-from testbed.kafka.classdata import MAIN_CLASS
 from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
 from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup
@@ -331,6 +331,10 @@ class KafkaCluster:
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             return dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
+
+    def registered(self, node: Host) -> bool:
+        """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers."""
+        return node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
 
     def settled(self) -> dict[str, BrokerView] | None:
         """The views when every broker agrees on one leader per partition with a full ISR, else None."""

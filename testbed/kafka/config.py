@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from testbed.addressing import AddressPlan, Host
-from testbed.kafka.dist import DEFAULT_VERSION
-from testbed.runtime.factory import DEFAULT_RUNTIME
+from testbed.dist.kafka import DEFAULT_VERSION
+from testbed.runtime.kinds import DEFAULT_KIND, default_network
 
 ZK_CLIENT_PORT = 2181
 ZK_PEER_PORT = 2888
@@ -24,9 +24,9 @@ class ClusterSettings:
     """Everything about the cluster a test spec may set. Defaults are Kafka 2.7's unless noted."""
 
     nodes: int = 3
-    runtime: str = DEFAULT_RUNTIME  # where the hosts live (testbed.runtime.factory.RUNTIMES)
+    runtime: str = DEFAULT_KIND  # where the hosts live (testbed.runtime.kinds.KIND_NAMES)
     kafka_version: str = DEFAULT_VERSION
-    network: str = "198.18.0.0/24"
+    network: str = default_network(DEFAULT_KIND)
     topic: str = "faultline"
     partitions: int = 3
     replication_factor: int = 3

@@ -38,11 +38,11 @@ from typing import IO, Any
 
 from checkers.anomalies import MAX_EXAMPLES, example_positions
 from testbed.addressing import Host
+from testbed.dist.classdata import archive_flags
+from testbed.dist.kafka import classpath
 from testbed.errors import RuntimeFailure
 from testbed.files import write_json_atomic
-from testbed.kafka.classdata import archive_flags
 from testbed.kafka.cluster import KafkaCluster
-from testbed.kafka.dist import classpath
 from testbed.runfolder import RunFolder
 
 DUMP_CLASS = "kafka.tools.DumpLogSegments"

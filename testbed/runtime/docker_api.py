@@ -20,7 +20,7 @@ import docker.types
 import requests
 
 from testbed.errors import RuntimeFailure
-from testbed.runtime.procs import PREFIX_RE
+from testbed.runtime.base import PREFIX_RE
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 NETWORK_RANGE = ipaddress.IPv4Network("198.19.0.0/24")

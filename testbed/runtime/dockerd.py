@@ -55,6 +55,8 @@ import docker.errors
 import requests
 
 from testbed.errors import RuntimeFailure
+from testbed.localprocs import all_pids, cmdline, is_alive, start_time
+from testbed.runtime.base import PREFIX_RE
 from testbed.runtime.docker_api import (  # noqa: F401  (re-exported: the daemon's API helpers)
     DEFAULT_HOST,
     NETWORK_RANGE,
@@ -66,8 +68,6 @@ from testbed.runtime.docker_api import (  # noqa: F401  (re-exported: the daemon
     remove_prefixed_resources,
 )
 from testbed.runtime.dockerd_host import (
-    all_pids,
-    cmdline,
     kill_cgroup,
     last_error,
     mounts_under,
@@ -76,66 +76,14 @@ from testbed.runtime.dockerd_host import (
     unmount_under,
     wait_gone,
 )
-from testbed.runtime.procs import PREFIX_RE, is_alive, start_time
+from testbed.runtime.dockerd_paths import DATA_ROOT, RUN_ROOT, DockerdPaths, dockerd_binary, dockerd_flags
 
-RUN_ROOT = Path("/run/faultline")
-DATA_ROOT = Path(os.environ.get("FAULTLINE_DOCKER_DATA_ROOT", "/var/lib/faultline/docker"))
-DOCKERD_PATHS = (Path("/usr/sbin/dockerd"), Path("/usr/bin/dockerd"))  # Debian's docker.io, never /usr/local
 DAEMON_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # containerd, runc, docker-init from Debian only
-CONTAINERD_NAMESPACE = "faultline"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0  # dockerd gives running containers 15 s (--shutdown-timeout) before it kills them
 KILL_TIMEOUT_S = 10.0
 HOST_ARG_RE = re.compile(rf"^--host=unix://{re.escape(str(RUN_ROOT))}/dockerd-(fl[0-9a-f]{{6}})/docker\.sock$")
 log = logging.getLogger("faultline.runtime")
-
-
-@dataclass(frozen=True)
-class DockerdPaths:
-    """Where one own daemon keeps its socket, pidfile, exec root, config and log."""
-
-    prefix: str
-
-    @property
-    def run_dir(self) -> Path:
-        return RUN_ROOT / f"dockerd-{self.prefix}"
-
-    @property
-    def socket(self) -> Path:
-        return self.run_dir / "docker.sock"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.run_dir / "dockerd.pid"
-
-    @property
-    def exec_root(self) -> Path:
-        return self.run_dir / "exec"
-
-    @property
-    def config(self) -> Path:
-        return self.run_dir / "daemon.json"
-
-    @property
-    def log(self) -> Path:
-        return self.run_dir / "dockerd.log"
-
-    @property
-    def owner(self) -> Path:
-        """The pid and start time of the process that started the daemon (for `orphaned`)."""
-        return self.run_dir / "owner"
-
-    @property
-    def data_root_note(self) -> Path:
-        return self.run_dir / "data-root"
-
-    @property
-    def cgroup_parent(self) -> str:
-        return f"/faultline-{self.prefix}"
-
-    @property
-    def host_arg(self) -> str:
-        return f"--host=unix://{self.socket}"
 
 
 @dataclass
@@ -238,35 +186,6 @@ def start_dockerd(prefix: str, data_root: Path | None = None,
     return own
 
 
-def dockerd_flags(paths: DockerdPaths, data_root: Path) -> list[str]:
-    """Every flag an own dockerd gets: its own paths, and no change to the machine's network."""
-    return [
-        paths.host_arg,
-        f"--pidfile={paths.pidfile}",
-        f"--data-root={data_root}",
-        f"--exec-root={paths.exec_root}",
-        f"--config-file={paths.config}",
-        f"--cgroup-parent={paths.cgroup_parent}",
-        f"--containerd-namespace={CONTAINERD_NAMESPACE}",
-        f"--containerd-plugins-namespace={CONTAINERD_NAMESPACE}-plugins",
-        "--bridge=none",
-        "--iptables=false",
-        "--ip6tables=false",
-        "--ip-forward=false",
-        "--ip-masq=false",
-        "--userland-proxy=false",
-        "--log-level=warn",
-    ]
-
-
-def dockerd_binary() -> Path:
-    for candidate in DOCKERD_PATHS:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise RuntimeFailure(f"no dockerd: install Debian's docker.io (make setup-docker, or apt-get install "
-                         f"docker.io) or set DOCKER_HOST (looked for {', '.join(map(str, DOCKERD_PATHS))})")
-
-
 def find_leftover_dockerds(prefix: str | None = None) -> list[OwnDockerd]:
     """Every live dockerd this project started (or the one of `prefix`), and nothing else.
 
@@ -283,16 +202,16 @@ def find_leftover_dockerds(prefix: str | None = None) -> list[OwnDockerd]:
             pid = read_pid(DockerdPaths(candidate).pidfile)
             if pid is not None and _is_our_dockerd(pid, candidate):
                 found[pid] = OwnDockerd(candidate, pid, _data_root_of(pid))
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in found:
+    for pid in all_pids():
+        if pid in found:
             continue
-        argv = cmdline(int(entry))
+        argv = cmdline(pid)
         if not argv or Path(argv[0]).name != "dockerd":
             continue
         for arg in argv[1:]:
             matched = HOST_ARG_RE.match(arg)
-            if matched and (prefix is None or matched.group(1) == prefix) and is_alive(int(entry)):
-                found[int(entry)] = OwnDockerd(matched.group(1), int(entry), _data_root_of(int(entry)))
+            if matched and (prefix is None or matched.group(1) == prefix) and is_alive(pid):
+                found[pid] = OwnDockerd(matched.group(1), pid, _data_root_of(pid))
     return sorted(found.values(), key=lambda d: d.prefix)
 
 

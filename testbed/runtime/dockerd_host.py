@@ -14,8 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from testbed.localprocs import is_alive, start_time
 from testbed.runtime.docker_api import one_line_text
-from testbed.runtime.procs import is_alive, start_time
 
 KILL_TIMEOUT_S = 10.0
 
@@ -68,18 +68,6 @@ def mounts_under(path: Path) -> list[str]:
 def unmount_under(path: Path) -> None:
     for point in sorted(set(mounts_under(path)), key=lambda p: -p.count("/")):
         subprocess.run(["umount", "-l", point], capture_output=True)
-
-
-def cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def all_pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
 def read_pid(pidfile: Path) -> int | None:

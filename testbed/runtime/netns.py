@@ -27,22 +27,15 @@ import time
 from pathlib import Path
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.classdata import ROLES as CDS_ROLES
+from testbed.dist.classdata import archive_flags
+from testbed.dist.kafka import classpath
 from testbed.errors import RuntimeFailure, UsageError
-from testbed.kafka.classdata import ROLES as CDS_ROLES
-from testbed.kafka.classdata import archive_flags
-from testbed.kafka.dist import classpath
+from testbed.localprocs import command_of, is_alive, start_time, wait_dead
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
-from testbed.runtime.procs import (
-    LocalProcess,
-    command_of,
-    is_alive,
-    pids_of_runs,
-    run_of,
-    start_time,
-    wait_dead,
-)
+from testbed.runtime.procs import LocalProcess, pids_of_runs, run_of
 from testbed.runtime.unsynced import UnsyncedDisks, clean_mounts
 from testbed.state import RunState
 
@@ -188,7 +181,7 @@ class NetnsRuntime:
 
     # -- software and files: one disk, nothing to copy ---------------------
     def install(self, host: Host, kafka_version: str) -> Software:
-        # The nodes start from the class-data archives `make setup` built, when there are any (testbed.kafka.classdata).
+        # The nodes start from the class-data archives `make setup` built, when there are any (testbed.dist.classdata).
         return Software(java="java", kafka_classpath=classpath(kafka_version), python=(sys.executable,),
                         jvm_flags={role: tuple(archive_flags(kafka_version, role)) for role in CDS_ROLES})
 

@@ -1,10 +1,11 @@
-"""Processes on this machine, read from /proc: alive or not, which run they belong to; and their handle.
+"""Processes of a run on this machine: which run they belong to, and their handle.
 
 For runtimes whose hosts share this machine's kernel (netns). Processes the
 runtime starts carry RUN_ENV=<prefix> in their environment, so a run's
 processes can be found again even when its state file is lost. Must never:
 signal a pid that does not carry the run's prefix, or that was reused by
 another process since it was started (pid and start time are its identity).
+Reading /proc is testbed.localprocs.
 """
 
 from __future__ import annotations
@@ -13,62 +14,15 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
-from pathlib import Path
 
 from testbed.addressing import Host
+from testbed.localprocs import all_pids, env_of, is_alive, is_stopped, pid_namespace, start_time
 from testbed.runtime.base import PREFIX_RE, RUN_ENV
-
-
-def is_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
-
-
-def is_stopped(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
-
-
-def env_of(pid: int, name: str) -> str | None:
-    """The value of environment variable `name` a process was started with, or None (unset, or unreadable)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    for entry in environ.split(b"\0"):
-        if entry.startswith(name.encode() + b"="):
-            return entry.split(b"=", 1)[1].decode(errors="replace")
-    return None
 
 
 def run_of(pid: int) -> str | None:
     """The run prefix a process was started for, or None."""
     return env_of(pid, RUN_ENV)
-
-
-def command_of(pid: int) -> str | None:
-    """The process's command name (/proc/PID/comm: the executable's base name, at most 15 characters)."""
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().rstrip("\n")
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-
-
-def pid_namespace(pid: int | str) -> str | None:
-    """The pid namespace a process lives in (e.g. 'pid:[4026531836]'), or None if it is gone or unreadable."""
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return None
 
 
 def pids_of_runs(prefix: str | None = None) -> list[int]:
@@ -77,42 +31,15 @@ def pids_of_runs(prefix: str | None = None) -> list[int]:
     cleaned as a whole (its container removed, or `clean --inventory` on it), never from here."""
     found = []
     me, ours = os.getpid(), pid_namespace("self")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me or pid_namespace(entry) != ours:
+    for pid in all_pids():
+        if pid == me or pid_namespace(pid) != ours:
             continue
-        run = run_of(int(entry))
+        run = run_of(pid)
         if run is None:
             continue
         if (prefix is None and PREFIX_RE.match(run)) or run == prefix:
-            found.append(int(entry))
+            found.append(pid)
     return sorted(found)
-
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot: with the pid, its identity (pids are reused)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def wait_dead(pids: list[int], timeout: float) -> list[int]:
-    """Wait until every pid is gone; return those still alive at the deadline.
-
-    A pid that is reused by a new process while we wait counts as gone.
-    """
-    identity = {p: start_time(p) for p in pids}
-
-    def same_and_alive(pid: int) -> bool:
-        return is_alive(pid) and start_time(pid) == identity[pid]
-
-    deadline = time.monotonic() + timeout
-    remaining = [p for p in pids if identity[p] is not None and same_and_alive(p)]
-    while remaining and time.monotonic() < deadline:
-        time.sleep(0.02)
-        remaining = [p for p in remaining if same_and_alive(p)]
-    return remaining
 
 
 class LocalProcess:

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, RuntimeFailure
 from testbed.inventory import Inventory, load_inventory
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.runfolder import RunFolder
 from testbed.runtime import ssh_clock, ssh_firewall, ssh_install
 from testbed.runtime.base import PREFIX_RE, Software

@@ -23,8 +23,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from testbed.dist.kafka import ensure_kafka
 from testbed.errors import RuntimeFailure
-from testbed.kafka.dist import ensure_kafka
 from testbed.paths import CACHE_DIR
 from testbed.runtime.docker import code_archive
 from testbed.runtime.ssh_conn import SshConnection

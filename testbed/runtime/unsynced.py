@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import RuntimeFailure
+from testbed.localprocs import is_alive, start_time, wait_dead
 from testbed.paths import REPO_ROOT
 from testbed.runtime.base import owned_names
-from testbed.runtime.procs import is_alive, start_time, wait_dead
 from testbed.state import RunState
 
 BINARY = REPO_ROOT / "build" / "bin" / "unsyncfs"

@@ -1,7 +1,7 @@
 """Campaigns on the fake runtime: scenario files in a temporary folder, runs that take no root and ~1 s each.
 
 `fake_campaign` writes a campaign file and its scenario specs; `Driver` is the run function the
-campaign is given (`harness.campaign.runner.RunSpecs`): the real `run_specs` of `harness run` on the
+campaign is given (`campaign.runner.RunSpecs`): the real `run_specs` of `harness run` on the
 fake machine (tests/harness/test_run_fake.py), with a hook after each run and a clock it moves on
 by a chosen number of seconds per run, so budgets are tested without waiting.
 """
@@ -15,8 +15,10 @@ from typing import Any, TextIO
 
 import yaml
 
+from checkers.configuration_result import ConfigurationResult
 from harness.scenario import run_specs
 from harness.spec import Spec
+from testbed.machine import Machine
 
 SPEC: dict[str, Any] = {
     "seed": 3, "duration_s": 1, "settle_timeout_s": 1, "drain_timeout_s": 1, "checker": "pandas",
@@ -44,8 +46,8 @@ def write_campaign(folder: Path, entries: list[dict[str, Any]], name: str = "fak
 class Driver:
     """The campaign's run function: the real run flow on the fake machine, a clock moved on per run."""
 
+    machine: Machine
     seconds_per_run: float = 60.0
-    before: Callable[[], None] | None = None  # e.g. a fresh fake machine, so no run reads another's records
     after: Callable[[Spec, Path, int], None] | None = None  # (spec, run folder, how many runs so far)
     now: float = 0.0
     runs: list[Path] = field(default_factory=list)
@@ -54,12 +56,12 @@ class Driver:
         return self.now
 
     def __call__(self, specs: list[Spec], results: Path | None, engine: str | None,
-                 out: TextIO) -> tuple[int, list[Any]]:
-        if self.before is not None:
-            self.before()
-        status, cases = run_specs(specs, results, engine, out)
+                 out: TextIO) -> tuple[int, list[ConfigurationResult]]:
+        status, cases = run_specs(specs, results, engine, out, machine=self.machine)
         self.now += self.seconds_per_run
-        self.runs.append(Path(cases[0].run_dir))
+        run_dir = cases[0].run_dir
+        assert run_dir is not None, "the run flow names every configuration's folder"
+        self.runs.append(run_dir)
         if self.after is not None:
-            self.after(specs[0], Path(cases[0].run_dir), len(self.runs))
+            self.after(specs[0], run_dir, len(self.runs))
         return status, cases

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from campaign import lake as lakes
+from campaign.command import Options, run_campaign
+from campaign.outputs import CampaignReport
+from campaign.runner import CAMPAIGN_ENV
 from checkers.anomalies import ANOMALIES
-from harness.campaign import lake as lakes
-from harness.campaign.command import Options, run_campaign
-from harness.campaign.outputs import CampaignReport
-from harness.campaign.runner import CAMPAIGN_ENV
 from harness.spec import Spec
 from tests.campaign.fake import Driver, write_campaign, write_scenario
 from tests.campaign.pages import JUNIT_SCHEMA, links, text_of
-from tests.harness.test_run_fake import Machine
+from tests.harness.test_run_fake import FakeMachine
 
 FAILS = {"present": ["lost"]}  # the fake workloads lose nothing: a run expecting a loss fails
 PASSES = {"absent": ["lost"]}
@@ -46,7 +45,7 @@ def outcomes(report: CampaignReport) -> dict[str, tuple[str, list[str]]]:
     return {c["scenario"]: (c["outcome"], [a["outcome"] for a in c["attempts"]]) for c in data["cases"]}
 
 
-def test_a_configuration_failing_once_is_a_flake_twice_a_regression(machine: Machine, fresh_topic: Callable[[], None], tmp_path: Path) -> None:
+def test_a_configuration_failing_once_is_a_flake_twice_a_regression(machine: FakeMachine, tmp_path: Path) -> None:
     flaky = write_scenario(tmp_path, "flaky", FAILS)
     write_scenario(tmp_path, "broken", FAILS)
     write_scenario(tmp_path, "steady", PASSES)
@@ -60,7 +59,7 @@ def test_a_configuration_failing_once_is_a_flake_twice_a_regression(machine: Mac
             flaky.write_text(yaml.safe_dump(raw))
 
     path = write_campaign(tmp_path, [{"scenario": f"{n}.yaml"} for n in ("flaky", "broken", "steady")])
-    report, said = campaign(path, tmp_path, Driver(before=fresh_topic, after=flip))
+    report, said = campaign(path, tmp_path, Driver(machine.machine, after=flip))
 
     assert outcomes(report) == {"flaky": ("FLAKE", ["FAIL", "PASS"]), "broken": ("REGRESSION", ["FAIL", "FAIL"]),
                                 "steady": ("PASS", ["PASS"])}
@@ -92,7 +91,7 @@ def test_a_configuration_failing_once_is_a_flake_twice_a_regression(machine: Mac
     # The same flaky configuration alone: a flake is no regression, the exit status is 0.
     flaky.write_text(yaml.safe_dump({**yaml.safe_load(flaky.read_text()), "expect": FAILS}))
     alone, _ = campaign(write_campaign(tmp_path, [{"scenario": "flaky.yaml"}], name="alone"), tmp_path,
-                        Driver(before=fresh_topic, after=flip))
+                        Driver(machine.machine, after=flip))
     assert outcomes(alone) == {"flaky": ("FLAKE", ["FAIL", "PASS"])} and alone.status == 0
 
 
@@ -102,12 +101,12 @@ def yaml_free_suites(junit: Path) -> list[Any]:
     return ET.parse(junit).getroot().findall("testsuite")
 
 
-def test_over_budget_it_stops_between_runs_heals_and_says_what_it_skipped(machine: Machine, fresh_topic: Callable[[], None], tmp_path: Path) -> None:
+def test_over_budget_it_stops_between_runs_heals_and_says_what_it_skipped(machine: FakeMachine, tmp_path: Path) -> None:
     for name in ("first", "second", "third"):
         write_scenario(tmp_path, name, FAILS if name == "first" else PASSES)
     path = write_campaign(tmp_path, [{"scenario": f"{n}.yaml"} for n in ("first", "second", "third")])
     # The first run is estimated at 11 s and takes 200 s of a 150 s budget: it runs to its end, nothing after it.
-    driver = Driver(seconds_per_run=200, before=fresh_topic)
+    driver = Driver(machine.machine, seconds_per_run=200)
     report, said = campaign(path, tmp_path, driver, budget="150s", overhead_s=10)
 
     assert outcomes(report) == {"first": ("FAIL", ["FAIL"]), "second": ("SKIPPED", []), "third": ("SKIPPED", [])}
@@ -140,7 +139,7 @@ def plant(lake: Path, campaign_id: str, cases: dict[str, tuple[str, list[str]]])
     lakes.write_campaign(lake, campaign_id, rows)
 
 
-def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: Machine, fresh_topic: Callable[[], None], tmp_path: Path) -> None:
+def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: FakeMachine, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     plant(lake, "fake-20261101T020000.00Z", {"steady": ("REGRESSION", []), "broken": ("PASS", []),
                                                "flaky": ("PASS", []), "dup": ("PASS", [])})
@@ -158,7 +157,7 @@ def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: M
             (run_dir / "verdict.json").write_text(json.dumps(verdict))
 
     path = write_campaign(tmp_path, [{"scenario": f"{n}.yaml"} for n in ("steady", "broken", "flaky", "dup")])
-    report, said = campaign(path, tmp_path, Driver(before=fresh_topic, after=after))
+    report, said = campaign(path, tmp_path, Driver(machine.machine, after=after))
 
     expected = ["newly failing: broken [default]", "fixed: steady [default]", "flaky: flaky [default]",
                 "new anomaly kinds: dup [default]: duplicate"]
@@ -179,8 +178,7 @@ def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: M
     assert [r["anomaly_kinds"] for r in rows if r["scenario"] == "dup"] == [["duplicate"]]
 
 
-def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: Machine, fresh_topic: Callable[[], None],
-                                                                   tmp_path: Path) -> None:
+def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: FakeMachine, tmp_path: Path) -> None:
     for name in ("first", "second"):
         write_scenario(tmp_path, name, PASSES)
     path = write_campaign(tmp_path, [{"scenario": "first.yaml"}, {"scenario": "second.yaml"}])
@@ -189,7 +187,7 @@ def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: Mach
     def interrupt(spec: Spec, run_dir: Path, runs: int) -> None:
         raise KeyboardInterrupt
 
-    driver = Driver(before=fresh_topic, after=interrupt)
+    driver = Driver(machine.machine, after=interrupt)
     with pytest.raises(KeyboardInterrupt):
         run_campaign(Options(path, seed=0, results=tmp_path / "results", lake=tmp_path / "lake"), io.StringIO(),
                      driver, check=lambda cases, engine: None, ingest=lambda runs, lake: str(ingested.append(runs)),

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.campaign import lake as lakes
-from harness.report.browser import view_page
+from campaign import lake as lakes
+from report.browser import view_page
 from tests.campaign.pages import JUNIT_SCHEMA, links, text_of
 from tests.conftest import faultline
 

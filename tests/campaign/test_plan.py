@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.campaign.changes import compare
-from harness.campaign.config import load_campaign, parse_duration
-from harness.campaign.plan import coverage_order, date_seed, plan_cases, seed_window
+from campaign.changes import compare
+from campaign.config import load_campaign, parse_duration
+from campaign.plan import coverage_order, date_seed, plan_cases, seed_window
 from testbed.errors import SpecError
 from tests.campaign.fake import write_campaign, write_scenario
 from tests.conftest import REPO, faultline
@@ -152,7 +152,7 @@ def test_plan_prints_the_order_and_what_the_budget_leaves_out() -> None:
 
 
 def test_runtime_and_kafka_version_from_the_command_line_apply_to_every_run() -> None:
-    from harness.campaign.command import Options, make_plan
+    from campaign.command import Options, make_plan
 
     plan = make_plan(Options(REPO / "campaigns" / "quick.yaml", seed=1, runtime="docker", kafka_version="2.8.2"))
     clusters = [case.load().cluster for case in plan.cases]

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers.availability import availability_of, targets_az
-from harness.report.availability import availability_rows
+from report.availability import availability_rows
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

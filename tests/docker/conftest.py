@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.runtime.base import new_prefix
 from testbed.runtime.dockerd import OwnDockerd, start_dockerd
 from tests.conftest import REPO

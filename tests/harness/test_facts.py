@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.facts import observed_facts
-from harness.report import summary
+from checkers.facts import observed_facts
+from report import summary
 
 S = 1_000_000_000
 

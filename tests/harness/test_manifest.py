@@ -14,17 +14,15 @@ from harness.run import execute_run
 from harness.spec import load_specs, parse_spec
 from harness.versions import software_versions
 from testbed.runfolder import RunFolder
-from tests.harness.test_run_fake import SPEC, Machine, fail_a_drain, install_fake_machine
+from tests.harness.test_run_fake import SPEC, FakeMachine, fail_a_drain
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
-    machine = Machine(tmp_path / "run" / "active.json")
-    install_fake_machine(machine, monkeypatch)
-    return machine
+def machine(tmp_path: Path) -> FakeMachine:
+    return FakeMachine(tmp_path / "run" / "active.json")
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
@@ -32,10 +30,10 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def test_a_finished_run_has_a_manifest_with_its_settings_versions_and_outcome(
-        machine: Machine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        machine: FakeMachine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAULTLINE_CAMPAIGN_ID", "nightly-2026-11-23")
     run_dir = tmp_path / "results" / "fake-run" / "20261123-160000"
-    outcome = execute_run(parse_spec(SPEC), run_dir, engine="pandas")
+    outcome = execute_run(parse_spec(SPEC), run_dir, engine="pandas", machine=machine.machine)
     m = read_manifest(run_dir)
     assert m["schema_version"] == SCHEMA_VERSION
     assert (m["run_id"], m["campaign_id"], m["scenario"], m["configuration"]) == (
@@ -50,13 +48,13 @@ def test_a_finished_run_has_a_manifest_with_its_settings_versions_and_outcome(
     assert m["outcome"] is None and m["expected"] is None  # the spec expects nothing
 
 
-def test_a_run_that_fails_says_so_in_its_manifest(machine: Machine, tmp_path: Path,
+def test_a_run_that_fails_says_so_in_its_manifest(machine: FakeMachine, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FAULTLINE_CAMPAIGN_ID", raising=False)
     fail_a_drain(machine)
     spec = parse_spec({**SPEC, "expect": {"absent": ["lost"]}})
     with pytest.raises(Exception):  # noqa: B017 - which error is test_run_fake's business
-        execute_run(spec, tmp_path / "run", engine="pandas")
+        execute_run(spec, tmp_path / "run", engine="pandas", machine=machine.machine)
     m = read_manifest(tmp_path / "run")
     assert (m["status"], m["exit_status"], m["outcome"], m["campaign_id"]) == ("error", 3, "ERROR", None)
     assert m["ended_at"] is not None

@@ -10,11 +10,6 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import harness.verdicts
-import nemesis.faults
-import nemesis.nemesis
-import testbed.runtime.factory
-import testbed.state
 from checkers.schema import TABLES
 from harness.recover import recover
 from harness.run import write_spec
@@ -22,11 +17,14 @@ from harness.spec import Spec, parse_spec
 from harness.workloadset import WorkloadSet, plan_workloads
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
-from testbed.addressing import AddressPlan, make_plan
+from testbed.addressing import AddressPlan, Host, make_plan
 from testbed.errors import WorkloadError
 from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.config import ClusterSettings
+from testbed.kafka.wire import BrokerView
+from testbed.machine import Machine
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import new_prefix
+from testbed.runtime.base import Runtime, new_prefix
 from testbed.state import RunState, claim_active
 from tests.fakes import FakeRuntime, FakeTopic, exits_by_itself, workload_behaviours
 
@@ -38,13 +36,13 @@ SPEC: dict[str, Any] = {
 }
 
 
-def dead_harness_run(run_dir: Path, spec: Spec) -> FakeRuntime:
+def dead_harness_run(run_dir: Path, spec: Spec, active_file: Path) -> FakeRuntime:
     """What a harness killed mid-run leaves: its run folder, and hosts with its processes and faults."""
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     prefix = new_prefix()
     state = RunState.create(run_dir, prefix, runtime="fake", settings=spec.cluster.to_json(), harness_pid=4242)
-    claim_active(run_dir, prefix)
+    claim_active(run_dir, prefix, active_file)
     world = FakeRuntime(make_plan(spec.cluster.network, spec.cluster.nodes), prefix, state,
                         scripts={"workload/drain-": exits_by_itself(0)}, behaviours=workload_behaviours(FakeTopic()))
     world.create()
@@ -60,8 +58,26 @@ def dead_harness_run(run_dir: Path, spec: Spec) -> FakeRuntime:
     return world
 
 
+class SettledCluster(KafkaCluster):
+    """The real cluster object, settled at once as a healthy cluster would be; the brokers' views of it (the live
+    state the nemesis reads to resolve targets) must not be needed; the brokers it asks ZooKeeper about are noted
+    (`unregistered`: ZooKeeper has let each go)."""
+
+    unregistered: list[str]
+
+    def settled(self) -> dict[str, BrokerView] | None:
+        return {}
+
+    def views(self) -> dict[str, BrokerView | None]:
+        raise AssertionError("recover's heal must not need the cluster's live state")
+
+    def registered(self, node: Host) -> bool:
+        self.unregistered.append(node.name)
+        return False
+
+
 @pytest.fixture
-def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def machine(tmp_path: Path) -> dict[str, Any]:
     """The factory gives back the dead harness's hosts (as the netns runtime finds them by prefix)."""
     found: dict[str, Any] = {"unregistered": [], "replica_checks": 0}
 
@@ -71,32 +87,31 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         world.state = state
         return world
 
-    def no_live_state(cluster: KafkaCluster) -> Any:
-        raise AssertionError("recover's heal must not need the cluster's live state")
-
-    def replicas(*args: Any) -> None:
+    def replicas(folder: RunFolder, topic: str, kafka_version: str, final: Any = None) -> dict[str, Any]:
         found["replica_checks"] += 1
+        return {"topic": topic, "partitions": [], "agree": True}
 
-    monkeypatch.setattr(testbed.state, "ACTIVE_FILE", tmp_path / "active.json")
-    monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
-    monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})
-    monkeypatch.setattr(harness.verdicts, "check_replicas", replicas)
-    monkeypatch.setattr(nemesis.faults, "_wait_unregistered",
-                        lambda cluster, node: found["unregistered"].append(node.name))
-    monkeypatch.setattr(nemesis.nemesis, "observe", no_live_state)
+    def make_cluster(runtime: Runtime, settings: ClusterSettings, folder: RunFolder) -> SettledCluster:
+        cluster = SettledCluster(runtime, settings, folder)
+        cluster.unregistered = found["unregistered"]
+        return cluster
+
+    found["active"] = tmp_path / "active.json"
+    found["machine"] = Machine(make_runtime=make_runtime, make_cluster=make_cluster, dump_replicas=replicas,
+                               active_file=found["active"])
     return found
 
 
 def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
         machine: dict[str, Any], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC), machine["active"])
     folder = RunFolder(run_dir)
     paused = world.process("az3-node/broker")
     producer = world.process("workload/producer-az1-0")
     assert paused is not None and paused.paused() and producer is not None
 
-    outcome = recover(run_dir, engine="pandas")
+    outcome = recover(run_dir, engine="pandas", machine=machine["machine"])
 
     # The nemesis journal stays one the history reads: every row's targets and detail are JSON objects.
     for line in folder.nemesis_journal.read_text().splitlines():
@@ -132,16 +147,16 @@ def test_recover_heals_drains_tears_down_and_judges_the_dead_harnesss_run(
 
     # And nothing is left: hosts gone, every process dead, the machine's cluster record released.
     assert world.destroyed == 1 and not world.exists() and world.alive() == []
-    assert not testbed.state.ACTIVE_FILE.exists()
+    assert not machine["active"].exists()
 
 
 def test_recover_without_hosts_judges_the_journals_alone(machine: dict[str, Any], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC), machine["active"])
     world.destroy()  # the machine was rebooted: the run folder is all there is
     before = RunFolder(run_dir).nemesis_journal.read_text()
 
-    outcome = recover(run_dir, engine="pandas")
+    outcome = recover(run_dir, engine="pandas", machine=machine["machine"])
 
     assert outcome.verdict["valid"] == "unknown" and outcome.status == 2
     assert "already gone" in outcome.verdict["reason"]
@@ -153,24 +168,24 @@ def test_recover_without_hosts_judges_the_journals_alone(machine: dict[str, Any]
 def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_one_finishes(
         machine: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = tmp_path / "run"
-    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC))
+    world = machine["world"] = dead_harness_run(run_dir, parse_spec(SPEC), machine["active"])
     world.scripts["workload/drain-az2-recover"] = exits_by_itself(1)  # as a drain refusing its config does
     folder = RunFolder(run_dir)
 
     with pytest.raises(WorkloadError, match="drain-az2-recover exited with status 1"):
-        recover(run_dir, engine="pandas")
+        recover(run_dir, engine="pandas", machine=machine["machine"])
 
     # Healed, its clients stopped, but the cluster is as the dead harness left it otherwise: up, and the machine's.
     assert world.exists() and world.destroyed == 0
     assert all(world.processes[f"az{i}-node/{role}"].alive() for i in (1, 2, 3) for role in ("zookeeper", "broker"))
     assert world.processes["workload/producer-az1-0"].ended_by == "SIGTERM"
     assert [p for p in world.alive() if "drain" in p] == [], "its own drains were stopped"
-    assert testbed.state.ACTIVE_FILE.exists()
+    assert machine["active"].exists()
     assert not folder.verdict.exists()
 
     del world.scripts["workload/drain-az2-recover"]
     monkeypatch.chdir(tmp_path)
-    outcome = recover(Path("run"), engine="pandas")  # a relative path, as a user types it
+    outcome = recover(Path("run"), engine="pandas", machine=machine["machine"])  # a relative path, as a user types it
 
     assert outcome.verdict["valid"] is True and outcome.status == 0, outcome.verdict
     assert outcome.run_dir == run_dir
@@ -180,7 +195,7 @@ def test_a_recover_that_fails_in_its_drain_leaves_the_cluster_up_and_a_second_on
     assert all(Path(json.loads(folder.workload_config(f"drain-az{i}-recover2").read_text())["journal"]).is_absolute()
                for i in (1, 2, 3))
     assert world.destroyed == 1 and not world.exists() and world.alive() == []
-    assert not testbed.state.ACTIVE_FILE.exists()
+    assert not machine["active"].exists()
 
 
 def test_a_recovered_configuration_is_held_to_its_own_expectations(tmp_path: Path) -> None:

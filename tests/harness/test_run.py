@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.kafka.replicas import dump_replicas
 from testbed.runfolder import RunFolder
 from tests.conftest import REPO, faultline

@@ -20,13 +20,6 @@ import pandas as pd
 import pytest
 import yaml
 
-import harness.scenario
-import harness.verdicts
-import nemesis.faults
-import nemesis.nemesis
-import testbed.lifecycle
-import testbed.runtime.factory
-import testbed.state
 from checkers.schema import TABLES
 from harness.run import execute_run
 from harness.scenario import run_specs
@@ -36,7 +29,11 @@ from nemesis.journal import read_journal
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError, HarnessError, RuntimeFailure, WorkloadError
 from testbed.kafka.cluster import KafkaCluster
+from testbed.kafka.config import ClusterSettings
+from testbed.kafka.wire import BrokerView
+from testbed.machine import Machine
 from testbed.runfolder import RunFolder
+from testbed.runtime.base import Runtime
 from testbed.state import RunState
 from tests.fakes import FakeRuntime, FakeTopic, Script, exits_by_itself, workload_behaviours
 
@@ -48,9 +45,34 @@ SPEC: dict[str, Any] = {
 }
 
 
+class HealthyCluster(KafkaCluster):
+    """The real cluster object, but where only a live Kafka can answer (bring-up, settling, the brokers' views of
+    the cluster) it answers as a healthy cluster would, or fails bring-up when told to."""
+
+    def __init__(self, runtime: Runtime, settings: ClusterSettings, folder: RunFolder, machine: FakeMachine) -> None:
+        super().__init__(runtime, settings, folder)
+        self.machine = machine
+
+    def bring_up(self, timeout: float = 90.0) -> None:
+        self.write_configs()
+        self.power_on_all()
+        if self.machine.bring_up_fails:
+            raise ClusterError("timed out after 90 s waiting for a ZooKeeper quorum")
+
+    def settled(self) -> dict[str, BrokerView] | None:
+        return {}
+
+    def views(self) -> dict[str, BrokerView | None]:
+        raise AssertionError("explicit targets must not need the cluster's live state")
+
+    def registered(self, node: Host) -> bool:
+        return False  # a broker killed moments ago: ZooKeeper has let it go
+
+
 @dataclass
-class Machine:
-    """What the tests change about the fake machine before a run, and what they find on it after."""
+class FakeMachine:
+    """The machine a fake run is made on (its `machine` is what the run flow is given), what the tests change
+    about it before a run, and what they find on it after."""
 
     active_file: Path
     scripts: dict[str, Script] = field(default_factory=lambda: {"workload/drain-": exits_by_itself(0)})
@@ -58,11 +80,34 @@ class Machine:
     bring_up_fails: bool = False
     runtimes: list[FakeRuntime] = field(default_factory=list)
     replica_checks: list[str] = field(default_factory=list)
+    machine: Machine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.machine = Machine(make_runtime=self.make_runtime, preflight=lambda *args, **kwargs: None,
+                               ensure_kafka=lambda version: None,
+                               make_cluster=lambda runtime, settings, folder: HealthyCluster(runtime, settings,
+                                                                                             folder, self),
+                               dump_replicas=self.dump_replicas, active_file=self.active_file)
 
     @property
     def runtime(self) -> FakeRuntime:
         (runtime,) = self.runtimes
         return runtime
+
+    def make_runtime(self, kind: str, prefix: str, plan: AddressPlan, state: RunState) -> FakeRuntime:
+        """A FakeRuntime with a topic of its own; Kafka's snapshot script answers as on a healthy node."""
+        runtime = FakeRuntime(plan, prefix, state, scripts=self.scripts, behaviours=workload_behaviours(FakeTopic()),
+                              execute=snapshot_answer)
+        for step in self.prepare:
+            step(runtime)
+        self.runtimes.append(runtime)
+        return runtime
+
+    def dump_replicas(self, folder: RunFolder, topic: str, kafka_version: str,
+                      final: dict[int, dict[int, set[str]]] | None = None) -> dict[str, Any]:
+        """No segments to dump on the fake hosts: the replicas agree, nothing to compare."""
+        self.replica_checks.append(topic)
+        return {"topic": topic, "partitions": [], "agree": True}
 
 
 def snapshot_answer(host: Host, argv: list[str], input_text: str | None) -> subprocess.CompletedProcess[str]:
@@ -70,55 +115,18 @@ def snapshot_answer(host: Host, argv: list[str], input_text: str | None) -> subp
     return subprocess.CompletedProcess(argv, 0, "copied 100 2\n" if "snapshot" in argv else "", "")
 
 
-def install_fake_machine(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provision builds a FakeRuntime (each with a topic of its own); Kafka-only steps answer as a healthy
-    cluster would."""
-
-    def make_runtime(kind: str, prefix: str, plan: AddressPlan, state: RunState) -> FakeRuntime:
-        runtime = FakeRuntime(plan, prefix, state, scripts=machine.scripts, behaviours=workload_behaviours(FakeTopic()),
-                              execute=snapshot_answer)
-        for step in machine.prepare:
-            step(runtime)
-        machine.runtimes.append(runtime)
-        return runtime
-
-    def bring_up(cluster: KafkaCluster, timeout: float = 90.0) -> None:
-        cluster.write_configs()
-        cluster.power_on_all()
-        if machine.bring_up_fails:
-            raise ClusterError("timed out after 90 s waiting for a ZooKeeper quorum")
-
-    def no_live_state(cluster: KafkaCluster) -> Any:
-        raise AssertionError("explicit targets must not need the cluster's live state")
-
-    monkeypatch.setattr(testbed.state, "ACTIVE_FILE", machine.active_file)
-    monkeypatch.setattr(testbed.lifecycle, "make_runtime", make_runtime)
-    monkeypatch.setattr(testbed.runtime.factory, "make_runtime", make_runtime)
-    monkeypatch.setattr(testbed.lifecycle, "preflight", lambda *args, **kwargs: None)
-    monkeypatch.setattr(testbed.lifecycle, "ensure_kafka", lambda version: None)
-    monkeypatch.setattr(KafkaCluster, "bring_up", bring_up)
-    monkeypatch.setattr(KafkaCluster, "settled", lambda cluster: {})
-    monkeypatch.setattr(KafkaCluster, "create_topic", lambda cluster: None)
-    monkeypatch.setattr(harness.verdicts, "check_replicas",
-                        lambda folder, topic, version: machine.replica_checks.append(topic))
-    monkeypatch.setattr(nemesis.faults, "_wait_unregistered", lambda cluster, node: None)
-    monkeypatch.setattr(nemesis.nemesis, "observe", no_live_state)
-
-
 @pytest.fixture
-def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
-    machine = Machine(tmp_path / "run" / "active.json")
-    install_fake_machine(machine, monkeypatch)
-    return machine
+def machine(tmp_path: Path) -> FakeMachine:
+    return FakeMachine(tmp_path / "run" / "active.json")
 
 
 def workload_processes(runtime: FakeRuntime) -> dict[str, Any]:
     return {p.name.removeprefix(PROCESS_PREFIX): p for p in runtime.spawned if p.name.startswith(PROCESS_PREFIX)}
 
 
-def test_a_run_goes_from_spec_to_history_tables_and_a_valid_verdict(machine: Machine, tmp_path: Path) -> None:
+def test_a_run_goes_from_spec_to_history_tables_and_a_valid_verdict(machine: FakeMachine, tmp_path: Path) -> None:
     run_dir = tmp_path / "results" / "fake-run"
-    outcome = execute_run(parse_spec(SPEC), run_dir, engine="pandas")
+    outcome = execute_run(parse_spec(SPEC), run_dir, engine="pandas", machine=machine.machine)
     folder, runtime = RunFolder(run_dir), machine.runtime
 
     assert outcome.status == 0 and outcome.verdict["valid"] is True, outcome.verdict
@@ -158,23 +166,23 @@ def test_a_run_goes_from_spec_to_history_tables_and_a_valid_verdict(machine: Mac
     assert "] checking" in folder.harness_log.read_text()
 
 
-def fail_bring_up(machine: Machine) -> None:
+def fail_bring_up(machine: FakeMachine) -> None:
     machine.bring_up_fails = True
 
 
-def fail_an_observer_spawn(machine: Machine) -> None:
+def fail_an_observer_spawn(machine: FakeMachine) -> None:
     machine.prepare.append(lambda runtime: runtime.break_once("spawn", "workload/observer-broker-1"))
 
 
-def kill_the_producer_mid_run(machine: Machine) -> None:
+def kill_the_producer_mid_run(machine: FakeMachine) -> None:
     machine.scripts["workload/producer-"] = exits_by_itself(1, after_s=0.3)
 
 
-def fail_a_firewall_clear(machine: Machine) -> None:
+def fail_a_firewall_clear(machine: FakeMachine) -> None:
     machine.prepare.append(lambda runtime: runtime.break_once("clear_firewall", "az2-node"))
 
 
-def fail_a_drain(machine: Machine) -> None:
+def fail_a_drain(machine: FakeMachine) -> None:
     machine.scripts["workload/drain-az2"] = exits_by_itself(1)
 
 
@@ -186,12 +194,12 @@ def fail_a_drain(machine: Machine) -> None:
     ("draining", fail_a_drain, WorkloadError, True),
 ])
 def test_a_failure_in_any_phase_tears_everything_down(
-        machine: Machine, tmp_path: Path, phase: str, break_it: Callable[[Machine], None],
+        machine: FakeMachine, tmp_path: Path, phase: str, break_it: Callable[[FakeMachine], None],
         error: type[HarnessError], nemesis_made: bool) -> None:
     break_it(machine)
     spec = parse_spec({**SPEC, "duration_s": 2 if phase == "running" else 1})
     with pytest.raises(error) as raised:
-        execute_run(spec, tmp_path / "run", engine="pandas")
+        execute_run(spec, tmp_path / "run", engine="pandas", machine=machine.machine)
     assert isinstance(raised.value, HarnessError)
     runtime = machine.runtime
     assert runtime.spawned, "the cluster had started"
@@ -212,7 +220,7 @@ def test_a_failure_in_any_phase_tears_everything_down(
 
 
 def test_a_crashed_configuration_is_a_junit_error_and_exit_3_while_the_others_keep_their_results(
-        machine: Machine, tmp_path: Path) -> None:
+        machine: FakeMachine, tmp_path: Path) -> None:
     # Three configurations expecting a valid run; the middle one's producers (in az2) die mid-run.
     raw = {**SPEC, "duration_s": 2, "expect": {"valid": True},
            "configurations": {"first": {}, "crashes": {"overrides": {"workloads": {
@@ -221,7 +229,7 @@ def test_a_crashed_configuration_is_a_junit_error_and_exit_3_while_the_others_ke
     specs = load_specs_from(raw, tmp_path)
     out = io.StringIO()
 
-    status, cases = run_specs(specs, tmp_path / "results", "pandas", out)
+    status, cases = run_specs(specs, tmp_path / "results", "pandas", out, machine=machine.machine)
 
     assert status == 3, out.getvalue()
     assert {c.configuration: c.passed for c in cases} == {"first": True, "crashes": None, "third": True}
@@ -238,20 +246,17 @@ def test_a_crashed_configuration_is_a_junit_error_and_exit_3_while_the_others_ke
     assert all(r.destroyed == 1 and not r.exists() for r in machine.runtimes)
 
 
-def test_junit_xml_is_written_when_the_run_is_interrupted(machine: Machine, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_junit_xml_is_written_when_the_run_is_interrupted(machine: FakeMachine, tmp_path: Path) -> None:
     raw = {**SPEC, "configurations": {"first": {}, "second": {}}}
     specs = load_specs_from(raw, tmp_path)
-    real = harness.scenario.run_story
 
-    def interrupted(spec: Any, *args: Any, **kwargs: Any) -> Any:
-        if spec.configuration == "second":
+    def interrupt_the_second(runtime: FakeRuntime) -> None:
+        if machine.runtimes:  # the first configuration's runtime is made: Ctrl-C while the second's is
             raise KeyboardInterrupt
-        return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(harness.scenario, "run_story", interrupted)
+    machine.prepare.append(interrupt_the_second)
     with pytest.raises(KeyboardInterrupt):
-        run_specs(specs, tmp_path / "results", "pandas", io.StringIO())
+        run_specs(specs, tmp_path / "results", "pandas", io.StringIO(), machine=machine.machine)
     suite = ET.parse(tmp_path / "results" / "fake-run" / "latest" / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     assert {c.get("name"): [x.tag for x in c] for c in suite.iter("testcase")} == {"first": [], "second": ["error"]}
@@ -264,7 +269,7 @@ def load_specs_from(raw: dict[str, Any], tmp_path: Path) -> list[Spec]:
 
 
 def test_several_spec_files_each_keep_their_folder_latest_and_junit_and_the_worst_status_wins(
-        machine: Machine, tmp_path: Path) -> None:
+        machine: FakeMachine, tmp_path: Path) -> None:
     from harness.batch import run_batch
 
     machine.scripts["workload/producer-az2-"] = exits_by_itself(1, after_s=0.3)
@@ -275,7 +280,7 @@ def test_several_spec_files_each_keep_their_folder_latest_and_junit_and_the_wors
         "producers": [{"azs": ["az2"], "rate": 10}]}}, tmp_path / "b")
     out = io.StringIO()
 
-    status = run_batch([good, broken], tmp_path / "results", "pandas", out)
+    status = run_batch([good, broken], tmp_path / "results", "pandas", out, machine=machine.machine)
 
     assert status == 3, out.getvalue()
     lines = out.getvalue().splitlines()
@@ -291,7 +296,7 @@ def test_several_spec_files_each_keep_their_folder_latest_and_junit_and_the_wors
     assert [(m["status"], m["outcome"]) for m in manifests] == [("finished", "PASS")] * 2
 
 
-def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: Machine, tmp_path: Path,
+def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: FakeMachine, tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from harness.cli import main
 
@@ -299,6 +304,6 @@ def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: Mac
     good.write_text(yaml.safe_dump(SPEC))
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({**SPEC, "duration_s": "long"}))
-    assert main(["run", str(good), str(bad), "--results", str(tmp_path / "results")]) == 3
+    assert main(["run", str(good), str(bad), "--results", str(tmp_path / "results")], machine.machine) == 3
     assert "bad.yaml" in capsys.readouterr().err
     assert not (tmp_path / "results").exists() and machine.runtimes == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.runtime.procs import pid_namespace
+from testbed.localprocs import pid_namespace
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 

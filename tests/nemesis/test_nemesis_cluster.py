@@ -21,8 +21,9 @@ from testbed.errors import FaultError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.replicas import snapshot_segments
 from testbed.kafka.zk import zk_snapshot
+from testbed.localprocs import command_of, is_alive, is_stopped
 from testbed.runtime.base import Runtime, wait_ended
-from testbed.runtime.procs import command_of, is_alive, is_stopped, run_of
+from testbed.runtime.procs import run_of
 
 pytestmark = pytest.mark.cluster
 SETTLE_S = 120.0

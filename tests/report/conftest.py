@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import render_report
+from report import render_report
 from tests.report.runfolder import build_run
 
 

@@ -9,7 +9,7 @@ import pytest
 from numpy.typing import NDArray
 from PIL import Image
 
-from harness.report.browser import find_chromium, view_page
+from report.browser import find_chromium, view_page
 from tests.report.test_html import MAX_PAGE_BYTES
 
 pytestmark = pytest.mark.browser

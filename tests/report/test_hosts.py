@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.hosts import DOCKER_POWER_OFF_NOTE, POWER_OFF_NOTE, host_notes
+from report.hosts import host_notes
+from testbed.runtime.kinds import kind
+
+DOCKER_POWER_OFF_NOTE = kind("docker").power_off_note
+POWER_OFF_NOTE = kind("ssh").power_off_note
 
 
 def test_local_runtimes_get_no_notes(tmp_path: Path) -> None:
@@ -18,7 +22,7 @@ def test_local_runtimes_get_no_notes(tmp_path: Path) -> None:
 def test_docker_says_a_power_off_keeps_the_page_cache(tmp_path: Path) -> None:
     (tmp_path / "state.json").write_text(json.dumps({"runtime": "docker"}))
     assert host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]})) == [DOCKER_POWER_OFF_NOTE]
-    assert "page cache survives" in DOCKER_POWER_OFF_NOTE
+    assert DOCKER_POWER_OFF_NOTE and "page cache survives" in DOCKER_POWER_OFF_NOTE
     assert host_notes(tmp_path, pd.DataFrame({"fault": ["isolate-az"]})) == []
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.report import ReportError, render_report, summary
+from report import ReportError, render_report, summary
 from tests.report.runfolder import AZS, verdict_of
 
 MAX_PAGE_BYTES = 1_500_000
@@ -85,7 +85,7 @@ def test_page_is_self_contained(report_html: str) -> None:
 def test_page_is_small_and_its_plotly_matches_the_python_package(report_html: str) -> None:
     from plotly.offline import get_plotlyjs_version
 
-    from harness.report.html import plotly_js
+    from report.html import plotly_js
 
     assert len(report_html.encode()) <= MAX_PAGE_BYTES
     # The figures are made by the plotly package and drawn by the vendored bundle: the same plotly.js version.
@@ -179,7 +179,7 @@ def test_regenerating_gives_the_same_bytes(built_run: Path, report_html: str, ru
     (run_copy / "report.html").unlink()
     # Another process with another hash seed: no set or dict order may leak into the page.
     subprocess.run(
-        [sys.executable, "-c", f"from harness.report import render_report; render_report({str(run_copy)!r})"],
+        [sys.executable, "-c", f"from report import render_report; render_report({str(run_copy)!r})"],
         check=True,
         env={**os.environ, "PYTHONHASHSEED": "4242"},
         timeout=120,

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from harness.report import JUnitCase, ReportError, case_from_run, render_junit, render_junit_cases, summary
-from harness.scenario import CaseResult
+from checkers.configuration_result import ConfigurationResult
+from harness.scenario import write_junit
+from report import ReportError, case_from_run, render_junit, summary
 from tests.report.runfolder import T0, verdict_of
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("JUnit.xsd"))
@@ -67,10 +68,13 @@ def test_a_scenario_run_is_judged_by_its_expectation(run_copy: Path) -> None:
 
 def test_the_runners_results_are_cases(run_copy: Path, tmp_path: Path) -> None:
     results = [
-        CaseResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_copy, 1),
-        CaseResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0, tmp_path / "gone", 1),
+        ConfigurationResult("isolate-az-leader", "acks1", "lost > 0", "lost = 3", True, 71.2, run_dir=run_copy,
+                            status=1),
+        ConfigurationResult("isolate-az-leader", "acksall", "no lost", "lost = 1", False, 70.0,
+                            run_dir=tmp_path / "gone", status=1),
     ]
-    path = render_junit_cases(tmp_path / "junit.xml", results)
+    write_junit(tmp_path, results)  # as the scenario runner writes it: each run folder adds its start and errors
+    path = tmp_path / "junit.xml"
     SCHEMA.validate(str(path))
     suite = ET.parse(path).getroot().find("testsuite")
     assert suite is not None and suite.get("timestamp") == "2026-05-28T20:26:40"
@@ -96,7 +100,7 @@ def test_valid_runs_pass_and_unknown_ones_are_errors(
 
 def test_scenario_cases_make_one_suite_per_scenario(tmp_path: Path) -> None:
     cases = [
-        JUnitCase(
+        ConfigurationResult(
             "isolate-az-leader",
             "acks=1",
             "lost > 0 and divergence > 0",
@@ -105,7 +109,7 @@ def test_scenario_cases_make_one_suite_per_scenario(tmp_path: Path) -> None:
             61.5,
             started_ns=T0,
         ),
-        JUnitCase(
+        ConfigurationResult(
             "isolate-az-leader",
             "acks=all idempotence=on",
             "no lost, no divergence",
@@ -115,7 +119,7 @@ def test_scenario_cases_make_one_suite_per_scenario(tmp_path: Path) -> None:
             details="errors: lost=2\nexamples: p-az1-0-17",
             started_ns=T0 + 120 * 10**9,
         ),
-        JUnitCase(
+        ConfigurationResult(
             "unclean-election", "unclean=true", "c lost", "no verdict: drain timed out\x00\x1b", None, 30.0
         ),
     ]
@@ -169,3 +173,4 @@ def test_summary_of_an_unknown_run(tmp_path: Path) -> None:
     text = summary(tmp_path)
     assert text.splitlines()[0].endswith(": UNKNOWN")
     assert "no verdict.json" in text and "not written yet" in text
+

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from harness.report import fmt
-from harness.report.faults import FaultWindow
-from harness.report.figures import Frame, add_faults
+from report import fmt
+from report.faults import FaultWindow
+from report.figures import Frame, add_faults
 
 S = fmt.NS
 

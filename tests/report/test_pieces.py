@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.leadership import controller_views, disagreements, natural_key, partition_views
-from harness.report import fmt
-from harness.report.faults import fault_events, fault_windows, relation
-from harness.report.figures import fault_colors
-from harness.report.page import flatten
+from checkers.leadership import controller_views, disagreements, natural_key, partition_views
+from report import fmt
+from report.faults import fault_events, fault_windows, relation
+from report.figures import fault_colors
+from report.page import flatten
 
 S = fmt.NS
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report.errorcodes import NO_CODE, error_breakdown
-from harness.report.faultwords import WORDS, describe, how
-from harness.report.figures import Frame
-from harness.report.health import isr_views
-from harness.report.logexcerpts import (
+from report.errorcodes import NO_CODE, error_breakdown
+from report.faultwords import WORDS, describe, how
+from report.figures import Frame
+from report.health import isr_views
+from report.logexcerpts import (
     MAX_CHARS,
     MAX_EXCERPTS,
     MAX_LINE_CHARS,

@@ -7,10 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from checkers.anomalies import ANOMALIES
+from checkers.api import check
+from checkers.synth import SynthSpec, generate, write_history
+from checkers.verdict import exit_status, write_verdict
 from spark_analysis import lake as lk
 from spark_analysis import schema as s
 from spark_analysis.cli import main
@@ -130,3 +134,73 @@ def test_the_command_line(results: Path, tmp_path: Path, capsys: pytest.CaptureF
     (tmp_path / "lake" / s.META_FILE).write_text(json.dumps({"schema_version": 99}))
     assert main(["ingest", str(results), "--lake", str(tmp_path / "lake")]) == 3
     assert "schema_version 99" in capsys.readouterr().err
+
+
+def fault_free_run(results: Path) -> Path:
+    """A finished run with no fault and no anomaly: no nemesis rows, nothing planted, every write acknowledged."""
+    run_dir = write_run(results, 0, 2_000)
+    folder = RunFolder(run_dir)
+    tables = generate(SynthSpec(operations=2_000, plant=dict.fromkeys(ANOMALIES, 0), fail_rate=0.0, info_rate=0.0))
+    write_history({**tables, "nemesis": tables["nemesis"].slice(0, 0)}, folder.history_dir)
+    verdict = check(folder.history_dir, engine="pandas")
+    write_verdict(verdict, run_dir)
+    manifest = json.loads(folder.manifest.read_text())
+    folder.manifest.write_text(json.dumps({**manifest, "faults": [], "valid": verdict["valid"],
+                                           "exit_status": exit_status(verdict)}))
+    assert verdict["counts"] == dict.fromkeys(ANOMALIES, 0)
+    return run_dir
+
+
+def columns(schema: pa.Schema) -> dict[str, pa.DataType]:
+    """A table's columns and types but the partition columns (hive folders: pyarrow reads them as dictionaries)."""
+    return {f.name: f.type for f in schema if f.name not in s.PARTITION_COLUMNS}
+
+
+NOTHING_HAPPENED = ("anomalies", "availability", "faults")
+
+
+def test_a_lake_of_runs_without_faults_holds_every_table_with_its_schema(tmp_path: Path) -> None:
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    fault_free_run(results)
+    result = ingest(results, lake, io.StringIO())
+    assert len(result.added) == 1 and {t: result.rows[t] for t in NOTHING_HAPPENED} == dict.fromkeys(NOTHING_HAPPENED, 0)
+    for name, schema in s.TABLES.items():
+        read = pq.read_table(lake / name)
+        assert columns(read.schema) == columns(schema) and set(s.PARTITION_COLUMNS) <= set(read.schema.names), name
+        assert read.num_rows == (0 if name in NOTHING_HAPPENED else result.rows[name]) and (name == "runs") <= (
+            read.num_rows == 1), name
+    # A lake an older ingest left without those tables gets them from the next ingest, which adds no run.
+    for name in NOTHING_HAPPENED:
+        shutil.rmtree(lake / name)
+    assert ingest(results, lake, io.StringIO()).added == []
+    assert all(pq.read_table(lake / name).num_rows == 0 for name in NOTHING_HAPPENED)
+    # A run with faults later: its rows sit beside the empty files, which no ingest removes.
+    write_run(results, 1, OPS)
+    out = io.StringIO()
+    assert len(ingest(results, lake, out).added) == 1 and "removed" not in out.getvalue()
+    assert pq.read_table(lake / "faults").num_rows == 4 and pq.read_table(lake / "runs").num_rows == 2
+    assert len(list(lake.rglob(lk.EMPTY_PART))) == len(NOTHING_HAPPENED)
+
+
+def test_an_ingest_of_no_runs_leaves_a_lake_of_no_tables(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    assert ingest(tmp_path / "results", tmp_path / "lake", io.StringIO()).added == []
+    assert [p.name for p in (tmp_path / "lake").iterdir()] == [s.META_FILE]
+
+
+@pytest.mark.spark
+def test_spark_reads_every_table_of_a_lake_without_faults(tmp_path: Path) -> None:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    fault_free_run(results)
+    rows = ingest(results, lake, io.StringIO()).rows
+    spark = spark_session()
+    for name, schema in s.TABLES.items():
+        frame = q.table(spark, lake, name)
+        expected = from_arrow_schema(schema, prefer_timestamp_ntz=False)
+        assert sorted(frame.schema.fields, key=lambda f: f.name) == sorted(expected.fields, key=lambda f: f.name), name
+        assert frame.count() == rows[name], name

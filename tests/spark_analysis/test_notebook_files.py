@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from spark_analysis.ingest import ingest
 from spark_analysis.notebook import NOTEBOOK, SUMMARY_TAG, main, outputs_of, summary_of
 
 
@@ -42,3 +44,12 @@ def test_the_summary_line_is_read_from_the_summary_cell(tmp_path: Path) -> None:
 def test_no_lake_is_one_line_and_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--lake", str(tmp_path / "nothing")]) == 3
     assert "no lake here" in capsys.readouterr().err
+
+
+def test_an_empty_lake_is_one_line_and_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "results").mkdir()
+    ingest(tmp_path / "results", tmp_path / "lake", io.StringIO())
+    assert main(["--lake", str(tmp_path / "lake")]) == 0
+    out = capsys.readouterr()
+    assert out.out.count("\n") == 1 and "holds no runs yet" in out.out and out.err == ""
+    assert not any(path.exists() for path in outputs_of(tmp_path / "lake")), "nothing is executed"

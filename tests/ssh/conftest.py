@@ -1,4 +1,4 @@
-"""The ssh tests' test bed (tests/ssh/bed.py) on a dockerd of the project's own, started for this package."""
+"""The ssh tests' test bed (testbed/sshbed.py) on a dockerd of the project's own, started for this package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from testbed.runtime.base import new_prefix
 from testbed.runtime.dockerd import OwnDockerd, start_dockerd
-from tests.ssh.bed import SshTestBed, build_base_image, sshd_testbed
+from testbed.sshbed import SshTestBed, build_base_image, sshd_testbed
 
 
 @pytest.fixture(scope="package")

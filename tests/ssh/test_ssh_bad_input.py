@@ -8,8 +8,8 @@ from typing import Any
 import paramiko
 import pytest
 
+from testbed.sshbed import SshTestBed
 from tests.conftest import faultline
-from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 NOWHERE = "198.19.0.190"  # on the test bed's network, but no host answers there

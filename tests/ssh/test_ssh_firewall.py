@@ -12,8 +12,8 @@ from nemesis.shapes import Grudge, bridge, cut_link, is_cut, isolate_az, majorit
 from testbed.inventory import load_inventory
 from testbed.runtime.base import new_prefix
 from testbed.runtime.ssh import SshRuntime, on_hosts
+from testbed.sshbed import SshTestBed
 from testbed.state import RunState
-from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 # Can this host open a TCP connection to the peer's sshd within a second? (bash's /dev/tcp, no extra tools)

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from testbed.sshbed import SshTestBed
 from tests.conftest import REPO, faultline
-from tests.ssh.bed import SshTestBed
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

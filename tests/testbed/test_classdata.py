@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import testbed.kafka.dist
-from testbed.kafka import classdata
-from testbed.kafka.classdata import ROLES, archive, build_key
+import testbed.dist.kafka
+from testbed.dist import classdata
+from testbed.dist.classdata import ROLES, archive, build_key
+from testbed.dist.kafka import DEFAULT_VERSION, libs_dir
 from testbed.kafka.cluster import JIT_FLAGS
-from testbed.kafka.dist import DEFAULT_VERSION, libs_dir
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 
@@ -30,13 +30,13 @@ def a_cache(tmp_path: Path) -> Path:
 
 def setup_step(cache: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FAULTLINE_CACHE": str(cache), **({"PATH": path} if path is not None else {})}
-    return subprocess.run([sys.executable, "-m", "testbed.kafka.classdata", DEFAULT_VERSION], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "testbed.kafka.classdata_build", DEFAULT_VERSION], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
 def test_current_archives_are_not_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = a_cache(tmp_path)
-    monkeypatch.setattr(testbed.kafka.dist, "CACHE_DIR", cache)  # as FAULTLINE_CACHE does for the subprocess
+    monkeypatch.setattr(testbed.dist.kafka, "CACHE_DIR", cache)  # as FAULTLINE_CACHE does for the subprocess
     for role in ROLES:
         archive(DEFAULT_VERSION, role).parent.mkdir(parents=True, exist_ok=True)
         archive(DEFAULT_VERSION, role).write_bytes(b"built before")

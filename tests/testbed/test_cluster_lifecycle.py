@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.kafka.classdata import archive
-from testbed.kafka.dist import DEFAULT_VERSION
+from testbed.dist.classdata import archive
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.kafka.zk import zk_snapshot
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining

@@ -24,8 +24,8 @@ import docker
 import docker.errors
 import pytest
 
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import RuntimeFailure
-from testbed.kafka.dist import DEFAULT_VERSION
 from testbed.runtime.dockerd import (
     DATA_ROOT,
     DockerdPaths,

@@ -1,0 +1,214 @@
+"""A campaign's files in results/campaigns/<timestamp>/: campaign.json, junit.xml and summary.md.
+
+campaign.json has every case with each attempt's verdict (PASS/FAIL/ERROR), expected and observed,
+duration and run folder, the case's outcome (PASS/FLAKE/FAIL/REGRESSION/SKIPPED), what was skipped
+and why, the matrix cells Kafka refuses, the lake's state and what changed. junit.xml is one file
+for the campaign, a suite per scenario and a case per configuration, in the format of
+`report.junit` (a FLAKE passes and is named in the suite's output; a REGRESSION or an
+unconfirmed FAIL fails; a case whose attempts all had no verdict is an error; SKIPPED is <skipped>).
+summary.md is the job summary: the PASS/FAIL table and what changed. Every file is written whole.
+Must never: run anything or change a run folder.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from campaign.changes import Changes, Key
+from campaign.lake import relative
+from campaign.records import (
+    ERROR,
+    FAIL,
+    FAILING,
+    FLAKE,
+    OUTCOMES,
+    PASS,
+    REGRESSION,
+    SKIPPED,
+    CaseResult,
+)
+from checkers.configuration_result import ConfigurationResult
+from report.junit import junit_xml
+from testbed.files import write_json_atomic, write_text_atomic
+from testbed.runfolder import RunFolder
+
+CAMPAIGN_FILE, JUNIT_FILE, INDEX_FILE, SUMMARY_FILE = "campaign.json", "junit.xml", "index.html", "summary.md"
+
+
+@dataclass
+class CampaignReport:
+    """Everything a campaign's outputs say."""
+
+    campaign_id: str
+    name: str
+    source: Path
+    folder: Path
+    seed: int
+    seed_from: str  # "the date" or "--seed"
+    budget_s: float
+    engine: str | None
+    started_at: datetime
+    results: list[CaseResult]
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    finished_at: datetime | None = None
+    lake: str = "not written yet"
+    changes: Changes = field(default_factory=lambda: Changes(None))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        seen = Counter(r.outcome for r in self.results)
+        return {o: seen.get(o, 0) for o in OUTCOMES}
+
+    @property
+    def failing(self) -> list[CaseResult]:
+        return [r for r in self.results if r.outcome in FAILING]
+
+    @property
+    def status(self) -> int:
+        """0: nothing failed for good; 1: a regression, or a failure the budget left no time to run again."""
+        return 1 if self.failing else 0
+
+    @property
+    def headline(self) -> str:
+        """"no regression", or how many cases failed for good ("1 REGRESSION, 1 FAIL")."""
+        counts = self.counts
+        return ", ".join(f"{counts[o]} {o}" for o in (REGRESSION, FAIL) if counts[o]) or "no regression"
+
+    def link(self, path: Path | None) -> str | None:
+        return relative(path, self.folder)
+
+
+def attempt_json(report: CampaignReport, result: CaseResult) -> list[dict[str, Any]]:
+    return [{"attempt": a.number, "outcome": a.outcome, "expected": a.expected, "observed": a.observed,
+             "mismatches": a.mismatches, "valid": a.valid, "anomaly_kinds": a.kinds,
+             "counts": {k: n for k, n in a.counts.items() if n}, "started_at": a.started_at.isoformat(),
+             "duration_s": round(a.duration_s, 1), "run_dir": report.link(a.run_dir),
+             "report": report.link(RunFolder(a.run_dir).report) if a.run_dir else None}
+            for a in result.attempts]
+
+
+def campaign_json(report: CampaignReport) -> dict[str, Any]:
+    finished = report.finished_at
+    return {
+        "campaign_id": report.campaign_id, "name": report.name, "file": str(report.source), "seed": report.seed,
+        "seed_from": report.seed_from, "budget_s": report.budget_s, "engine": report.engine,
+        "started_at": report.started_at.isoformat(), "finished_at": finished.isoformat() if finished else None,
+        "elapsed_s": round((finished - report.started_at).total_seconds(), 1) if finished else None,
+        "status": report.status, "counts": report.counts,
+        "cases": [{"entry": r.case.entry, "kind": r.case.kind, "scenario": r.case.scenario,
+                   "configuration": r.case.label, "settings": r.case.settings, "outcome": r.outcome,
+                   "skipped": r.skipped, "duration_s": round(r.duration_s, 1), "attempts": attempt_json(report, r)}
+                  for r in report.results],
+        "skipped": [{"scenario": r.case.scenario, "configuration": r.case.label, "reason": r.skipped}
+                    for r in report.results if r.outcome == SKIPPED],
+        "refused": report.refused, "lake": report.lake, "changes": report.changes.to_json(),
+    }
+
+
+def junit_case(result: CaseResult) -> ConfigurationResult:
+    case, attempts = result.case, result.attempts
+    last = attempts[-1]
+    passed: bool | None = result.outcome in (PASS, FLAKE)
+    if not passed and all(a.outcome == ERROR for a in attempts):
+        passed = None
+    observed = last.observed
+    if result.outcome == FLAKE:
+        observed = f"FLAKE: attempt 1 {attempts[0].outcome} ({attempts[0].observed}); passed when run again"
+    elif len(attempts) > 1:
+        observed = f"REGRESSION: failed twice; {observed}"
+    details = "\n".join(f"attempt {a.number}: {a.outcome}: {a.observed}; report: {RunFolder(a.run_dir).report}"
+                        for a in attempts if a.run_dir is not None)
+    if result.skipped:
+        details += f"\n{result.skipped}"
+    return ConfigurationResult(case.scenario, case.label, last.expected, observed, passed, result.duration_s,
+                               details=details, started_ns=int(attempts[0].started_at.timestamp() * 1e9))
+
+
+def junit_document(report: CampaignReport) -> str:
+    """The campaign's JUnit XML: the run cases through `junit_xml`, the skipped ones added as <skipped/>."""
+    ran = [r for r in report.results if r.attempts]
+    if not ran:
+        root = ET.Element("testsuites")
+    else:
+        root = ET.fromstring(junit_xml([junit_case(r) for r in ran]).split("\n", 1)[1])
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    for result in report.results:
+        if result.attempts:
+            continue
+        suite = suites.get(result.case.scenario)
+        if suite is None:
+            suite = suites[result.case.scenario] = _empty_suite(root, result.case.scenario, len(suites))
+        case = ET.Element("testcase", {"name": result.case.label, "classname": f"faultline.{result.case.scenario}",
+                                       "time": "0.000"})
+        ET.SubElement(case, "skipped", {"message": result.skipped or "not run"})
+        position = len(suite.findall("testcase")) + (1 if suite.find("properties") is not None else 0)
+        suite.insert(position, case)
+        suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+        suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _empty_suite(root: ET.Element, scenario: str, number: int) -> ET.Element:
+    suite = ET.SubElement(root, "testsuite", {
+        "name": scenario, "package": f"faultline.{scenario}", "id": str(number), "timestamp": "1970-01-01T00:00:00",
+        "hostname": "localhost", "tests": "0", "failures": "0", "errors": "0", "time": "0.000"})
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", {"name": "scenario", "value": scenario})
+    ET.SubElement(suite, "system-out").text = ""
+    ET.SubElement(suite, "system-err").text = ""
+    return suite
+
+
+def _keys(items: list[Key]) -> str:
+    return ", ".join(f"{s} [{c}]" for s, c in items) or "none"
+
+
+def change_lines(changes: Changes) -> list[str]:
+    """What changed, one line each (for summary.md and the console)."""
+    if changes.previous is None:
+        return ["no earlier campaign of this name in the lake: nothing to compare with"]
+    lines = [f"newly failing: {_keys(changes.newly_failing)}", f"fixed: {_keys(changes.fixed)}",
+             f"flaky: {_keys(changes.flaky)}",
+             "new anomaly kinds: " + (", ".join(f"{s} [{c}]: {', '.join(k)}" for (s, c), k in changes.new_kinds)
+                                      or "none"),
+             f"still failing: {_keys(changes.still_failing)}"]
+    if changes.new_cases:
+        lines.append(f"not run last time: {_keys(changes.new_cases)}")
+    if changes.not_run:
+        lines.append(f"run last time, not now: {_keys(changes.not_run)}")
+    return lines
+
+
+def summary_markdown(report: CampaignReport) -> str:
+    counts = ", ".join(f"{n} {o}" for o, n in report.counts.items() if n) or "nothing"
+    lines = [f"## Campaign {report.name}: {report.headline}", "",
+             f"`{report.campaign_id}`, seed {report.seed} (from {report.seed_from}), budget {report.budget_s:.0f} s: "
+             f"{counts}. {report.lake}.", "",
+             "| scenario | configuration | outcome | attempts | observed |", "| --- | --- | --- | --- | --- |"]
+    for r in sorted(report.results, key=lambda r: r.case.key):
+        attempts = " → ".join(a.outcome for a in r.attempts) or "-"
+        observed = "; ".join(p for p in (r.attempts[-1].observed if r.attempts else "", r.skipped or "") if p)
+        observed = observed.replace("|", "\\|")
+        lines.append(f"| {r.case.scenario} | {r.case.label} | **{r.outcome}** | {attempts} | {observed} |")
+    lines += ["", f"### What changed since {report.changes.previous or 'the last campaign'}", ""]
+    lines += [f"- {line}" for line in change_lines(report.changes)]
+    skipped = [r for r in report.results if r.outcome == SKIPPED]
+    if skipped:
+        lines += ["", "### Skipped", ""] + [f"- {r.case.scenario} [{r.case.label}]: {r.skipped}" for r in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(report: CampaignReport) -> None:
+    """campaign.json, junit.xml, summary.md and index.html, each written whole."""
+    from campaign.page import render_index
+
+    write_json_atomic(report.folder / CAMPAIGN_FILE, campaign_json(report))
+    write_text_atomic(report.folder / JUNIT_FILE, junit_document(report))
+    write_text_atomic(report.folder / SUMMARY_FILE, summary_markdown(report))
+    write_text_atomic(report.folder / INDEX_FILE, render_index(report))

@@ -1,0 +1,205 @@
+"""One record per runtime kind (netns, docker, ssh): everything the code above `testbed/runtime/` asks about a kind.
+
+Where its hosts' addresses come from (an inventory, or a default network), what
+it can do to a host (its `Ability`s), what a report must say about it, what
+must hold before a run on it starts. Code outside `testbed/runtime/` never
+compares a kind's name (a fast test holds that): it asks `kind(name)`.
+
+A record is read before any runtime exists (validating a spec, parsing the
+command line, writing a report from a run folder), so it names its
+implementation and imports it only when asked (docker's needs the Python
+docker SDK). Its abilities are declared here and are the optional protocols of
+`testbed.runtime.base` its classes implement: `implemented_abilities` reads
+those from the classes, and a test holds the two equal.
+Must never: import an implementation at module load.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+from testbed.addressing import AddressPlan, make_plan
+from testbed.errors import UsageError
+from testbed.runtime.base import Firewalled, LinkShaper, LosesUnsyncedWrites, Pausable, PowerCycled
+
+
+class Ability(enum.Enum):
+    """What a runtime can do to its hosts beyond the `Runtime` protocol (each one an optional protocol of base)."""
+
+    FIREWALL = "firewall"  # `Firewalled`: fault rules per host
+    POWER_CUT = "power cut"  # `PowerCycled`: a whole host's power off and on, its disk kept
+    LOSE_UNSYNCED = "lose unsynced writes"  # `LosesUnsyncedWrites`: a power cut drops what was not fsynced
+    SHAPE_LINKS = "link shaping"  # `LinkShaper`: delay and throttle links (slow-link, throttle-link)
+    PAUSE = "pause"  # its processes are `Pausable` (SIGSTOP/SIGCONT)
+
+
+# The protocol each ability is; PAUSE is asked of the runtime's process class, the others of the runtime class.
+PROTOCOLS: Mapping[Ability, type] = {
+    Ability.FIREWALL: Firewalled, Ability.POWER_CUT: PowerCycled, Ability.LOSE_UNSYNCED: LosesUnsyncedWrites,
+    Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable,
+}
+
+Preflight = Callable[[AddressPlan, str, "str | None", "str | None"], None]
+
+
+@dataclass(frozen=True)
+class RuntimeKind:
+    name: str  # as `cluster.runtime`, `--runtime` and state.json say it
+    hosts: str  # what a host is, in a few words
+    implementation: str  # "module:Class" of the runtime, imported only by `runtime_class`
+    abilities: frozenset[Ability]
+    # The hosts' addresses come from an inventory (--inventory, cluster.inventory), never from a network;
+    # an inventory alone means this kind.
+    needs_inventory: bool
+    network: str | None  # the default network its address plan is laid out on (None: the inventory's addresses)
+    own_clocks: bool  # hosts keep clocks of their own (measured into clocks.json; the report weighs the offsets)
+    power_off_note: str | None  # the caveat a report prints after a power-off on it (None: nothing to weigh)
+    _preflight: Preflight
+    _hosts_note: Callable[[Mapping[str, Any]], str] | None = None  # what the report says of its hosts, from state
+
+    def can(self, ability: Ability) -> bool:
+        return ability in self.abilities
+
+    def runtime_class(self) -> type:
+        module, _, name = self.implementation.partition(":")
+        cls: type = getattr(importlib.import_module(module), name)
+        return cls
+
+    def preflight(self, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
+                  known_hosts: str | None = None) -> None:
+        """Refuse, before anything is created, a plan this kind cannot lay out here (UsageError, one line)."""
+        self._preflight(plan, kafka_version, inventory, known_hosts)
+
+    def address_plan(self, network: str, nodes: int, inventory: str | None) -> AddressPlan:
+        """The hosts' addresses: the inventory's, or laid out on `network`."""
+        if not self.needs_inventory:
+            return make_plan(network, nodes)
+        if inventory is None:
+            raise _no_inventory(self.name)
+        from testbed.inventory import load_inventory
+
+        return load_inventory(inventory).plan(nodes)
+
+    def hosts_note(self, state: Mapping[str, Any]) -> str | None:
+        """What a report says of where a run's hosts were, from its state.json (None: nothing to say)."""
+        return self._hosts_note(state) if self._hosts_note else None
+
+
+def docker_sdk() -> bool:
+    """Whether the Python docker SDK, which the docker runtime needs, is installed."""
+    return importlib.util.find_spec("docker") is not None
+
+
+def _no_inventory(name: str) -> UsageError:
+    return UsageError(f"the {name} runtime needs an inventory (--inventory FILE or cluster.inventory)")
+
+
+def _netns_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+    from testbed.runtime.netns import NetnsRuntime
+
+    NetnsRuntime.preflight(plan)
+
+
+def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+    if not docker_sdk():
+        raise UsageError("the docker runtime needs the Python docker SDK, which is not installed: "
+                         "pip install 'faultline[docker]'")
+    from testbed.runtime.docker import DockerRuntime
+
+    DockerRuntime.preflight(plan, kafka_version)
+
+
+def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+    from testbed.inventory import load_inventory
+    from testbed.runtime.ssh import preflight
+
+    if inventory is None:
+        raise _no_inventory("ssh")
+    preflight(plan, load_inventory(inventory), known_hosts)
+
+
+def _ssh_hosts(state: Mapping[str, Any]) -> str:
+    ssh = state.get("ssh") or {}  # written by SshRuntime.create
+    return f"hosts: ssh, from the inventory {ssh.get('inventory', '?')}; host keys {ssh.get('host_keys', '?')}"
+
+
+_SSH_POWER_OFF = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
+                  "running, so its page cache survives and writes not yet fsynced are not lost (a real power cut's "
+                  "loss of unsynced writes is not available on this runtime)")
+_DOCKER_POWER_OFF = ("power-off on the docker runtime kills the node's container; its data directories are not "
+                     "on unsyncfs there, so the page cache survives and writes not yet fsynced are not lost "
+                     "(netns drops them: docs/unsyncfs.md)")
+
+KINDS: tuple[RuntimeKind, ...] = (
+    RuntimeKind(
+        name="netns", hosts="a network namespace on this machine",
+        implementation="testbed.runtime.netns:NetnsRuntime",
+        abilities=frozenset(Ability),
+        needs_inventory=False, network="198.18.0.0/24", own_clocks=False, power_off_note=None,
+        _preflight=_netns_preflight),
+    RuntimeKind(
+        name="docker", hosts="a container on a Docker daemon",
+        implementation="testbed.runtime.docker:DockerRuntime",
+        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
+        # a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd)
+        needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=_DOCKER_POWER_OFF,
+        _preflight=_docker_preflight),
+    RuntimeKind(
+        name="ssh", hosts="a machine of the inventory, over SSH",
+        implementation="testbed.runtime.ssh:SshRuntime",
+        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
+        needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
+        _preflight=_ssh_preflight, _hosts_note=_ssh_hosts),
+)
+_BY_NAME = {k.name: k for k in KINDS}
+KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)  # argparse choices, the spec's `cluster.runtime` choices
+DEFAULT_KIND = "netns"  # where the hosts live when nothing says
+# The kind an inventory alone means.
+INVENTORY_KIND = next(k.name for k in KINDS if k.needs_inventory)
+
+
+def kind(name: str) -> RuntimeKind:
+    """The record of the kind called `name`; UsageError naming the known ones if there is none."""
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise UsageError(f"runtime {name!r} does not exist (known: {', '.join(KIND_NAMES)})") from None
+
+
+def default_kind(inventory: bool) -> str:
+    """The kind a run uses when none is named: the inventory's with one, else the default."""
+    return INVENTORY_KIND if inventory else DEFAULT_KIND
+
+
+def default_network(name: str) -> str:
+    """The network a run on kind `name` is laid out on when nothing says: its own, else the default kind's
+    (a kind whose addresses come from an inventory lays nothing out; its settings still name a network)."""
+    return kind(name).network or str(kind(DEFAULT_KIND).network)
+
+
+def can(ability: Ability) -> tuple[str, ...]:
+    """The kinds that have `ability`."""
+    return tuple(k.name for k in KINDS if k.can(ability))
+
+
+def runtime_help(default: str) -> str:
+    """`--runtime`'s help: each kind and what a host is on it, then what the default is."""
+    return f"where the hosts live: {'; '.join(f'{k.name}, {k.hosts}' for k in KINDS)} (default: {default})"
+
+
+def networks_text() -> str:
+    """Each kind's default network, for help texts: "netns 198.18.0.0/24, docker 198.19.0.0/24"."""
+    return ", ".join(f"{k.name} {k.network}" for k in KINDS if k.network)
+
+
+def implemented_abilities(record: RuntimeKind) -> frozenset[Ability]:
+    """The abilities the kind's classes implement (imports the implementation): what `abilities` must say."""
+    cls = record.runtime_class()
+    process_class = get_type_hints(cls.spawn)["return"]  # type: ignore[attr-defined]
+    return frozenset(a for a, protocol in PROTOCOLS.items()
+                     if issubclass(process_class if a is Ability.PAUSE else cls, protocol))
