@@ -15,7 +15,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast lint \
+.PHONY: setup setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-transactions lint \
 	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -77,7 +77,11 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not transactions" $(PYTEST_FLAGS)
+
+# The transactions runs on a real cluster (txn-smoke: committed and aborted transactions, both isolation levels).
+test-transactions: $(IMAGES)
+	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
 # The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:

@@ -42,6 +42,15 @@ Producer (`writes` rows):
   gave up (more than `MAX_RESTARTS` fatal errors, or sends of an abandoned
   instance left without outcome) and exited 1.
 
+Transactional producer (`transactions` rows, and `txn` of its `writes` rows; workloads/txn_producer.py):
+- ``txn_begin``: t (begin_transaction() was called), txn (``<process>-t<n>``).
+- ``invoke`` lines also hold ``txn``: the transaction of those sends.
+- ``txn_end``: t (commit or abort is about to be asked for: `end_ns`), txn, intent (`commit` or `abort`);
+  journaled and flushed before the call.
+- ``txn_done``: t, txn, status (`ok`, `fail`, `info`), error: the transaction's outcome. A transaction
+  without one (the process died) is `info`.
+- ``end`` also holds transactions, committed, aborted, unknown.
+
 Consumer and drain (`reads` rows):
 - ``poll``: t (when the poll returned), seq (of its first record), phase
   (`live` or `final`), group, records: [[partition, offset, key, value,
