@@ -186,10 +186,11 @@ def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
     for _lineno, rec in lines:
         if rec.get("kind") != "observation":
             continue
-        for topic, partition, leader, isr, epoch, _error in rec["partitions"]:
+        for topic, partition, leader, isr, epoch, _error, *ends in rec["partitions"]:
+            high, stable = ends if ends else (None, None)  # older journals hold no end offsets
             build.tables["observations"].row(time_ns=rec["t"], observer=rec["observer"], topic=topic,
                       partition=partition, leader=leader, isr=json.dumps(isr), leader_epoch=epoch,
-                      controller=rec.get("controller"))
+                      controller=rec.get("controller"), high_watermark=high, last_stable_offset=stable)
 
 
 _ROLES = {"producer": _producer, "consumer": _reader, "drain": _reader, "observer": _observer}

@@ -64,7 +64,8 @@ Consumer and drain (`reads` rows):
 
 Observer (`observations` rows):
 - ``observation``: t, observer, broker, controller, partitions: [[topic,
-  partition, leader, isr, leader_epoch, error_code], ...]: one answer of its broker.
+  partition, leader, isr, leader_epoch, error_code, high_watermark, last_stable_offset], ...]: one answer
+  of its broker (the last two null where it does not lead the partition; absent in older journals).
 - ``unreachable``: t, observer, error: its broker did not answer (no
   observation rows are made for that moment: absence means "no answer").
 """

@@ -3,7 +3,8 @@
 A Kafka client library routes metadata requests to whichever broker it likes;
 to see one broker's own view (its metadata cache: the controller, and each
 partition's leader, ISR and leader epoch) we send a Metadata v7 request to that
-broker alone. ZooKeeper's `srvr` four-letter command gives a server's role.
+broker alone; ListOffsets v2 at both isolation levels gives a leader's high watermark
+and last stable offset. ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
@@ -121,6 +122,53 @@ def broker_view(host: str, port: int, topics: list[str] | None = None, timeout: 
         sock.sendall(_metadata_request(topics, 1))
         size = struct.unpack(">i", _recv_exact(sock, 4))[0]
         return _parse_metadata(_recv_exact(sock, size), f"{host}:{port}")
+
+
+LIST_OFFSETS_API_KEY = 2
+LIST_OFFSETS_VERSION = 2  # the first with isolation_level
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+LATEST = -1  # ListOffsets' timestamp for "the end": the high watermark read_uncommitted, the LSO read_committed
+
+
+def _list_offsets_request(topic: str, partitions: list[int], isolation: int, correlation_id: int) -> bytes:
+    client = b"faultline-observer"
+    body = struct.pack(">hhih", LIST_OFFSETS_API_KEY, LIST_OFFSETS_VERSION, correlation_id, len(client)) + client
+    body += struct.pack(">ib", -1, isolation)  # replica_id -1: a consumer's request
+    body += struct.pack(">ih", 1, len(topic)) + topic.encode() + struct.pack(">i", len(partitions))
+    for p in partitions:
+        body += struct.pack(">iq", p, LATEST)
+    return struct.pack(">i", len(body)) + body
+
+
+def _parse_list_offsets(data: bytes) -> dict[int, int | None]:
+    """partition -> offset, None where the broker answered with an error (not the leader, say)."""
+    r = _Reader(data)
+    r.take(">i")  # correlation id
+    r.take(">i")  # throttle time
+    out: dict[int, int | None] = {}
+    for _ in range(r.take(">i")):
+        r.string()  # topic
+        for _ in range(r.take(">i")):
+            partition, error = r.take(">i"), r.take(">h")
+            r.take(">q")  # timestamp
+            offset = r.take(">q")
+            out[partition] = offset if error == 0 and offset >= 0 else None
+    return out
+
+
+def end_offsets(host: str, port: int, topic: str, partitions: list[int],
+                timeout: float = 2.0) -> dict[int, tuple[int | None, int | None]]:
+    """(high watermark, last stable offset) per partition as exactly this broker answers ListOffsets for the
+    latest offset at read_uncommitted and read_committed; None where it does not answer one (only a
+    partition's leader does)."""
+    answers = []
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        for correlation, isolation in enumerate((READ_UNCOMMITTED, READ_COMMITTED), 1):
+            sock.sendall(_list_offsets_request(topic, partitions, isolation, correlation))
+            size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+            answers.append(_parse_list_offsets(_recv_exact(sock, size)))
+    return {p: (answers[0].get(p), answers[1].get(p)) for p in partitions}
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:

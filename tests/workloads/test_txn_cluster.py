@@ -44,3 +44,8 @@ def test_txn_smoke_commits_aborts_and_shows_both_views(tmp_path: Path) -> None:
         assert committed <= seen, drain
         # read_uncommitted sees the aborted values that were written; read_committed none of them
         assert (seen & aborted) if level == "read_uncommitted" else not (seen & aborted), drain
+    # Each leader's observer reports its high watermark and last stable offset (ListOffsets, both levels).
+    observations = pd.read_parquet(history / "observations.parquet")
+    led = observations.dropna(subset=["last_stable_offset"])
+    assert not led.empty and (led["high_watermark"] >= led["last_stable_offset"]).all()
+    assert (led["leader"] == led["observer"].str.removeprefix("broker-").astype(int)).all()
