@@ -164,11 +164,14 @@ def end_offsets(host: str, port: int, topic: str, partitions: list[int],
     answers = []
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        for correlation, isolation in enumerate((READ_UNCOMMITTED, READ_COMMITTED), 1):
+        # The last stable offset first: the high watermark only grows, so one asked after it is never below it
+        # (asked the other way round, a write between the two answers showed an LSO above the high watermark).
+        for correlation, isolation in enumerate((READ_COMMITTED, READ_UNCOMMITTED), 1):
             sock.sendall(_list_offsets_request(topic, partitions, isolation, correlation))
             size = struct.unpack(">i", _recv_exact(sock, 4))[0]
             answers.append(_parse_list_offsets(_recv_exact(sock, size)))
-    return {p: (answers[0].get(p), answers[1].get(p)) for p in partitions}
+    stable, high = answers
+    return {p: (high.get(p), stable.get(p)) for p in partitions}
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:
