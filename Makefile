@@ -79,7 +79,7 @@ lint:
 test: lint
 	$(PY) -m pytest -m "not catalogue and not transactions" $(PYTEST_FLAGS)
 
-# The transactions runs on a real cluster (txn-smoke: committed and aborted transactions, both isolation levels).
+# The transactions runs on a real cluster beyond the one `make test` runs (txn-smoke under a leader kill).
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
