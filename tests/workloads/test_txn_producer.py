@@ -8,6 +8,7 @@ the same transactional.id takes over. The journal and the history built from it 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import threading
 from pathlib import Path
@@ -15,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
-from tests.workloads.test_producer import make_fatal
+from tests.workloads.test_producer import librdkafka, make_fatal
 from workloads import exits
 from workloads.config import ProducerConfig
 from workloads.history import build_history
@@ -151,3 +152,92 @@ def test_a_journal_that_breaks_transactions_is_refused(tmp_path: Path, bad: dict
     (journal / "p.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(HistoryError, match=says):
         build_history(journal, tmp_path / "history")
+
+
+def mock_cluster_of(instance: Producer) -> tuple[ctypes.CDLL, int]:
+    """librdkafka and the instance's mock cluster (rd_kafka_handle_mock_cluster), to inject broker errors."""
+    lib = librdkafka()
+    lib.rd_kafka_handle_mock_cluster.argtypes, lib.rd_kafka_handle_mock_cluster.restype = [ctypes.c_void_p], \
+        ctypes.c_void_p
+    lib.rd_kafka_mock_push_request_errors_array.argtypes = [ctypes.c_void_p, ctypes.c_int16, ctypes.c_size_t,
+                                                           ctypes.POINTER(ctypes.c_int)]
+    lib.rd_kafka_mock_broker_set_rtt.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int]
+    rk = ctypes.c_void_p.from_address(id(instance) + object.__basicsize__).value
+    return lib, lib.rd_kafka_handle_mock_cluster(rk)
+
+
+PRODUCE, END_TXN = 0, 26  # Kafka API keys
+
+
+class BrokerTrouble:
+    """Before instance 0's third commit_transaction(): `errors` pushed for the API key (each answers one
+    request), or every broker's round trip set to `rtt_ms` for that one call of it."""
+
+    def __init__(self, api: int = 0, errors: tuple[int, ...] = (), rtt_ms: int = 0) -> None:
+        self.api, self.errors, self.rtt_ms = api, errors, rtt_ms
+        self.made: list[Producer] = []
+        self.raised: list[KafkaError] = []  # what that commit_transaction() raised
+
+    def __call__(self, conf: dict[str, Any]) -> Producer:
+        first, commits, trouble = not self.made, [0], self
+
+        class Cued(Producer):
+            def commit_transaction(self, timeout: float = -1) -> None:
+                commits[0] += 1
+                if not (first and commits[0] == 3):
+                    return super().commit_transaction(timeout)
+                lib, cluster = mock_cluster_of(self)
+                if trouble.errors:
+                    n = len(trouble.errors)
+                    lib.rd_kafka_mock_push_request_errors_array(cluster, trouble.api, n, (ctypes.c_int * n)(*trouble.errors))
+                for broker in (1, 2, 3) if trouble.rtt_ms else ():
+                    lib.rd_kafka_mock_broker_set_rtt(cluster, broker, trouble.rtt_ms)
+                try:
+                    return super().commit_transaction(timeout)
+                except KafkaException as exc:
+                    trouble.raised.append(exc.args[0])
+                    raise
+                finally:
+                    for broker in (1, 2, 3) if trouble.rtt_ms else ():
+                        lib.rd_kafka_mock_broker_set_rtt(cluster, broker, 0)
+
+        self.made.append(Cued(conf))
+        return self.made[-1]
+
+
+def third(tmp_path: Path, trouble: BrokerTrouble) -> tuple[pd.Series, pd.DataFrame]:
+    code, t, _ = run(tmp_path, 3.0, make_producer=trouble, abort_share=0.0)
+    assert code == exits.DONE
+    txns = t["transactions"].sort_values("begin_ns").reset_index(drop=True)
+    assert (txns["status"][:2] == "ok").all() and (txns["status"][3:] == "ok").all() and len(txns) > 10
+    return txns.iloc[2], txns
+
+
+@pytest.mark.parametrize("timeouts, status, instances", [(1, "fail", 1), (2, "info", 2)])
+def test_an_error_that_requires_abort_aborts(tmp_path: Path, timeouts: int, status: str, instances: int) -> None:
+    """The coordinator answers EndTxn(commit) REQUEST_TIMED_OUT: librdkafka says abort. The abort's EndTxn
+    succeeds (the transaction is `fail`, the instance goes on), or times out too (`info`: commit was asked
+    for and no abort completed; a new instance fences the old)."""
+    trouble = BrokerTrouble(END_TXN, (KafkaError.REQUEST_TIMED_OUT,) * timeouts)
+    row, _ = third(tmp_path, trouble)
+    assert (row["intent"], row["status"], row["error"]) == ("commit", status, "REQUEST_TIMED_OUT")
+    assert len(trouble.made) == instances
+
+
+def test_a_fenced_commit_is_unknown_and_a_new_instance_takes_over(tmp_path: Path) -> None:
+    trouble = BrokerTrouble(END_TXN, (KafkaError.PRODUCER_FENCED,))
+    row, _ = third(tmp_path, trouble)
+    assert (row["intent"], row["status"], row["error"]) == ("commit", "info", "_FENCED")
+    assert len(trouble.made) == 2
+
+
+def test_a_commit_that_times_out_is_called_again_until_it_succeeds(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from workloads import txn_producer
+
+    monkeypatch.setattr(txn_producer, "END_CALL_S", 0.3)  # each call gives up long before the slow round trip
+    trouble = BrokerTrouble(rtt_ms=1200)
+    row, _ = third(tmp_path, trouble)
+    assert (row["intent"], row["status"]) == ("commit", "ok") and pd.isna(row["error"])
+    [timed_out] = trouble.raised  # the slow call raised a retriable timeout; the next call committed
+    assert timed_out.retriable() and not timed_out.txn_requires_abort() and len(trouble.made) == 1
