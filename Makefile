@@ -15,7 +15,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions lint \
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions lint \
 	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -80,12 +80,16 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue and not versions" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions and not transactions" $(PYTEST_FLAGS)
 
 # Kafka versions other than the default on a real cluster (docs/runtimes.md, "Kafka versions"): kept out of
 # `make test`; the first run fetches each version's jars (and Java 11 where the version table asks for it).
 test-versions:
 	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
+
+# The transactions runs on a real cluster beyond the one `make test` runs (txn-smoke under a leader kill).
+test-transactions: $(IMAGES)
+	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
 # The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:

@@ -55,10 +55,16 @@ def write_spec(spec: Spec, folder: RunFolder) -> None:
 
 
 def producer_stop_timeout(spec: Spec) -> float:
-    """Long enough for every in-flight send to get its delivery report."""
+    """Long enough for every in-flight send to get its delivery report (and a transactional producer's last
+    transaction its end, which may take its transaction timeout after its sends' delivery timeout)."""
     longest = max(int(g.settings.get("delivery.timeout.ms", g.settings.get("message.timeout.ms", 30000)))
-                  for g in spec.producers)
+                  + (g.transaction_timeout_ms if g.transactional else 0) for g in spec.producers)
     return longest / 1000 + STOP_GRACE_S
+
+
+def transaction_timeout_s(spec: Spec) -> float:
+    """The longest transaction.timeout.ms of the run's transactional producers, in seconds (0: none)."""
+    return max((g.transaction_timeout_ms / 1000 for g in spec.producers if g.transactional), default=0.0)
 
 
 def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
@@ -183,9 +189,15 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     workloads.check_alive()
     # Consumers stop with the producers, not after them: what they read is the run's record of reads, and the
     # drains that follow read every partition to its end whatever the consumers had reached.
+    stopping = time.monotonic()
     workloads.stop_roles({"producer": producer_stop_timeout(spec), "consumer": STOP_GRACE_S})
+    # Contract v2: the drain starts once every transaction has ended or its transaction timeout has passed. No
+    # producer begins one after the stop was asked for, so its timeout from that moment covers every one (a
+    # transaction whose outcome is unknown, or whose producer died, is then aborted or committed by its coordinator).
+    time.sleep(max(0.0, stopping + transaction_timeout_s(spec) - time.monotonic()))
     progress.phase("draining")
-    codes = workloads.run_to_completion(drain_workloads(cluster, spec.drain_timeout_s, drain_suffix),
+    codes = workloads.run_to_completion(drain_workloads(cluster, spec.drain_timeout_s, drain_suffix,
+                                                        both_views=spec.transactional),
                                         spec.drain_timeout_s + STOP_GRACE_S)
     for name, code in sorted(codes.items()):
         if code != 0:

@@ -33,10 +33,11 @@ from testbed.errors import DistributionError, SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import INVENTORY_KIND, Ability, can, default_network, kind
 from workloads.settings import canonical, normalize_acks
-from workloads.settings_check import Role, SettingRefused, check_settings
+from workloads.settings_check import Role, SettingRefused, check_settings, check_transactional
 
 AZ_PREFIX = "az"
 _PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": False}
+_TXN_DEFAULTS = {"acks": "all", "enable.idempotence": True}
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class ProducerGroup:
     rate: float
     value_bytes: int
     settings: dict[str, Any]
+    transactional: bool = False
+    txn_size: int = 10
+    txn_abort_share: float = 0.0
+    transaction_timeout_ms: int = 10000
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class ConsumerGroup:
     group: str | None
     commit: str
     settings: dict[str, Any] = field(default_factory=dict)
+    isolation_level: str = "read_committed"
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,11 @@ class Spec:
     checker: str
     expect: Expectation
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def transactional(self) -> bool:
+        """Whether any producer writes transactions (the drain then reads at both isolation levels)."""
+        return any(g.transactional for g in self.producers)
 
     @property
     def run_name(self) -> str:
@@ -169,15 +180,23 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     )
 
 
-def client_settings(where: str, role: Role, raw: dict[str, Any] | None) -> dict[str, Any]:
+def client_settings(where: str, role: Role, raw: dict[str, Any] | None,
+                    transaction_timeout_ms: int | None = None) -> dict[str, Any]:
     """A producer's or consumer's librdkafka settings, checked by librdkafka (producers: acks and
-    idempotence made explicit, acks as all/0/1)."""
+    idempotence made explicit, acks as all/0/1). A transactional producer (`transaction_timeout_ms` given)
+    is checked with a transactional.id and gets its transaction.timeout.ms."""
     settings = dict(raw or {})
     if role == "producer":
         given = canonical(settings)
-        settings = {**{k: d for k, d in _PRODUCER_DEFAULTS.items() if k not in given}, **settings}
+        defaults = _TXN_DEFAULTS if transaction_timeout_ms is not None else _PRODUCER_DEFAULTS
+        settings = {**{k: d for k, d in defaults.items() if k not in given}, **settings}
     try:
+        if transaction_timeout_ms is not None:
+            _check_transactional(settings)
         check_settings(role, settings)
+        if transaction_timeout_ms is not None:
+            settings["transaction.timeout.ms"] = transaction_timeout_ms
+            check_transactional(settings)
     except SettingRefused as exc:
         raise _fail(f"{where}.{exc.key}" if exc.key else where, exc.problem) from None
     if "acks" in settings:
@@ -185,14 +204,45 @@ def client_settings(where: str, role: Role, raw: dict[str, Any] | None) -> dict[
     return settings
 
 
+def _check_transactional(settings: dict[str, Any]) -> None:
+    """What librdkafka refuses of a transactional producer, said before it does (its words follow)."""
+    given = canonical(settings)
+    if "transactional.id" in given:
+        raise SettingRefused("transactional.id", "set by the workload (`<run prefix>-<process>`): say "
+                             "transactional: true")
+    if "transaction.timeout.ms" in given:
+        raise SettingRefused("transaction.timeout.ms", "set it with the producer key transaction_timeout_ms")
+    if normalize_acks(given.get("acks", "all")) != "all":
+        raise SettingRefused("acks", f"a transactional producer needs acks all, got {given['acks']!r} "
+                             "(librdkafka refuses transactional.id without idempotence, and idempotence "
+                             "without acks all)")
+    if str(given.get("enable.idempotence", True)).strip().lower() in ("false", "0"):
+        raise SettingRefused("enable.idempotence", "a transactional producer is idempotent: librdkafka refuses "
+                             "transactional.id with enable.idempotence false")
+
+
+_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms")
+
+
+def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
+    v = functools.partial(_value, PRODUCER, p)
+    transactional = bool(v("transactional"))
+    for key in _TXN_ONLY:
+        if key in p and not transactional:
+            raise _fail(f"{where}.{key}", "only for a transactional producer (transactional: true)")
+    return ProducerGroup(
+        azs=_azs(where, p, nodes), per_az=v("per_az"), rate=float(v("rate")), value_bytes=v("value_bytes"),
+        settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
+                                 v("transaction_timeout_ms") if transactional else None),
+        transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
+        transaction_timeout_ms=v("transaction_timeout_ms"))
+
+
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
     raw = raw or {}
     producers = []
     for i, p in enumerate(raw.get("producers") or []):
-        where, v = f"workloads.producers[{i}]", functools.partial(_value, PRODUCER, p)
-        producers.append(ProducerGroup(
-            azs=_azs(where, p, nodes), per_az=v("per_az"), rate=float(v("rate")), value_bytes=v("value_bytes"),
-            settings=client_settings(f"{where}.settings", "producer", p.get("settings"))))
+        producers.append(_producer_group(f"workloads.producers[{i}]", p, nodes))
     consumers = []
     for i, c in enumerate(raw.get("consumers") or []):
         where, v = f"workloads.consumers[{i}]", functools.partial(_value, CONSUMER, c)
@@ -200,10 +250,13 @@ def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[Produ
         if mode == "assign" and ("group" in c or "commit" in c):
             raise _fail(f"{where}.{'group' if 'group' in c else 'commit'}",
                         "only a group consumer (mode: group) has a group and commits")
+        if "isolation.level" in (c.get("settings") or {}):
+            raise _fail(f"{where}.settings.isolation.level", "set it with the consumer key isolation_level")
         consumers.append(ConsumerGroup(
             azs=_azs(where, c, nodes), per_az=v("per_az"), mode=mode,
             group=c.get("group", f"faultline-g{i}") if mode == "group" else None, commit=v("commit"),
-            settings=client_settings(f"{where}.settings", "consumer", c.get("settings"))))
+            settings=client_settings(f"{where}.settings", "consumer", c.get("settings")),
+            isolation_level=v("isolation_level")))
     if not producers:
         raise _fail("workloads.producers", "a run needs at least one producer")
     return tuple(producers), tuple(consumers)

@@ -40,6 +40,7 @@ from testbed.runtime.kinds import KIND_NAMES, networks_text
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
 COMMIT_MODES = ("auto", "sync")
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECKERS = ("auto", "spark", "pandas")  # auto: pandas or Spark by the history's size (checkers.auto)
 AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number of nodes",
             pattern=r"az[1-9]", pattern_text="an AZ name like az1")
@@ -101,6 +102,16 @@ PRODUCER = Section({
     "per_az": Int("producer processes in each of those AZs", 1, 1, 16),
     "rate": Num("sends per second of each process (0: as fast as it can)", 200, 0),
     "value_bytes": Int("pad each value to this many bytes (0: no padding)", 0, 0, 1_000_000),
+    "transactional": Bool("each process a transactional producer (docs/history.md, contract v2): every send in "
+                          "a transaction, its transactional.id `<run prefix>-<process>` kept across its restarts "
+                          "(a new instance fences its zombie); needs acks all and idempotence (the default then)",
+                          False),
+    "txn_size": Int("transactional: sends per transaction, round-robin over the partitions", 10, 1, 10_000),
+    "txn_abort_share": Num("transactional: the share of transactions deliberately aborted (after their sends "
+                           "were written)", 0.0, 0, 1),
+    "transaction_timeout_ms": Int("transactional: transaction.timeout.ms, after which the coordinator aborts an "
+                                  "open transaction; the final drain waits this long after the producers stop",
+                                  10000, 1000, 900000),
     "settings": CLIENT_SETTINGS,
 }, doc="a group of producer processes, one value per send, each value unique in the run", title="a producer",
     ref="producer")
@@ -114,6 +125,9 @@ CONSUMER = Section({
     "group": Str("the consumer group (mode group only; default faultline-g<index>)"),
     "commit": Choice(COMMIT_MODES, "mode group: auto commits in the background, sync commits after each poll",
                      "auto"),
+    "isolation_level": Choice(ISOLATION_LEVELS, "read_committed: records of open or aborted transactions are "
+                              "skipped (librdkafka's default); read_uncommitted: every record", ISOLATION_LEVELS[0],
+                              what="isolation level"),
     "settings": CLIENT_SETTINGS,
 }, doc="a group of consumer processes reading while the run goes on (the `live` reads)", title="a consumer",
     ref="consumer")

@@ -66,7 +66,11 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                 out.append(Workload(name, plan.client_of_az(az), "producer", ProducerConfig(
                     process=name, role="producer", az=az, journal=folder.journal(name), topic=topic,
                     bootstrap=cluster.bootstrap, partitions=partitions, rate=group.rate, value_prefix=f"{name}-",
-                    value_size=group.value_bytes or None, kafka=dict(group.settings))))
+                    value_size=group.value_bytes or None, kafka=dict(group.settings),
+                    # The run's prefix and the process: the same id for every instance of the process (a new one
+                    # fences the old), and no other run's.
+                    transactional_id=f"{cluster.runtime.prefix}-{name}" if group.transactional else None,
+                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share)))
     for cgroup in spec.consumers:
         for az in cgroup.azs:
             for _ in range(cgroup.per_az):
@@ -77,7 +81,7 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     bootstrap=cluster.bootstrap, mode="group" if grouped else "assign",
                     group=cgroup.group if grouped else None,
                     commit=("sync" if cgroup.commit == "sync" else "auto") if grouped else None,
-                    partitions=partitions, kafka=dict(cgroup.settings))))
+                    partitions=partitions, kafka={**cgroup.settings, "isolation.level": cgroup.isolation_level})))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(
@@ -86,12 +90,20 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
     return out
 
 
-def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "") -> list[Workload]:
-    """One fresh fixed-assignment reader per AZ, from the earliest offset to the high watermark."""
+# The final drain's views: `drain-<az>` reads read_committed (librdkafka's default); with transactional writers a
+# second reader per AZ, `drain-<az>-ru`, reads read_uncommitted (contract v2: every partition read in both views).
+DRAIN_VIEWS = {"": "read_committed", "-ru": "read_uncommitted"}
+
+
+def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "",
+                    both_views: bool = False) -> list[Workload]:
+    """One fresh fixed-assignment reader per AZ (two with `both_views`), from the earliest offset to the end."""
+    views = DRAIN_VIEWS if both_views else {"": DRAIN_VIEWS[""]}
     return [Workload(name, host, "drain", DrainConfig(
         process=name, role="drain", az=host.az, journal=cluster.folder.journal(name), topic=cluster.topic,
-        bootstrap=cluster.bootstrap, partitions=cluster.settings.partitions, timeout_s=timeout_s))
-        for host in cluster.plan.clients for name in [f"drain-{host.az}{suffix}"]]
+        bootstrap=cluster.bootstrap, partitions=cluster.settings.partitions, timeout_s=timeout_s,
+        kafka={"isolation.level": level}))
+        for host in cluster.plan.clients for view, level in views.items() for name in [f"drain-{host.az}{view}{suffix}"]]
 
 
 class WorkloadSet:

@@ -36,6 +36,9 @@ def run(config: AnyConfig, journal: JournalSink, stop: StopFlag) -> int:
     if isinstance(config, DrainConfig):
         from workloads.drain import DrainWorkload
         return DrainWorkload(config, journal, stop).run()
+    if config.transactional_id is not None:
+        from workloads.txn_producer import TxnProducerWorkload
+        return TxnProducerWorkload(config, journal, stop).run()
     from workloads.producer import ProducerWorkload
     return ProducerWorkload(config, journal, stop).run()
 

@@ -11,7 +11,11 @@ every error names the key. Keys per role:
   as possible; default 0), ``value_prefix`` (default ``<process>-``),
   ``value_size`` (pad the op id with zeros so values have this many bytes),
   ``key`` (``none``, ``value`` or ``cycle:N``), ``batch_size`` (most sends per
-  journal batch, default 500), ``kafka`` (librdkafka producer settings).
+  journal batch, default 500), ``kafka`` (librdkafka producer settings);
+  transactional (contract v2): ``transactional_id`` (stable across the
+  process's restarts, so a new instance fences its zombie), ``txn_size``
+  (sends per transaction, default 10), ``txn_abort_share`` (the share of
+  transactions deliberately aborted, 0..1, default 0).
 - consumer: ``mode`` (``assign`` or ``group``), ``group`` (group mode),
   ``commit`` (``auto`` or ``sync``, group mode), optional ``partitions``
   (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
@@ -35,7 +39,7 @@ KafkaValue = str | int | float | bool
 # Settings a workload derives itself; passing them through `kafka` would contradict its other keys.
 _ALWAYS_RESERVED = ("bootstrap.servers", "metadata.broker.list")
 RESERVED_SETTINGS: dict[str, tuple[str, ...]] = {
-    "producer": _ALWAYS_RESERVED,
+    "producer": (*_ALWAYS_RESERVED, "transactional.id"),
     "consumer": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store"),
     "drain": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store",
               "enable.partition.eof"),
@@ -69,6 +73,9 @@ class ProducerConfig(WorkloadConfig):
     key: str = "none"
     batch_size: int = 500
     kafka: dict[str, KafkaValue] = field(default_factory=dict)
+    transactional_id: str | None = None
+    txn_size: int = 10
+    txn_abort_share: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,7 +212,10 @@ def _producer(keys: _Keys, common: dict[str, Any]) -> ProducerConfig:
     return ProducerConfig(**common, partitions=keys.integer("partitions", minimum=1),
                           rate=keys.number("rate", 0.0), value_prefix=prefix, value_size=size,
                           key=_key_strategy(keys), batch_size=keys.integer("batch_size", 500, minimum=1),
-                          kafka=_kafka_settings(keys, "producer"))
+                          kafka=_kafka_settings(keys, "producer"),
+                          transactional_id=keys.string("transactional_id", None, nullable=True),
+                          txn_size=keys.integer("txn_size", 10, minimum=1),
+                          txn_abort_share=keys.number("txn_abort_share", 0.0, maximum=1.0))
 
 
 def _consumer(keys: _Keys, common: dict[str, Any]) -> ConsumerConfig:

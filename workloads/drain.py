@@ -7,6 +7,12 @@ high-1 or beyond was read, or librdkafka reports its end at or past high.
 Exit 0 when every partition is done; otherwise, at `timeout_s` or on SIGTERM,
 it journals what it got and a ``drain_end`` line with complete=false and the
 partitions still behind, and exits 2. It never commits and never joins a group.
+
+Its view is its `isolation.level` (the harness gives one drain per AZ each view when a run has
+transactional writers). librdkafka (since 1.7.1) asks the watermarks at that level too: a
+read_committed drain's finish line is each partition's last stable offset, so a transaction left
+open ends its read there (the committed values beyond are `unreadable`), and aborted records and
+transaction markers, which it never returns, are passed by its end-of-partition position.
 """
 
 from __future__ import annotations

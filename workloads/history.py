@@ -15,7 +15,8 @@ one, even across the librdkafka instances a fatal error makes it replace,
 so two would mean a producer bug, not a history to pick from.
 Tables are streamed in row groups, so memory stays bounded by the largest
 producer journal. Observers are not client processes: they get no
-`processes` row.
+`processes` row. A transactional producer's ``txn_*`` lines become `transactions` rows and
+its sends' `txn` (contract v2).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class _Build:
 
     def __init__(self, history_dir: Path) -> None:
         self.history_dir = history_dir
-        # `transactions` stays empty until a workload writes transactions (contract v2): an empty table is a history
+        # `transactions` stays empty unless a transactional producer ran (contract v2): an empty table is a history
         # without transactions, judged by the v1 rules alone.
         self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
                                                                        "observations", "transactions")}
@@ -85,11 +86,19 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
         outcomes[op] = outcome
 
     plan = ValuePlan.from_json(_field(path, 1, header, "values"))
+    txn_of: dict[int, str] = {}  # op -> its transaction (transactional producers only)
+    txns = _Transactions(path, header)
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "invoke":
             first, t = _field(path, lineno, rec, "op"), _field(path, lineno, rec, "t")
-            invoked.update(dict.fromkeys(range(first, first + _field(path, lineno, rec, "n")), t))
+            ops_of = range(first, first + _field(path, lineno, rec, "n"))
+            invoked.update(dict.fromkeys(ops_of, t))
+            if rec.get("txn") is not None:
+                txns.check_open(lineno, rec["txn"])
+                txn_of.update(dict.fromkeys(ops_of, str(rec["txn"])))
+        elif kind in _Transactions.KINDS:
+            txns.line(lineno, kind, rec)
         elif kind == "ack":
             t = _field(path, lineno, rec, "t")
             ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
@@ -108,7 +117,50 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
                key=None if plan.key == "none" else [plan.key_of(op, v) for op, v in zip(ops, values, strict=True)],
                value=values, partition=[plan.partition(op) for op in ops],
                offset=[o[2] for o in settled], status=statuses, error=[o[1] for o in settled],
-               invoke_ns=[invoked[op] for op in ops], complete_ns=[o[3] for o in settled], az=header.get("az"))
+               invoke_ns=[invoked[op] for op in ops], complete_ns=[o[3] for o in settled], az=header.get("az"),
+               txn=[txn_of.get(op) for op in ops] if txn_of else None)
+    txns.write(build.tables["transactions"])
+
+
+class _Transactions:
+    """A transactional producer's ``txn_begin`` / ``txn_end`` / ``txn_done`` lines, as `transactions` rows.
+
+    A transaction begun and never ended (the process died) is `info` with null intent and end_ns; one whose
+    end was asked for but whose outcome never came is `info` with its intent and end_ns."""
+
+    KINDS = ("txn_begin", "txn_end", "txn_done")
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path, self.header = path, header
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def _row(self, lineno: int, txn: str) -> dict[str, Any]:
+        if txn not in self.rows:
+            raise HistoryError(f"{self.path}:{lineno}: transaction {txn} was never begun")
+        return self.rows[txn]
+
+    def check_open(self, lineno: int, txn: str) -> None:
+        if self._row(lineno, txn)["complete_ns"] is not None:
+            raise HistoryError(f"{self.path}:{lineno}: a send in transaction {txn}, which had ended")
+
+    def line(self, lineno: int, kind: str, rec: dict[str, Any]) -> None:
+        txn, t = _field(self.path, lineno, rec, "txn"), _field(self.path, lineno, rec, "t")
+        if kind == "txn_begin":
+            if txn in self.rows:
+                raise HistoryError(f"{self.path}:{lineno}: transaction {txn} begun twice")
+            self.rows[txn] = {"txn": txn, "intent": None, "status": "info", "error": None, "begin_ns": t,
+                              "end_ns": None, "complete_ns": None}
+        elif kind == "txn_end":
+            self._row(lineno, txn).update(intent=_field(self.path, lineno, rec, "intent"), end_ns=t)
+        else:
+            row = self._row(lineno, txn)
+            if row["complete_ns"] is not None:
+                raise HistoryError(f"{self.path}:{lineno}: a second outcome for transaction {txn}")
+            row.update(status=_field(self.path, lineno, rec, "status"), error=rec.get("error"), complete_ns=t)
+
+    def write(self, table: TableWriter) -> None:
+        for row in self.rows.values():
+            table.row(process=self.header["process"], az=self.header.get("az"), **row)
 
 
 def _reader(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
@@ -134,10 +186,11 @@ def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
     for _lineno, rec in lines:
         if rec.get("kind") != "observation":
             continue
-        for topic, partition, leader, isr, epoch, _error in rec["partitions"]:
+        for topic, partition, leader, isr, epoch, _error, *ends in rec["partitions"]:
+            high, stable = ends if ends else (None, None)  # older journals hold no end offsets
             build.tables["observations"].row(time_ns=rec["t"], observer=rec["observer"], topic=topic,
                       partition=partition, leader=leader, isr=json.dumps(isr), leader_epoch=epoch,
-                      controller=rec.get("controller"))
+                      controller=rec.get("controller"), high_watermark=high, last_stable_offset=stable)
 
 
 _ROLES = {"producer": _producer, "consumer": _reader, "drain": _reader, "observer": _observer}

@@ -42,6 +42,15 @@ Producer (`writes` rows):
   gave up (more than `MAX_RESTARTS` fatal errors, or sends of an abandoned
   instance left without outcome) and exited 1.
 
+Transactional producer (`transactions` rows, and `txn` of its `writes` rows; workloads/txn_producer.py):
+- ``txn_begin``: t (begin_transaction() was called), txn (``<process>-t<n>``).
+- ``invoke`` lines also hold ``txn``: the transaction of those sends.
+- ``txn_end``: t (commit or abort is about to be asked for: `end_ns`), txn, intent (`commit` or `abort`);
+  journaled and flushed before the call.
+- ``txn_done``: t, txn, status (`ok`, `fail`, `info`), error: the transaction's outcome. A transaction
+  without one (the process died) is `info`.
+- ``end`` also holds transactions, committed, aborted, unknown.
+
 Consumer and drain (`reads` rows):
 - ``poll``: t (when the poll returned), seq (of its first record), phase
   (`live` or `final`), group, records: [[partition, offset, key, value,
@@ -55,7 +64,8 @@ Consumer and drain (`reads` rows):
 
 Observer (`observations` rows):
 - ``observation``: t, observer, broker, controller, partitions: [[topic,
-  partition, leader, isr, leader_epoch, error_code], ...]: one answer of its broker.
+  partition, leader, isr, leader_epoch, error_code, high_watermark, last_stable_offset], ...]: one answer
+  of its broker (the last two null where it does not lead the partition; absent in older journals).
 - ``unreachable``: t, observer, error: its broker did not answer (no
   observation rows are made for that moment: absence means "no answer").
 """

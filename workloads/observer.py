@@ -6,7 +6,9 @@ same connection that picks the Metadata version; before Kafka 2.1 the leader
 epoch is null), so a network partition does not
 blind it and no other broker's answer is mistaken for this one's. Each answer
 becomes one ``observation`` line (leader, ISR, leader epoch per partition,
-and the controller). When the broker does not answer, it journals an
+and the controller), with the high watermark and last stable offset of each
+partition the broker leads (ListOffsets at both isolation levels; null where
+it does not lead or does not answer). When the broker does not answer, it journals an
 ``unreachable`` line and no observation: an absent row means "no answer",
 never "no leader". Runs until SIGTERM.
 """
@@ -17,7 +19,7 @@ import json
 import struct
 import time
 
-from testbed.kafka.wire import broker_view
+from testbed.kafka.wire import broker_view, end_offsets
 from workloads import exits
 from workloads.config import ObserverConfig
 from workloads.journal import JournalSink
@@ -42,11 +44,24 @@ class ObserverWorkload:
                                  "error": f"{type(exc).__name__}: {exc}"})
             return
         t = time.time_ns()
-        partitions = [[c.topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error]
-                      for p in view.partitions.get(c.topic, [])]
+        seen = view.partitions.get(c.topic, [])
+        ends = self._ends([p.partition for p in seen])
+        partitions = [[c.topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error,
+                       *ends.get(p.partition, (None, None))] for p in seen]
         self.journal.append({"kind": "observation", "t": t, "observer": self.name, "broker": c.broker_id,
                              "controller": view.controller, "partitions": partitions})
         self.observed += 1
+
+    def _ends(self, partitions: list[int]) -> dict[int, tuple[int | None, int | None]]:
+        """The broker's high watermark and last stable offset per partition it leads; none if it does not say."""
+        c = self.config
+        if not partitions:
+            return {}
+        try:
+            return end_offsets(c.broker_host, c.broker_port, c.topic, partitions,
+                               timeout=min(2.0, max(0.2, c.interval_s)))
+        except (OSError, struct.error, ValueError):
+            return {}
 
     def run(self) -> int:
         c = self.config

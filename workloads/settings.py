@@ -19,6 +19,7 @@ import confluent_kafka
 from workloads.config import ConsumerConfig, DrainConfig, KafkaValue, ProducerConfig
 
 INT32_MAX = 2147483647
+TXN_TIMEOUT_MS = 60000  # librdkafka's transaction.timeout.ms
 
 # librdkafka alias -> the name a `processes` row uses (the Java client's, which the checker reads).
 _CANONICAL = {
@@ -64,6 +65,16 @@ def producer_effective(config: ProducerConfig) -> dict[str, Any]:
     """Every producer setting that matters to the verdict, defaults and idempotence adjustments applied."""
     given = canonical(config.kafka)
     effective: dict[str, Any] = {**_PRODUCER_DEFAULTS, **given}
+    if config.transactional_id is not None:  # librdkafka: a transactional producer is idempotent, and its
+        # delivery timeout is at most the transaction timeout (lowered to it when not given)
+        effective["transactional.id"] = config.transactional_id
+        effective["transaction.timeout.ms"] = int(str(effective.get("transaction.timeout.ms", TXN_TIMEOUT_MS)))
+        effective["enable.idempotence"] = True
+        if "delivery.timeout.ms" not in given:
+            effective["delivery.timeout.ms"] = min(int(effective["delivery.timeout.ms"]),
+                                                   effective["transaction.timeout.ms"])
+        effective["txn_size"] = config.txn_size
+        effective["txn_abort_share"] = config.txn_abort_share
     idempotent = _flag(effective["enable.idempotence"])
     if idempotent and "max.in.flight.requests.per.connection" not in given:
         effective["max.in.flight.requests.per.connection"] = 5
@@ -79,7 +90,10 @@ def producer_effective(config: ProducerConfig) -> dict[str, Any]:
 
 def producer_conf(config: ProducerConfig) -> dict[str, Any]:
     """What the librdkafka Producer is constructed with."""
-    return {"bootstrap.servers": config.bootstrap, "client.id": config.process, **config.kafka}
+    conf = {"bootstrap.servers": config.bootstrap, "client.id": config.process, **config.kafka}
+    if config.transactional_id is not None:
+        conf["transactional.id"] = config.transactional_id
+    return conf
 
 
 def consumer_effective(config: ConsumerConfig | DrainConfig, conf: dict[str, Any]) -> dict[str, Any]:

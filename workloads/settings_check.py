@@ -88,3 +88,13 @@ def check_settings(role: Role, settings: Mapping[str, Any]) -> None:
     problem = _refusal(role, tuple(sorted(settings.items())))
     if problem:
         raise SettingRefused(None, f"librdkafka refuses these together: {problem}")
+
+
+TXN_ID_PLACEHOLDER = "faultline-settings-check"
+
+
+def check_transactional(settings: Mapping[str, Any]) -> None:
+    """Raise SettingRefused if librdkafka would not build a transactional producer with these settings."""
+    problem = _refusal("producer", tuple(sorted({**settings, "transactional.id": TXN_ID_PLACEHOLDER}.items())))
+    if problem:
+        raise SettingRefused(None, f"librdkafka refuses these for a transactional producer: {problem}")

@@ -7,7 +7,8 @@ broker alone: v7 where the broker answers it (2.1 on), else the newest it
 offers in its ApiVersions answer, asked first on the same connection (0.10.2
 offers v2, 0.11 v4, 1.0 to 2.0 v5/v6; none of those carries the leader epoch,
 so it is None there; v1, which names the controller, is the oldest we ask).
-ZooKeeper's `srvr` four-letter command gives a server's role.
+ListOffsets v2 at both isolation levels gives a leader's high watermark and
+last stable offset. ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
@@ -168,6 +169,56 @@ def broker_view(host: str, port: int, topics: list[str] | None = None, timeout: 
         sock.settimeout(timeout)
         version = metadata_version(_parse_api_versions(_exchange(sock, _api_versions_request(1))))
         return _parse_metadata(_exchange(sock, _metadata_request(topics, 2, version)), f"{host}:{port}", version)
+
+
+LIST_OFFSETS_API_KEY = 2
+LIST_OFFSETS_VERSION = 2  # the first with isolation_level
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+LATEST = -1  # ListOffsets' timestamp for "the end": the high watermark read_uncommitted, the LSO read_committed
+
+
+def _list_offsets_request(topic: str, partitions: list[int], isolation: int, correlation_id: int) -> bytes:
+    client = b"faultline-observer"
+    body = struct.pack(">hhih", LIST_OFFSETS_API_KEY, LIST_OFFSETS_VERSION, correlation_id, len(client)) + client
+    body += struct.pack(">ib", -1, isolation)  # replica_id -1: a consumer's request
+    body += struct.pack(">ih", 1, len(topic)) + topic.encode() + struct.pack(">i", len(partitions))
+    for p in partitions:
+        body += struct.pack(">iq", p, LATEST)
+    return struct.pack(">i", len(body)) + body
+
+
+def _parse_list_offsets(data: bytes) -> dict[int, int | None]:
+    """partition -> offset, None where the broker answered with an error (not the leader, say)."""
+    r = _Reader(data)
+    r.take(">i")  # correlation id
+    r.take(">i")  # throttle time
+    out: dict[int, int | None] = {}
+    for _ in range(r.take(">i")):
+        r.string()  # topic
+        for _ in range(r.take(">i")):
+            partition, error = r.take(">i"), r.take(">h")
+            r.take(">q")  # timestamp
+            offset = r.take(">q")
+            out[partition] = offset if error == 0 and offset >= 0 else None
+    return out
+
+
+def end_offsets(host: str, port: int, topic: str, partitions: list[int],
+                timeout: float = 2.0) -> dict[int, tuple[int | None, int | None]]:
+    """(high watermark, last stable offset) per partition as exactly this broker answers ListOffsets for the
+    latest offset at read_uncommitted and read_committed; None where it does not answer one (only a
+    partition's leader does)."""
+    answers = []
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        # The last stable offset first: the high watermark only grows, so one asked after it is never below it
+        # (asked the other way round, a write between the two answers showed an LSO above the high watermark).
+        for correlation, isolation in enumerate((READ_COMMITTED, READ_UNCOMMITTED), 1):
+            sock.sendall(_list_offsets_request(topic, partitions, isolation, correlation))
+            size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+            answers.append(_parse_list_offsets(_recv_exact(sock, size)))
+    stable, high = answers
+    return {p: (high.get(p), stable.get(p)) for p in partitions}
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:

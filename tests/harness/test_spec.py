@@ -92,9 +92,10 @@ def test_the_base_spec_is_valid() -> None:
             'workloads.consumers[0].settings.fetch.frobs: librdkafka refuses it: No such configuration property: "fetch.frobs"',
         ),
         (
-            "workloads.consumers[0].settings.isolation.level",
+            "workloads.consumers[0].isolation_level",
             "read_everything",
-            "workloads.consumers[0].settings.isolation.level: librdkafka refuses it: Invalid value",
+            "workloads.consumers[0].isolation_level: unknown isolation level 'read_everything' "
+            "(known: read_committed, read_uncommitted)",
         ),
         (
             "workloads.consumers[0].settings.group.id",
@@ -254,11 +255,11 @@ def test_the_top_level_expectation_is_checked_even_when_every_configuration_has_
 def test_any_librdkafka_setting_is_taken_and_consumers_have_settings_too() -> None:
     raw = with_("workloads.producers[0].settings", {"acks": -1, "compression.codec": "lz4", "batch.num.messages": 50,
                                                      "enable.idempotence": True, "sticky.partitioning.linger.ms": 0})
-    raw["workloads"]["consumers"][0]["settings"] = {"fetch.min.bytes": 10, "isolation.level": "read_uncommitted"}
+    raw["workloads"]["consumers"][0]["settings"] = {"fetch.min.bytes": 10, "check.crcs": True}
     spec = parse_spec(raw)
     assert spec.producers[0].settings == {"acks": "all", "compression.codec": "lz4", "batch.num.messages": 50,
                                           "enable.idempotence": True, "sticky.partitioning.linger.ms": 0}
-    assert spec.consumers[0].settings == {"fetch.min.bytes": 10, "isolation.level": "read_uncommitted"}
+    assert spec.consumers[0].settings == {"fetch.min.bytes": 10, "check.crcs": True}
 
 
 def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
@@ -276,7 +277,8 @@ def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
     world = FakeRuntime(make_plan(spec.cluster.network, spec.cluster.nodes), "fl000042", state)
     cluster = KafkaCluster(world, spec.cluster, RunFolder(tmp_path).make())
     consumers = [w for w in plan_workloads(spec, cluster) if w.role == "consumer"]
-    assert consumers and all(w.config.kafka == {"fetch.min.bytes": 10} for w in consumers)  # type: ignore[union-attr]
+    assert consumers and all(w.config.kafka == {"fetch.min.bytes": 10, "isolation.level": "read_committed"}
+                             for w in consumers)  # type: ignore[union-attr]
 
 
 def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss() -> None:

@@ -161,7 +161,9 @@ def journals(tmp_path: Path) -> Path:
             "observer": "broker-0",
             "broker": 0,
             "controller": 1,
-            "partitions": [["t", 0, 0, [0, 1, 2], 3, 0], ["t", 1, None, [], None, 5]],
+            # partition 0 as observers write it now (its leader's high watermark and last stable offset), 1 as
+            # older journals did (no end offsets: null)
+            "partitions": [["t", 0, 0, [0, 1, 2], 3, 0, 120, 114], ["t", 1, None, [], None, 5]],
         },
         {"kind": "unreachable", "t": 6, "observer": "broker-0", "error": "ConnectionRefusedError: x"},
         torn='{"kind":"observation","t":7',
@@ -345,8 +347,8 @@ def test_processes_observations_and_nemesis(journals: Path, tmp_path: Path) -> N
             "isr": "[0, 1, 2]",
             "leader_epoch": 3,
             "controller": 1,
-            "high_watermark": None,
-            "last_stable_offset": None,
+            "high_watermark": 120,
+            "last_stable_offset": 114,
         },
         {
             "time_ns": 5,
