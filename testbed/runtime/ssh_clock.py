@@ -15,11 +15,13 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.errors import RuntimeFailure
 from testbed.files import write_json_atomic
-from testbed.runtime.ssh_conn import SshConnection
+
+if TYPE_CHECKING:  # only a type here: the report reads clocks.json without the ssh extra (paramiko)
+    from testbed.runtime.ssh_conn import SshConnection
 
 SAMPLES = 5
 LARGE_S = 0.010  # beyond this (after the round-trip bound), events of two hosts may be drawn in the wrong order

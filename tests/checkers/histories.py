@@ -161,3 +161,8 @@ def write(directory: Path, tables: dict[str, list[Row]], fmt: str = "jsonl") -> 
             arrays = {c.name: pa.array([row.get(c.name) for row in rows], type=read_type(c)) for c in TABLES[name].columns}
             pq.write_table(pa.table(arrays), directory / f"{name}.parquet")
     return directory
+
+
+def without_engine(verdict: dict[str, Any]) -> dict[str, Any]:
+    """A verdict less what names its engine (`engine`, `engine_reason`): what two engines must agree on."""
+    return {k: v for k, v in verdict.items() if k not in ("engine", "engine_reason")}

@@ -18,13 +18,10 @@ from checkers import check
 from checkers.anomalies import ANOMALIES, V2_ANOMALIES
 from checkers.synth import SynthSpec, generate, write_history
 from tests.checkers.cases import CASES
-from tests.checkers.histories import merge, namespaced, r, reads, w, write
+from tests.checkers.histories import merge, namespaced, r, reads, w, without_engine, write
 
 pytestmark = pytest.mark.spark
 
-
-def _without_engine(verdict: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in verdict.items() if k not in ("engine", "engine_reason")}
 
 
 def test_hand_worked_cases_together(tmp_path: Path, spark: object) -> None:
@@ -37,7 +34,7 @@ def test_hand_worked_cases_together(tmp_path: Path, spark: object) -> None:
     verdict = check(history, engine="spark")
     assert verdict["counts"] == {name: counts[name] for name in ANOMALIES}
     assert verdict["errors"] == {name: errors[name] for name in ANOMALIES if errors[name]}
-    assert _without_engine(verdict) == _without_engine(check(history, engine="pandas"))
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
 
 
 def test_no_final_reads_is_unknown(tmp_path: Path, spark: object) -> None:
@@ -96,7 +93,7 @@ def test_engines_agree_on_random_histories(tmp_path: Path, spark: object, group:
     verdict = check(history, engine="spark")
     assert verdict["counts"] == {name: expected[name] for name in ANOMALIES}
     assert verdict["valid"] == reference["valid"] == (not any_error)
-    assert _without_engine(verdict) == _without_engine(reference)
+    assert without_engine(verdict) == without_engine(reference)
     assert all(expected[name] > 0 for name in ANOMALIES if name not in V2_ANOMALIES)  # v1 histories: v2 all 0
 
 
@@ -105,7 +102,7 @@ def test_engines_agree_on_one_random_history(tmp_path: Path, spark: object, seed
     history = write_history(generate(_random_spec(seed)), tmp_path, "parquet" if seed % 2 else "jsonl")
     reference = check(history, engine="pandas")
     verdict = check(history, engine="spark")
-    assert _without_engine(verdict) == _without_engine(reference)
+    assert without_engine(verdict) == without_engine(reference)
 
 
 @pytest.mark.parametrize("small", [10, 5000])
@@ -121,4 +118,4 @@ def test_spread_examples_match_pandas(
     reference = check(history, engine="pandas")
     verdict = check(history, engine="spark")
     assert verdict["counts"]["lost"] == 45 and verdict["examples"]["lost"][-1]["value"] == "v44"
-    assert _without_engine(verdict) == _without_engine(reference)
+    assert without_engine(verdict) == without_engine(reference)

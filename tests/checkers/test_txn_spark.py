@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from checkers import check
 from checkers.anomalies import ANOMALIES
 from checkers.errors import HistoryError
 from tests.checkers.cases import CASES
-from tests.checkers.histories import merge, namespaced, r, reads, write
+from tests.checkers.histories import merge, namespaced, r, reads, without_engine, write
 from tests.checkers.test_txn import _malformed
 from tests.checkers.txn_cases import TXN_CASES, tw, tx
 
@@ -24,9 +23,6 @@ pytestmark = pytest.mark.spark
 
 ALONE = ("reprocessed",)  # no read_committed drain: O is F
 
-
-def _without_engine(verdict: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in verdict.items() if k != "engine"}
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
@@ -41,7 +37,7 @@ def test_v2_cases_together(tmp_path: Path, spark: object, fmt: str) -> None:
     verdict = check(history, engine="spark")
     assert verdict["counts"] == {name: counts[name] for name in ANOMALIES}
     assert verdict["errors"] == {name: errors[name] for name in ANOMALIES if errors[name]}
-    assert _without_engine(verdict) == _without_engine(check(history, engine="pandas"))
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
 
 
 def test_v2_cases_alone(tmp_path: Path, spark: object) -> None:
@@ -56,7 +52,7 @@ def test_v2_cases_alone(tmp_path: Path, spark: object) -> None:
         for fmt in ("jsonl", "parquet"):
             history = write(tmp_path / f"{name}-{fmt}", tables, fmt)
             verdict = check(history, engine="spark")
-            assert _without_engine(verdict) == _without_engine(check(history, engine="pandas")), (name, fmt)
+            assert without_engine(verdict) == without_engine(check(history, engine="pandas")), (name, fmt)
     assert verdict["valid"] == "unknown" and verdict["counts"]["reprocessed"] == 1
 
 
@@ -69,7 +65,7 @@ def test_v1_cases_with_null_v2_columns_agree(tmp_path: Path, spark: object) -> N
     plain = check(write(tmp_path / "plain", merge([namespaced(n, c.tables()) for n, c in CASES.items()])),
                   engine="spark")
     assert verdict["counts"] == plain["counts"] and verdict["stats"] == plain["stats"]
-    assert _without_engine(verdict) == _without_engine(check(history, engine="pandas"))
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
@@ -91,4 +87,4 @@ def test_engines_agree_on_synthetic_transactional_histories(tmp_path: Path, spar
         history = write_history(tables, tmp_path / fmt, fmt)
         reference = check(history, engine="pandas")
         assert all(reference["counts"][name] for name in ("aborted-read", "torn-transaction", "reprocessed"))
-        assert _without_engine(check(history, engine="spark")) == _without_engine(reference), fmt
+        assert without_engine(check(history, engine="spark")) == without_engine(reference), fmt

@@ -1,0 +1,30 @@
+"""What a `pip install .` without extras imports: the run, the report and the checker need none of them.
+
+The extras (pyspark, docker, paramiko) are blocked in a fresh interpreter; importing the modules a
+plain run goes through must not reach for them (a report that imported paramiko for the ssh clock's
+type could not write junit.xml in an install without the ssh extra).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+BLOCK_EXTRAS = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("pyspark", "docker", "paramiko"):
+            raise ModuleNotFoundError(f"No module named {name!r} (an extra)")
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_a_run_and_its_report_import_none_of_the_extras() -> None:
+    modules = ("harness.cli", "harness.scenario", "harness.run", "report", "report.junit", "checkers.api",
+               "checkers.pandas_engine", "campaign.command", "testbed.runtime.kinds")
+    code = BLOCK_EXTRAS + "".join(f"import {m}\n" for m in modules) + "print('ok')\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
