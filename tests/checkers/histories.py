@@ -9,7 +9,7 @@ without touching each other (their counts then add up).
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers import check
 from checkers.anomalies import ANOMALIES
 from checkers.schema import TABLES, read_type
 
@@ -166,3 +167,17 @@ def write(directory: Path, tables: dict[str, list[Row]], fmt: str = "jsonl") -> 
 def without_engine(verdict: dict[str, Any]) -> dict[str, Any]:
     """A verdict less what names its engine (`engine`, `engine_reason`): what two engines must agree on."""
     return {k: v for k, v in verdict.items() if k not in ("engine", "engine_reason")}
+
+
+def assert_spark_judges_cases_together(tmp_path: Path, cases: dict[str, Case], fmt: str = "jsonl") -> None:
+    """Every case in one namespaced history: Spark counts what the cases add up to, and pandas agrees."""
+    history = write(tmp_path, merge([namespaced(n, c.tables()) for n, c in cases.items()]), fmt)
+    counts: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for case in cases.values():
+        counts.update(case.counts)
+        errors.update(case.errors)
+    verdict = check(history, engine="spark")
+    assert verdict["counts"] == {name: counts[name] for name in ANOMALIES}
+    assert verdict["errors"] == {name: errors[name] for name in ANOMALIES if errors[name]}
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))

@@ -18,23 +18,23 @@ from checkers import check
 from checkers.anomalies import ANOMALIES, V2_ANOMALIES
 from checkers.synth import SynthSpec, generate, write_history
 from tests.checkers.cases import CASES
-from tests.checkers.histories import merge, namespaced, r, reads, w, without_engine, write
+from tests.checkers.histories import (
+    assert_spark_judges_cases_together,
+    merge,
+    namespaced,
+    r,
+    reads,
+    w,
+    without_engine,
+    write,
+)
 
 pytestmark = pytest.mark.spark
 
 
 
 def test_hand_worked_cases_together(tmp_path: Path, spark: object) -> None:
-    history = write(tmp_path, merge([namespaced(n, c.tables()) for n, c in CASES.items()]), "jsonl")
-    counts: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    for case in CASES.values():
-        counts.update(case.counts)
-        errors.update(case.errors)
-    verdict = check(history, engine="spark")
-    assert verdict["counts"] == {name: counts[name] for name in ANOMALIES}
-    assert verdict["errors"] == {name: errors[name] for name in ANOMALIES if errors[name]}
-    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
+    assert_spark_judges_cases_together(tmp_path, CASES)
 
 
 def test_no_final_reads_is_unknown(tmp_path: Path, spark: object) -> None:

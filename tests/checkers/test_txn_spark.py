@@ -6,16 +6,22 @@ counts add up); the others alone, as their verdicts depend on the whole history 
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from checkers import check
-from checkers.anomalies import ANOMALIES
 from checkers.errors import HistoryError
 from tests.checkers.cases import CASES
-from tests.checkers.histories import merge, namespaced, r, reads, without_engine, write
+from tests.checkers.histories import (
+    assert_spark_judges_cases_together,
+    merge,
+    namespaced,
+    r,
+    reads,
+    without_engine,
+    write,
+)
 from tests.checkers.test_txn import _malformed
 from tests.checkers.txn_cases import TXN_CASES, tw, tx
 
@@ -27,17 +33,7 @@ ALONE = ("reprocessed",)  # no read_committed drain: O is F
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_v2_cases_together(tmp_path: Path, spark: object, fmt: str) -> None:
-    cases = {n: c for n, c in TXN_CASES.items() if n not in ALONE}
-    history = write(tmp_path, merge([namespaced(n, c.tables()) for n, c in cases.items()]), fmt)
-    counts: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    for case in cases.values():
-        counts.update(case.counts)
-        errors.update(case.errors)
-    verdict = check(history, engine="spark")
-    assert verdict["counts"] == {name: counts[name] for name in ANOMALIES}
-    assert verdict["errors"] == {name: errors[name] for name in ANOMALIES if errors[name]}
-    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
+    assert_spark_judges_cases_together(tmp_path, {n: c for n, c in TXN_CASES.items() if n not in ALONE}, fmt)
 
 
 def test_v2_cases_alone(tmp_path: Path, spark: object) -> None:
