@@ -27,11 +27,11 @@ from typing import TextIO
 from campaign.plan import Case
 from campaign.records import PASS, Attempt, CaseResult, harness_failure, judge_run
 from checkers.configuration_result import ConfigurationResult
+from harness.manifest import CAMPAIGN_ENV
 from harness.spec import Spec
 from testbed.errors import HarnessError
 from testbed.lifecycle import TerminationRequested
 
-CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # Before any run of this campaign has finished: what a run adds to its spec's duration (bring-up, settle,
 # stopping clients, drain, replica dump, check, report). Measured on 2 cores: 13-33 s, the most for the
 # first run of a campaign (the Spark session starts); see BENCHMARKS.md.
