@@ -25,6 +25,7 @@ import yaml
 
 from checkers.anomalies import ANOMALIES
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
+from harness.spec_targets import check_workload_targets
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
@@ -307,6 +308,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     _check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     _check_runtime_can(nemesis, cluster.runtime)
+    check_workload_targets(nemesis, producers)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
