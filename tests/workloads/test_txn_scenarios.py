@@ -52,3 +52,45 @@ def test_txn_coordinator_az_isolate(tmp_path: Path) -> None:
 @pytest.mark.transactions
 def test_txn_coordinator_az_past_timeout(tmp_path: Path) -> None:
     check_coordinator_az(tmp_path, "past-timeout")
+
+
+@pytest.mark.transactions
+def test_zombie_fencing(tmp_path: Path) -> None:
+    run, verdict = run_scenario(tmp_path, "zombie-fencing", "pause-replace-resume")
+    for anomaly in (*TXN_ANOMALIES, "lost"):
+        assert verdict["counts"][anomaly] == 0, (anomaly, verdict["examples"].get(anomaly))
+    history = run / "history"
+    nemesis = pd.read_parquet(history / "nemesis.parquet")
+    starts = nemesis[nemesis["type"] == "start"].set_index("fault")
+    paused_ns = int(starts.loc["pause-workload", "time_ns"])
+    assert json.loads(starts.loc["replace-workload", "targets"])["replacement"] == "producer-az1-0-r1"
+    txns = pd.read_parquet(history / "transactions.parquet")
+    writes = pd.read_parquet(history / "writes.parquet")
+    reads = pd.read_parquet(history / "reads.parquet")
+    processes = pd.read_parquet(history / "processes.parquet").set_index("process")
+    config = {p: json.loads(c) for p, c in processes["config"].items()}
+    assert config["producer-az1-0-r1"]["transactional.id"] == config["producer-az1-0"]["transactional.id"]
+    assert (txns["process"] == "producer-az1-0-r1").any()  # the replacement began transactions of its own
+    zombie = txns[txns["process"] == "producer-az1-0"]
+    # The zombie's transactions that did not commit, and the one it had begun and not yet asked to commit when it
+    # was paused (one it had asked to commit before may have committed): none of their values in any read by a
+    # read_committed process.
+    open_at_pause = zombie[(zombie["begin_ns"] < paused_ns)
+                           & (zombie["end_ns"].isna() | (zombie["end_ns"] > paused_ns))]
+    unfinished = set(zombie.loc[zombie["status"] != "ok", "txn"]) | set(open_at_pause["txn"])
+    committed_readers = [p for p, c in config.items() if c.get("isolation.level") == "read_committed"]
+    values = set(writes.loc[writes["txn"].isin(unfinished), "value"])
+    seen = set(reads.loc[reads["process"].isin(committed_readers), "value"])
+    assert values and not (values & seen), sorted(values & seen)[:5]
+
+
+@pytest.mark.transactions
+@pytest.mark.fuse
+@pytest.mark.parametrize("configuration", ["default-flush", "flush-each-message"])
+def test_txn_power_cut_cluster(tmp_path: Path, configuration: str) -> None:
+    _, verdict = run_scenario(tmp_path, "txn-power-cut-cluster", configuration)
+    counts = verdict["counts"]
+    if configuration == "default-flush":
+        assert counts["lost"] > 0, counts
+    else:
+        assert counts["lost"] == 0 and counts["torn-transaction"] == 0, counts
