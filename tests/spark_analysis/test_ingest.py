@@ -72,7 +72,7 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 2
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 3
     # Hive partitions: scenario and day come back as columns, one folder each.
     assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
 
@@ -156,7 +156,7 @@ def columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema if f.name not in s.PARTITION_COLUMNS}
 
 
-NOTHING_HAPPENED = ("anomalies", "availability", "faults")
+NOTHING_HAPPENED = ("anomalies", "availability", "faults", "transactions")
 
 
 def test_a_lake_of_runs_without_faults_holds_every_table_with_its_schema(tmp_path: Path) -> None:
@@ -204,3 +204,24 @@ def test_spark_reads_every_table_of_a_lake_without_faults(tmp_path: Path) -> Non
         expected = from_arrow_schema(schema, prefer_timestamp_ntz=False)
         assert sorted(frame.schema.fields, key=lambda f: f.name) == sorted(expected.fields, key=lambda f: f.name), name
         assert frame.count() == rows[name], name
+
+
+def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> None:
+    from checkers.synth_txn import transactional
+
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    run_dir = write_run(results, 0, 2_000)
+    folder = RunFolder(run_dir)
+    tables = transactional(generate(SynthSpec(operations=2_000, seed=3)), seed=3)
+    write_history(tables, folder.history_dir)
+    verdict = check(folder.history_dir, engine="pandas")
+    write_verdict(verdict, run_dir)
+    assert len(ingest(results, lake, io.StringIO()).added) == 1
+    rows = lake_table(lake, "transactions")
+    txns = tables["transactions"].to_pandas()
+    assert len(rows) == verdict["stats"]["transactions"] == len(txns)
+    assert {st: sum(r["status"] == st for r in rows) for st in ("ok", "fail", "info")} == {
+        "ok": verdict["stats"]["committed"], "fail": verdict["stats"]["aborted"], "info": verdict["stats"]["unknown"]}
+    assert sum(r["sends"] for r in rows) == tables["writes"].column("txn").drop_null().length()
+    assert all(r["begin_s"] is not None and (r["complete_ns"] is None) == (r["duration_ms"] is None) for r in rows)
+    assert any(r["faults"] for r in rows)  # the synthetic history's isolate-az windows
