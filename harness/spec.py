@@ -52,6 +52,7 @@ class ProducerGroup:
     txn_size: int = 10
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
+    fenced: str = "renew"
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def _check_transactional(settings: dict[str, Any]) -> None:
                              "transactional.id with enable.idempotence false")
 
 
-_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms")
+_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms", "fenced")
 
 
 def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
@@ -236,7 +237,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:

@@ -36,7 +36,7 @@ from workloads.config import (
     ProducerConfig,
     config_to_json,
 )
-from workloads.exits import DRAIN_INCOMPLETE
+from workloads.exits import DRAIN_INCOMPLETE, FENCED
 
 PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
 PAUSE_WAIT_S = 10.0  # a SIGSTOP or SIGCONT reaches every thread of a process within this
@@ -73,7 +73,7 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     # The run's prefix and the process: the same id for every instance of the process (a new one
                     # fences the old), and no other run's.
                     transactional_id=cluster.transactional_id(name) if group.transactional else None,
-                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share)))
+                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share, fenced=group.fenced)))
     for cgroup in spec.consumers:
         for az in cgroup.azs:
             for _ in range(cgroup.per_az):
@@ -153,7 +153,14 @@ class WorkloadSet:
             if w.role == "observer" and self._lost_power(w):
                 self._restart_observer(w)
                 continue
+            if self._fenced_out(w):  # `fenced: exit`: it ended because a newer instance took its transactional.id
+                self.running.pop(w.name)
+                continue
             raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
+
+    def _fenced_out(self, w: Workload) -> bool:
+        return isinstance(w.config, ProducerConfig) and w.config.fenced == "exit" and \
+            self.processes.exit_status(PROCESS_PREFIX + w.name) == FENCED
 
     def _lost_power(self, w: Workload) -> bool:
         return isinstance(self.runtime, PowerCycled) and \
@@ -232,7 +239,7 @@ class WorkloadSet:
         if stuck:
             late = [f"{s.removeprefix(PROCESS_PREFIX)} ({allowed[s]:.0f} s)" for s in stuck]
             raise WorkloadError(f"workloads {', '.join(late)} did not stop within their time of SIGTERM")
-        self._check_exit_codes(victims, ok=(0,))
+        self._check_exit_codes(victims, ok=(0, FENCED))  # FENCED: only a producer told to end once fenced
 
     def _check_exit_codes(self, finished: list[Workload], ok: tuple[int, ...]) -> dict[str, int]:
         codes = {}

@@ -69,3 +69,32 @@ def test_workload_faults_name_producers_of_the_spec() -> None:
     raw["nemesis"][1]["process"] = "producer-az1-1"
     with pytest.raises(SpecError, match=r"^nemesis\[1\]\.process: producer-az1-1 is not transactional"):
         parse_spec(raw)
+
+
+def test_fenced_is_a_transactional_key_carried_to_the_workload(tmp_path: Path) -> None:
+    from harness.workloadset import plan_workloads
+    from testbed.addressing import make_plan
+    from testbed.kafka.cluster import KafkaCluster
+    from testbed.runfolder import RunFolder
+    from testbed.state import RunState
+    from tests.fakes import FakeRuntime
+    from workloads.config import ProducerConfig, config_to_json, parse_config
+
+    zombie = yaml.safe_load((REPO / "scenarios" / "zombie-fencing.yaml").read_text())
+    spec = parse_spec(zombie, "pause-replace-resume")
+    state = RunState.create(tmp_path, "fl00beef", runtime="fake", settings=spec.cluster.to_json(), harness_pid=1)
+    world = FakeRuntime(make_plan(spec.cluster.network, spec.cluster.nodes), "fl00beef", state)
+    cluster = KafkaCluster(world, spec.cluster, RunFolder(tmp_path).make())
+    producers = [w.config for w in plan_workloads(spec, cluster) if isinstance(w.config, ProducerConfig)]
+    assert {p.fenced for p in producers} == {"exit"}
+    assert parse_config(config_to_json(producers[0])).fenced == "exit"
+    raw = copy.deepcopy(zombie)
+    raw["workloads"]["producers"][0]["fenced"] = "retire"
+    with pytest.raises(SpecError, match=r"workloads\.producers\[0\]\.fenced"):
+        parse_spec(raw)
+    plain = {"azs": ["az1"], "rate": 10, "fenced": "exit"}
+    raw = copy.deepcopy(zombie)
+    raw["workloads"]["producers"] = [plain]
+    raw["nemesis"] = []
+    with pytest.raises(SpecError, match=r"workloads\.producers\[0\]\.fenced: only for a transactional producer"):
+        parse_spec(raw)
