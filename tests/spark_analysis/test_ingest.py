@@ -6,6 +6,7 @@ import io
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -206,7 +207,8 @@ def test_spark_reads_every_table_of_a_lake_without_faults(tmp_path: Path) -> Non
         assert frame.count() == rows[name], name
 
 
-def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> None:
+def transactional_lake(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, pa.Table]]:
+    """A lake of one synthetic transactional run: the lake, its verdict and its history's tables."""
     from checkers.synth_txn import transactional
 
     results, lake = tmp_path / "results", tmp_path / "lake"
@@ -217,6 +219,11 @@ def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> No
     verdict = check(folder.history_dir, engine="pandas")
     write_verdict(verdict, run_dir)
     assert len(ingest(results, lake, io.StringIO()).added) == 1
+    return lake, verdict, tables
+
+
+def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> None:
+    lake, verdict, tables = transactional_lake(tmp_path)
     rows = lake_table(lake, "transactions")
     txns = tables["transactions"].to_pandas()
     assert len(rows) == verdict["stats"]["transactions"] == len(txns)
@@ -225,3 +232,19 @@ def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> No
     assert sum(r["sends"] for r in rows) == tables["writes"].column("txn").drop_null().length()
     assert all(r["begin_s"] is not None and (r["complete_ns"] is None) == (r["duration_ms"] is None) for r in rows)
     assert any(r["faults"] for r in rows)  # the synthetic history's isolate-az windows
+
+
+@pytest.mark.spark
+def test_the_notebooks_transactions_query(tmp_path: Path) -> None:
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    lake, verdict, _ = transactional_lake(tmp_path)
+    spark = spark_session()
+    summary = q.transactions_by_scenario(q.table(spark, lake, "transactions"), q.table(spark, lake, "runs"))
+    assert len(summary) == 1
+    row = summary.iloc[0]
+    assert (row["runs"], row["transactions"]) == (1, verdict["stats"]["transactions"])
+    assert (row["committed"], row["aborted"], row["unknown"]) == (
+        verdict["stats"]["committed"], verdict["stats"]["aborted"], verdict["stats"]["unknown"])
+    assert 0 < row["during_a_fault"] <= row["transactions"] and 0 < row["duration_ms_p50"] <= row["duration_ms_p99"]
