@@ -19,7 +19,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -52,7 +52,7 @@ class ProducerGroup:
     txn_size: int = 10
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
-    fenced: str = "renew"
+    fenced: Literal["renew", "exit"] = "renew"
 
 
 @dataclass(frozen=True)

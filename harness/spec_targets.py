@@ -19,9 +19,14 @@ from testbed.errors import SpecError
 
 
 class _Producers(Protocol):
-    azs: tuple[str, ...]
-    per_az: int
-    transactional: bool
+    @property
+    def azs(self) -> tuple[str, ...]: ...
+
+    @property
+    def per_az(self) -> int: ...
+
+    @property
+    def transactional(self) -> bool: ...
 
 
 def producer_names(producers: Sequence[_Producers]) -> dict[str, bool]:
