@@ -31,7 +31,8 @@ from report.faults import FaultEvent, FaultWindow
 from report.figures import SERIES_COLORS, Frame, add_faults, base_layout
 
 STATUS = (("ok", "committed", "#059669"), ("fail", "aborted", "#9ca3af"), ("info", "unknown", "#dc2626"))
-TXN_ANOMALIES = ("aborted-read", "uncommitted-read", "torn-transaction", "unreadable", "recovered", "lost")
+TXN_ANOMALIES = ("aborted-read", "uncommitted-read", "torn-transaction", "unreadable", "skipped-input", "reprocessed",
+                 "recovered", "lost")
 MAX_DRILLDOWNS = 3  # examples traced per anomaly
 MAX_ROWS = 30  # writes or reads shown per transaction
 MAX_PRODUCERS = 12  # producers drawn, one row each
