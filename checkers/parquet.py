@@ -225,6 +225,7 @@ class RowSummary:
     processes: set[str] = field(default_factory=set)
     topics: set[str] = field(default_factory=set)
     grouped: set[str] = field(default_factory=set)  # processes with a row whose `group` is set
+    by_process: Counter[tuple[str, str]] = field(default_factory=Counter)  # rows per (process, domain value)
     bad: bool = False
 
 
@@ -248,6 +249,14 @@ def _value_counts(array: pa.Array) -> Counter[str]:
         for entry in pc.value_counts(array.drop_null()).to_pylist():
             counts[entry["values"]] += entry["counts"]
     return counts
+
+
+def _pair_counts(first: pa.Array, second: pa.Array) -> Counter[tuple[str, str]]:
+    """Rows per (first, second) pair of values (nulls left out)."""
+    plain = [pc.cast(a, a.type.value_type) if pa.types.is_dictionary(a.type) else a for a in (first, second)]
+    grouped = pa.table({"a": plain[0], "b": plain[1]}).group_by(["a", "b"]).aggregate([([], "count_all")])
+    return Counter({(a, b): n for a, b, n in zip(*(grouped.column(c).to_pylist() for c in ("a", "b", "count_all")),
+                                                 strict=True) if a is not None and b is not None})
 
 
 def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
@@ -277,6 +286,7 @@ def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
                 out.processes |= _distinct(batch.column("process"))
                 out.topics |= _distinct(batch.column("topic"))
                 out.counts.update(_value_counts(batch.column(domain)))
+                out.by_process.update(_pair_counts(batch.column("process"), batch.column(domain)))
                 if "group" in present:
                     process = batch.column("process")
                     out.grouped |= _distinct(process.filter(pc.is_valid(batch.column("group"))))
