@@ -12,8 +12,10 @@ the per-value facts, which carry the value's write (no join). Positions
 (reordered) and poll order (nonmonotonic-poll, poll-skip) are window
 functions. The intermediate tables are cached for the one job that computes
 (and caches) every anomaly instance and returns their counts; when instances
-are few (the usual case) they are fetched whole and examples picked here,
-otherwise one more job ranks each anomaly and fetches only its examples.
+are few (up to SMALL_INSTANCES, the usual case) they are fetched whole as
+Arrow and examples picked here, otherwise one more job ranks each anomaly and
+fetches only its examples. Contract v2 (checkers.txn_spark) adds its columns
+to the same shuffle and per-value table rather than a plan of its own.
 The per-anomaly queries are in checkers.spark_queries; this module plans
 and runs them.
 """
@@ -66,8 +68,8 @@ def top_from_arrow(table: pa.Table) -> dict[str, list[dict[str, Any]]]:
     for name in sorted(pc.unique(names).drop_null().to_pylist()):
         rows = table.filter(pc.equal(names, name))
         keys = a.SORT_KEYS.get(name, ("value",))
-        order = pc.sort_indices(rows, sort_keys=[("is_error", "descending"), *[(k, "ascending") for k in keys]],
-                                null_placement="at_start")
+        order = pc.sort_indices(rows, sort_keys=[("is_error", "descending", "at_start"),
+                                                 *[(k, "ascending", "at_start") for k in keys]])
         n_errors = pc.sum(pc.cast(rows.column("is_error"), pa.int64())).as_py() or 0
         picked = pc.take(order, pa.array(a.example_positions(n_errors, rows.num_rows), pa.int64()))
         instances[name] = [_instance(row) for row in rows.take(picked).to_pylist()]

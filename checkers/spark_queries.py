@@ -23,10 +23,32 @@ INSTANCE_TYPES = {
 POS = ["topic", "partition", "offset"]
 STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
 WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
-# contract v2: a write's transaction as integers (checkers.txn_spark.write_facts), so the aggregations stay hash
+# contract v2: a write's transaction as integers (checkers.txn_spark.Plan.writes), so the aggregations stay hash
 # aggregations: in a transaction, its status id, intent abort, end_ns, the transaction's id, txn without a row.
 TXN_FACTS = ("w_in_txn", "w_tstatus", "w_abort", "w_end_ns", "w_txn_id", "w_missing")
+# ... as the shuffle carries them: the four small ones packed into the bits of one int (TXN_BITS: name, shift, width;
+# a width-2 field holds its value plus one, 0 for null)
+PACKED_TXN_FACTS = ("w_txn_bits", "w_end_ns", "w_txn_id")
+TXN_BITS = (("w_in_txn", 0, 1), ("w_missing", 1, 1), ("w_abort", 2, 2), ("w_tstatus", 4, 2))
 LONG_FACTS = ("w_op_id", "w_invoke_ns", "w_end_ns", "w_txn_id")
+FINAL, LIVE = (2, 4), (1, 3)  # kinds of read: 1 live, 2 final; 3 and 4 the same by a read_committed process (v2)
+
+
+def pack_txn_bits(fields: dict[str, SparkColumn]) -> SparkColumn:
+    """TXN_BITS' fields as one int (each of ``fields`` an int column, the width-2 ones possibly null)."""
+    parts = [
+        (F.coalesce(fields[name] + 1, F.lit(0)) if width == 2 else fields[name]) * (1 << shift)
+        for name, shift, width in TXN_BITS
+    ]
+    return reduce(lambda x, y: x + y, parts).cast("int")
+
+
+def _unpack_txn_bits(bits: SparkColumn) -> dict[str, SparkColumn]:
+    out = {}
+    for name, shift, width in TXN_BITS:
+        field = F.shiftright(bits, shift).bitwiseAND((1 << width) - 1)
+        out[name] = F.when(field > 0, field - 1) if width == 2 else field
+    return out
 
 
 def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
@@ -44,14 +66,16 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     Writes and reads are shuffled together, once, by value. A write's row sits at its
     acknowledged position (the edge its offset proves), or at a null position when it has
     none; its columns are carried as integers so the aggregation stays a hash aggregation.
-    With ``v2`` (contract v2), ``w`` carries TXN_FACTS and ``r`` an ``rc`` flag (read by a
-    read_committed process): the rows add frc and fru (in F by a read_committed process or
-    not), rc_poll (the first poll of a read_committed read) and the write's transaction.
+    With ``v2`` (contract v2), ``w`` carries PACKED_TXN_FACTS and ``r`` an ``rc`` flag (read by a
+    read_committed process, kinds 3 and 4): the rows add frc and fru (in F by a read_committed
+    process or not), rc_poll (the first poll of a read_committed read) and the write's transaction.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), STATUS_IDS.items(), F)
-    write_v2: list[SparkColumn | str] = [*TXN_FACTS, F.lit(0).alias("rc"), F.lit(None).cast("long").alias("rc_poll")]
-    read_v2: list[SparkColumn | str] = ["rc", F.when(F.col("rc") == 1, F.col("poll_ns")).alias("rc_poll")]
+    write_v2: list[SparkColumn | str] = [*PACKED_TXN_FACTS, F.lit(None).cast("long").alias("rc_poll")]
+    read_v2: list[SparkColumn | str] = [F.when(F.col("rc") == 1, F.col("poll_ns")).alias("rc_poll")]
+    kind = F.when(F.col("phase") == "final", 2).otherwise(1)
+    kind = kind + 2 * F.col("rc") if v2 else kind
     writes = w.select(
         "value",
         *[F.when(acked, F.col(c)).alias(c) for c in POS],
@@ -67,27 +91,27 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     reads = r.select(
         "value",
         *POS,
-        F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"),
+        kind.alias("kind"),
         *[
             F.lit(None).cast("long" if c in LONG_FACTS else "int").alias(c)
-            for c in (*WRITE_FACTS, *(TXN_FACTS if v2 else ()))
+            for c in (*WRITE_FACTS, *(PACKED_TXN_FACTS if v2 else ()))
         ],
         *(read_v2 if v2 else []),
     )
     kind = F.col("kind")
     txn_aggs = [
-        F.max(((kind == 2) & (F.col("rc") == 1)).cast("int")).alias("frc"),
-        F.max(((kind == 2) & (F.col("rc") == 0)).cast("int")).alias("fru"),
+        F.max((kind == FINAL[1]).cast("int")).alias("frc"),
+        F.max((kind == FINAL[0]).cast("int")).alias("fru"),
         F.min("rc_poll").alias("rc_poll"),
-        *[F.max(c).alias(c) for c in TXN_FACTS],
+        *[F.max(c).alias(c) for c in PACKED_TXN_FACTS],
     ]
     return (
         writes.unionByName(reads)
         .repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
-            F.max((kind == 2).cast("int")).alias("f"),
-            F.max((kind == 1).cast("int")).alias("l"),
+            F.max(kind.isin(*FINAL).cast("int")).alias("f"),
+            F.max(kind.isin(*LIVE).cast("int")).alias("l"),
             F.sum((kind == 0).cast("int")).alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
             *(txn_aggs if v2 else []),
@@ -103,7 +127,10 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     """
     status = F.col("w_status")
     txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
-                *[F.max(c).alias(c) for c in TXN_FACTS]]
+                *[F.max(c).alias(c) for c in PACKED_TXN_FACTS]]
+    unpacked = _unpack_txn_bits(F.col("w_txn_bits"))
+    txn_cols: list[SparkColumn | str] = ["in_frc", "in_fru", "rc_poll",
+                                         *[unpacked.get(c, F.col(c)).alias(c) for c in TXN_FACTS]]
     return (
         facts.groupBy("value")
         .agg(
@@ -129,7 +156,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
             F.col("w_invoke_ns").alias("invoke_ns"),
             F.col("w_topic").alias("topic"),
             F.col("w_partition").alias("partition"),
-            *(["in_frc", "in_fru", "rc_poll", *TXN_FACTS] if v2 else []),
+            *(txn_cols if v2 else []),
         )
     )
 

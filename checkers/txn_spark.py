@@ -81,7 +81,7 @@ class Plan:
         return r.withColumn("rc", (F.col("process").isin(*rc) if rc else F.lit(False)).cast("int"))
 
     def writes(self, w: DataFrame) -> DataFrame:
-        """``w`` with spark_queries.TXN_FACTS: its transaction as integers."""
+        """``w`` with spark_queries.PACKED_TXN_FACTS: its transaction as integers."""
         txn = F.col("txn")
         if self.t is None:
             joined = w.withColumns({"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
@@ -93,8 +93,10 @@ class Plan:
                                F.col("end_ns").alias("w_end_ns"))
             rows = self.terms.transactions.num_rows if self.terms.transactions is not None else 0
             joined = w.join(F.broadcast(tx) if rows <= BROADCAST_ROWS else tx, "txn", "left")
-        return joined.withColumns({"w_in_txn": txn.isNotNull().cast("int"),
-                                   "w_missing": (txn.isNotNull() & F.col("w_txn_id").isNull()).cast("int")})
+        bits = q.pack_txn_bits({"w_in_txn": txn.isNotNull().cast("int"),
+                                "w_missing": (txn.isNotNull() & F.col("w_txn_id").isNull()).cast("int"),
+                                "w_abort": F.col("w_abort"), "w_tstatus": F.col("w_tstatus")})
+        return joined.withColumn("w_txn_bits", bits)
 
     def conditions(self) -> dict[str, SparkColumn]:
         """The per-value anomalies on a row of spark_queries.value_facts(v2=True): v1's, restated with transactions."""
