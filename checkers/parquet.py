@@ -252,11 +252,21 @@ def _value_counts(array: pa.Array) -> Counter[str]:
 
 
 def _pair_counts(first: pa.Array, second: pa.Array) -> Counter[tuple[str, str]]:
-    """Rows per (first, second) pair of values (nulls left out)."""
-    plain = [pc.cast(a, a.type.value_type) if pa.types.is_dictionary(a.type) else a for a in (first, second)]
-    grouped = pa.table({"a": plain[0], "b": plain[1]}).group_by(["a", "b"]).aggregate([([], "count_all")])
-    return Counter({(a, b): n for a, b, n in zip(*(grouped.column(c).to_pylist() for c in ("a", "b", "count_all")),
-                                                 strict=True) if a is not None and b is not None})
+    """Rows per (first, second) pair of values (nulls left out); dictionary columns grouped by their indices."""
+    keys, names = [], []
+    for array in (first, second):
+        if pa.types.is_dictionary(array.type):
+            keys.append(array.indices)
+            names.append(array.dictionary.to_pylist())
+        else:
+            keys.append(array)
+            names.append(None)
+    grouped = pa.table({"a": keys[0], "b": keys[1]}).group_by(["a", "b"]).aggregate([([], "count_all")])
+    counts: Counter[tuple[str, str]] = Counter()
+    for a, b, n in zip(*(grouped.column(c).to_pylist() for c in ("a", "b", "count_all")), strict=True):
+        if a is not None and b is not None:
+            counts[(names[0][a] if names[0] is not None else a, names[1][b] if names[1] is not None else b)] += n
+    return counts
 
 
 def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
