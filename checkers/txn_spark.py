@@ -232,5 +232,7 @@ def _skipped(spark: SparkSession, v: DataFrame, o: DataFrame, outputs: DataFrame
                                    "topic string, partition long, high long")
     below = o.join(F.broadcast(limits), ["topic", "partition"]).filter(F.col("offset") < F.col("high"))
     named = outputs.select(F.col("source").alias("value"))
-    values = below.select("value").distinct().join(named, "value", "left_anti")
-    return values.join(v.filter(F.col("is_w")).select("value", "process", "invoke_ns"), "value", "left")
+    skipped = below.select("value").distinct().join(named, "value", "left_anti")
+    # Every value of O has its row in v (the writer's process and invoke_ns, null for a value nobody wrote), and
+    # the skipped ones are few: broadcast them, so v is not shuffled for the join.
+    return v.join(F.broadcast(skipped), "value").select("value", "process", "invoke_ns")
