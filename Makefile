@@ -117,8 +117,11 @@ bench-txn:
 bench-unsyncfs:
 	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
 
+# The Spark engine warm (v1 and v2 histories in turn), as whole cold processes, pandas (time, peak memory) and the
+# full-column scan, one beside the other (~8 min on 2 cores); BENCH_CHECKER_FLAGS="--repeats 3" for medians.
+BENCH_CHECKER_FLAGS ?= --sizes 1000000,10000000 --repeats 1
 bench-checker:
-	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3 --whole
+	$(PY) bench/bench_checker.py --whole --whole-engine spark --txn $(BENCH_CHECKER_FLAGS)
 
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000

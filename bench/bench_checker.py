@@ -4,11 +4,13 @@ Generates synthetic Parquet histories of 100k, 1M and 10M operations (cached
 under ~/.cache/faultline/bench, never in the repo), then times, median of
 ``--repeats``: the Spark engine (a warm session, whole ``check``), the pandas
 engine (in a child process with a memory cap, so running out of memory is
-reported with where it stopped) and a bare Spark scan of the same files
-(read + count, and a full read of every column to a no-op sink). With
-``--whole`` it also times whole processes, as a user meets them: the full-column
-scan (xxhash64 over every column) and ``python -m checkers`` with
-``--engine auto`` (its verdict's engine named), one beside the other.
+reported with where it stopped; its peak resident memory beside its time) and a
+bare Spark scan of the same files (read + count, and a full read of every column
+to a no-op sink). With ``--whole`` it also times whole processes, as a user meets
+them: the full-column scan (xxhash64 over every column) and ``python -m checkers``
+with ``--whole-engine`` (auto by default; its verdict's engine named), one beside
+the other. With ``--txn`` the Spark engine also judges the transactional (contract
+v2) form of each history (checkers.synth_txn), warm, in turn with the v1 one.
 
     .venv/bin/python bench/bench_checker.py [--sizes 100000,1000000,10000000] [--repeats 3]
 """
@@ -43,7 +45,8 @@ try:
 except MemoryError:
     print(f"MemoryError after {time.perf_counter() - start:.1f}s", flush=True)
     sys.exit(4)
-print(f"OK {time.perf_counter() - start:.3f} {sum(v for v in verdict['counts'].values() if v)}", flush=True)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+print(f"OK {time.perf_counter() - start:.3f} {sum(v for v in verdict['counts'].values() if v)} {peak:.2f}", flush=True)
 """
 
 
@@ -55,6 +58,30 @@ def history(size: int) -> Path:
         write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
         print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
     return directory
+
+
+def txn_history(size: int) -> Path:
+    """The transactional (contract v2) form of history(size): checkers.synth_txn over the same synthetic history."""
+    from checkers.synth_txn import transactional
+
+    directory = CACHE / f"txn-{size}"
+    if not (directory / "reads.parquet").exists():
+        started = time.perf_counter()
+        write_history(transactional(generate(SynthSpec(operations=size, seed=size % 1000))), directory)
+        print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
+    return directory
+
+
+def alternated(first: Any, second: Any, repeats: int) -> tuple[float, float]:
+    """Medians of ``first`` and ``second`` run in turn (so drift on a shared machine hits both alike)."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeats):
+        for fn, times in ((first, a), (second, b)):
+            started = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - started)
+    return statistics.median(a), statistics.median(b)
 
 
 def rows(directory: Path) -> int:
@@ -89,7 +116,8 @@ def spark_scans(directory: Path, repeats: int) -> tuple[float, float]:
 
 
 def pandas_run(directory: Path, repeats: int, mem_gib: int) -> str:
-    times = []
+    """Median seconds of the pandas engine in a child process, and its peak resident memory (GiB)."""
+    times, peaks = [], []
     for _ in range(repeats):
         started = time.perf_counter()
         proc = subprocess.run(
@@ -102,8 +130,10 @@ def pandas_run(directory: Path, repeats: int, mem_gib: int) -> str:
         if proc.returncode != 0:
             tail = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or ["?"])[-1]
             return f"failed after {wall:.1f}s (rc={proc.returncode}: {tail[:80]})"
-        times.append(float(proc.stdout.split()[1]))
-    return f"{statistics.median(times):.1f}"
+        fields = proc.stdout.split()
+        times.append(float(fields[1]))
+        peaks.append(float(fields[3]))
+    return f"{statistics.median(times):.1f} ({max(peaks):.2f} GiB)"
 
 
 SCAN_CHILD = """
@@ -113,7 +143,7 @@ from checkers.spark_session import spark_session
 spark = spark_session()
 for t in ("writes", "reads"):
     frame = spark.read.parquet(f"{sys.argv[1]}/{t}.parquet")
-    frame.select(F.sum(F.xxhash64(*frame.columns))).collect()
+    frame.select(F.max(F.xxhash64(*frame.columns))).collect()  # max: a sum would overflow (ANSI mode)
 """
 
 
@@ -140,6 +170,8 @@ def main() -> None:
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--whole", action="store_true", help="also whole processes: scan and python -m checkers")
     parser.add_argument("--whole-engine", default="auto", help="the --engine of the whole-process checker")
+    parser.add_argument("--txn", action="store_true",
+                        help="also the Spark engine on the transactional form of each history, in turn with v1")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     dirs = {size: history(size) for size in sizes}
@@ -148,6 +180,13 @@ def main() -> None:
     for size in sizes:
         directory = dirs[size]
         spark_s, verdict = timed(lambda d=directory: check(d, engine="spark"), args.repeats)
+        v2 = {}
+        if args.txn:
+            txn_dir = txn_history(size)
+            check(txn_dir, engine="spark")  # its plan's code generated once, as the v1 history's was
+            v1_s, v2_s = alternated(lambda d=directory: check(d, engine="spark"),
+                                    lambda d=txn_dir: check(d, engine="spark"), args.repeats)
+            v2 = {"spark_v1_s": round(v1_s, 1), "spark_v2_s": round(v2_s, 1), "v2_vs_v1": round(v2_s / v1_s, 2)}
         count_s, full_s = spark_scans(directory, args.repeats)
         pandas = (
             "skipped"
@@ -163,6 +202,7 @@ def main() -> None:
             "scan_full_s": round(full_s, 2),
             "spark_vs_full_scan": round(spark_s / full_s, 1) if full_s else None,
             "valid": verdict["valid"],
+            **v2,
         }
         if args.whole:
             scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
@@ -178,6 +218,10 @@ def main() -> None:
             f"{r['operations']:>11} {r['rows']:>11} {r['spark_s']:>8} {r['pandas_s']:>10} "
             f"{r['scan_count_s']:>13} {r['scan_full_s']:>12} {r['spark_vs_full_scan']:>10}"
         )
+    if args.txn:
+        print(f"\nSpark, warm, v1 and v2 in turn: {'operations':>11} {'v1 s':>6} {'v2 s':>6} {'v2/v1':>6}")
+        for r in results:
+            print(f"{'':>31}{r['operations']:>11} {r['spark_v1_s']:>6} {r['spark_v2_s']:>6} {r['v2_vs_v1']:>6}")
     if args.whole:
         print(f"\nwhole processes ({args.whole_engine}): {'operations':>11} {'scan s':>7} {'checker s':>10} {'engine':>7} {'x scan':>7}")
         for r in results:

@@ -225,6 +225,7 @@ class RowSummary:
     processes: set[str] = field(default_factory=set)
     topics: set[str] = field(default_factory=set)
     grouped: set[str] = field(default_factory=set)  # processes with a row whose `group` is set
+    by_process: Counter[tuple[str, str]] = field(default_factory=Counter)  # rows per (process, domain value)
     bad: bool = False
 
 
@@ -247,6 +248,24 @@ def _value_counts(array: pa.Array) -> Counter[str]:
     else:
         for entry in pc.value_counts(array.drop_null()).to_pylist():
             counts[entry["values"]] += entry["counts"]
+    return counts
+
+
+def _pair_counts(first: pa.Array, second: pa.Array) -> Counter[tuple[str, str]]:
+    """Rows per (first, second) pair of values (nulls left out); dictionary columns grouped by their indices."""
+    keys, names = [], []
+    for array in (first, second):
+        if pa.types.is_dictionary(array.type):
+            keys.append(array.indices)
+            names.append(array.dictionary.to_pylist())
+        else:
+            keys.append(array)
+            names.append(None)
+    grouped = pa.table({"a": keys[0], "b": keys[1]}).group_by(["a", "b"]).aggregate([([], "count_all")])
+    counts: Counter[tuple[str, str]] = Counter()
+    for a, b, n in zip(*(grouped.column(c).to_pylist() for c in ("a", "b", "count_all")), strict=True):
+        if a is not None and b is not None:
+            counts[(names[0][a] if names[0] is not None else a, names[1][b] if names[1] is not None else b)] += n
     return counts
 
 
@@ -277,6 +296,7 @@ def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
                 out.processes |= _distinct(batch.column("process"))
                 out.topics |= _distinct(batch.column("topic"))
                 out.counts.update(_value_counts(batch.column(domain)))
+                out.by_process.update(_pair_counts(batch.column("process"), batch.column(domain)))
                 if "group" in present:
                     process = batch.column("process")
                     out.grouped |= _distinct(process.filter(pc.is_valid(batch.column("group"))))

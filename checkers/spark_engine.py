@@ -12,8 +12,10 @@ the per-value facts, which carry the value's write (no join). Positions
 (reordered) and poll order (nonmonotonic-poll, poll-skip) are window
 functions. The intermediate tables are cached for the one job that computes
 (and caches) every anomaly instance and returns their counts; when instances
-are few (the usual case) they are fetched whole and examples picked here,
-otherwise one more job ranks each anomaly and fetches only its examples.
+are few (up to SMALL_INSTANCES, the usual case) they are fetched whole as
+Arrow and examples picked here, otherwise one more job ranks each anomaly and
+fetches only its examples. Contract v2 (checkers.txn_spark) adds its columns
+to the same shuffle and per-value table rather than a plan of its own.
 The per-anomaly queries are in checkers.spark_queries; this module plans
 and runs them.
 """
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, Window
@@ -32,17 +36,18 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies as a
 from checkers import spark_queries as q
-from checkers import txn_spark
+from checkers import txn_spark, txn_terms
 from checkers.classify import ClientConfig, Rule, rules
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError
+from checkers.parquet import RowSummary
 from checkers.schema import READS, WRITES
 from checkers.sources import TableSource
 from checkers.spark_session import spark_session
 from checkers.spark_tables import raise_bad_row, read_table, summarize
 
 DUPLICATE_WRITE = "_duplicate-write"
-SMALL_INSTANCES = 50_000  # instance rows fetched whole (a few MB); past it Spark picks the examples
+SMALL_INSTANCES = 1_000_000  # instance rows fetched whole as Arrow (~100 MB at most); past it Spark picks the examples
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 Totals = dict[str, tuple[int, int]]
 
@@ -51,20 +56,24 @@ def _instance(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in (*a.INSTANCE_COLUMNS, "is_error")}
 
 
-def top_instances(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """The example instances: errors first, then by the anomaly's sort key (as Spark orders them)."""
-    keys = a.SORT_KEYS.get(name, ("value",))
-    rows = sorted(rows, key=lambda r: (not r["is_error"], *(r[k] for k in keys)))
-    n_errors = sum(1 for r in rows if r["is_error"])
-    return [_instance(rows[i]) for i in a.example_positions(n_errors, len(rows))]
+def top_from_arrow(table: pa.Table) -> dict[str, list[dict[str, Any]]]:
+    """The example instances of an instance set fetched whole (as Arrow).
 
-
-def _top_from_rows(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The example instances of a small instance set, fetched whole."""
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_name.setdefault(row["anomaly"], []).append(row)
-    return {name: top_instances(found, name) for name, found in by_name.items()}
+    Each anomaly's rows are ordered by Arrow (errors first, then its sort key, anomalies.SORT_KEYS,
+    nulls first as in Spark), anomalies.example_positions picks from that order, and only the
+    picked rows become Python values.
+    """
+    instances: dict[str, list[dict[str, Any]]] = {}
+    names = table.column("anomaly")
+    for name in sorted(pc.unique(names).drop_null().to_pylist()):
+        rows = table.filter(pc.equal(names, name))
+        keys = a.SORT_KEYS.get(name, ("value",))
+        order = pc.sort_indices(rows, sort_keys=[("is_error", "descending", "at_start"),
+                                                 *[(k, "ascending", "at_start") for k in keys]])
+        n_errors = pc.sum(pc.cast(rows.column("is_error"), pa.int64())).as_py() or 0
+        picked = pc.take(order, pa.array(a.example_positions(n_errors, rows.num_rows), pa.int64()))
+        instances[name] = [_instance(row) for row in rows.take(picked).to_pylist()]
+    return instances
 
 
 def _totals(flagged: DataFrame) -> Totals:
@@ -78,7 +87,7 @@ def _totals(flagged: DataFrame) -> Totals:
 
 
 def _top_in_spark(flagged: DataFrame, totals: Totals) -> dict[str, list[dict[str, Any]]]:
-    """The example instances of a large instance set, picked in Spark (as top_instances does).
+    """The example instances of a large instance set, picked in Spark (as top_from_arrow picks them).
 
     Each anomaly has its own order, so each is ranked on its own; one job fetches them all.
     """
@@ -159,11 +168,13 @@ class SparkEngine:
         w = read_table(self.spark, sources["writes"])
         r = read_table(self.spark, sources["reads"])
         self.writes, self.reads = w, r
-        stats, groups, names = self._check_rows(w, r, sources)
-        flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names)
-        # contract v2: restated v1 anomalies and the new ones (untouched without transactions or sources)
-        flagged, txn_stats = txn_spark.amend(self.spark, flagged, w, r, sources, configs, rules(configs, groups))
-        stats.update(txn_stats)
+        stats, groups, names, read_summary = self._check_rows(w, r, sources)
+        # contract v2 (None without transactions or sources): its columns ride on the v1 plan's one shuffle
+        plan = txn_spark.prepare(self.spark, w, sources, configs, read_summary)
+        stats.update(plan.stats() if plan else txn_terms.stats(None))
+        if plan is not None:
+            w, r = plan.writes(w), plan.reads(r)
+        flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names, plan)
         # Few partitions: the union has one set per branch, and each later look-up scans them all.
         flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
         cached.append(flagged)
@@ -172,12 +183,14 @@ class SparkEngine:
             totals = _totals(flagged)
             if sum(n for n, _ in totals.values()) <= SMALL_INSTANCES:
                 # Usually the instances are few: fetch them all and pick the examples here.
-                instances = _top_from_rows([row.asDict() for row in flagged.collect()])
+                instances = top_from_arrow(flagged.toArrow())
             else:
                 instances = _top_in_spark(flagged, totals)
         finally:
             for frame in cached:
                 frame.unpersist()
+        if plan is not None and totals.get(txn_spark.MISSING_TXN, (0, 0))[0]:
+            plan.raise_missing(sources)
         if totals.get(DUPLICATE_WRITE, (0, 0))[0]:
             value = instances[DUPLICATE_WRITE][0]["value"]
             raise HistoryError(f"{sources['writes'].path}: column 'value'", f"duplicate value {value!r}")
@@ -187,7 +200,7 @@ class SparkEngine:
 
     def _check_rows(
         self, w: DataFrame, r: DataFrame, sources: dict[str, TableSource]
-    ) -> tuple[dict[str, int], list[str], Names]:
+    ) -> tuple[dict[str, int], list[str], Names, RowSummary]:
         ws = summarize(w, WRITES, sources["writes"])
         if ws.bad:
             raise_bad_row(w, WRITES, sources["writes"])
@@ -205,32 +218,39 @@ class SparkEngine:
         names = Names(
             processes=tuple(sorted(ws.processes | rs.processes)), topics=tuple(sorted(ws.topics | rs.topics))
         )
-        return stats, groups, names
+        return stats, groups, names, rs
 
     def _flagged(
-        self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names
+        self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names, plan: txn_spark.Plan | None
     ) -> tuple[DataFrame, list[DataFrame]]:
         """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it.
 
-        ``w`` and ``r`` carry process and topic ids; instances get the names back.
+        ``w`` and ``r`` carry process and topic ids; instances get the names back. With a
+        contract v2 ``plan``, they carry its columns too, and its anomalies join the instances.
         """
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
-        facts = q.value_position_facts(w, r, parts).persist(CACHE_LEVEL)
-        values = q.value_facts(facts).persist(CACHE_LEVEL)
+        v2 = plan is not None
+        facts = q.value_position_facts(w, r, parts, v2).persist(CACHE_LEVEL)
+        values = q.value_facts(facts, v2).persist(CACHE_LEVEL)
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)
-            .agg(F.count(F.lit(1)).alias("n_values"), F.max("f").alias("has_final"))
+            .agg(F.count(F.lit(1)).alias("n_values"), F.max("f").alias("has_final"),
+                 *([F.max("frc").alias("has_frc")] if v2 else []))
             .persist(CACHE_LEVEL)
         )
         odd_polls = q.odd_polls(r).persist(CACHE_LEVEL)
+        restated = plan is not None and plan.terms.has_transactions
         found = {
             a.DIVERGENCE: positions.filter(F.col("n_values") >= 2),
             a.REORDERED: q.reordered(values),
-            **q.poll_anomalies(odd_polls, positions),
+            **q.poll_anomalies(odd_polls, positions, restated),
         }
-        frames = [q.value_instances(names.decode(values), table)]
+        decoded = names.decode(values)
+        frames = [q.value_instances(decoded, table, plan.conditions() if plan else None)]
         frames += [_instances(frame, name, table[name], names) for name, frame in found.items()]
+        if plan is not None:
+            frames += plan.frames(self.spark, decoded, names.decode(facts), table)
         dup = values.filter(F.col("n_writes") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
         return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]

@@ -23,6 +23,32 @@ INSTANCE_TYPES = {
 POS = ["topic", "partition", "offset"]
 STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
 WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
+# contract v2: a write's transaction as integers (checkers.txn_spark.Plan.writes), so the aggregations stay hash
+# aggregations: in a transaction, its status id, intent abort, end_ns, the transaction's id, txn without a row.
+TXN_FACTS = ("w_in_txn", "w_tstatus", "w_abort", "w_end_ns", "w_txn_id", "w_missing")
+# ... as the shuffle carries them: the four small ones packed into the bits of one int (TXN_BITS: name, shift, width;
+# a width-2 field holds its value plus one, 0 for null)
+PACKED_TXN_FACTS = ("w_txn_bits", "w_end_ns", "w_txn_id")
+TXN_BITS = (("w_in_txn", 0, 1), ("w_missing", 1, 1), ("w_abort", 2, 2), ("w_tstatus", 4, 2))
+LONG_FACTS = ("w_op_id", "w_invoke_ns", "w_end_ns", "w_txn_id")
+FINAL, LIVE = (2, 4), (1, 3)  # kinds of read: 1 live, 2 final; 3 and 4 the same by a read_committed process (v2)
+
+
+def pack_txn_bits(fields: dict[str, SparkColumn]) -> SparkColumn:
+    """TXN_BITS' fields as one int (each of ``fields`` an int column, the width-2 ones possibly null)."""
+    parts = [
+        (F.coalesce(fields[name] + 1, F.lit(0)) if width == 2 else fields[name]) * (1 << shift)
+        for name, shift, width in TXN_BITS
+    ]
+    return reduce(lambda x, y: x + y, parts).cast("int")
+
+
+def _unpack_txn_bits(bits: SparkColumn) -> dict[str, SparkColumn]:
+    out = {}
+    for name, shift, width in TXN_BITS:
+        field = F.shiftright(bits, shift).bitwiseAND((1 << width) - 1)
+        out[name] = F.when(field > 0, field - 1) if width == 2 else field
+    return out
 
 
 def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
@@ -34,15 +60,22 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
-def value_position_facts(w: DataFrame, r: DataFrame, parts: int) -> DataFrame:
+def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False) -> DataFrame:
     """One row per (value, position): flags f (in F) and l (read live), and the value's write.
 
     Writes and reads are shuffled together, once, by value. A write's row sits at its
     acknowledged position (the edge its offset proves), or at a null position when it has
     none; its columns are carried as integers so the aggregation stays a hash aggregation.
+    With ``v2`` (contract v2), ``w`` carries PACKED_TXN_FACTS and ``r`` an ``rc`` flag (read by a
+    read_committed process, kinds 3 and 4): the rows add frc and fru (in F by a read_committed
+    process or not), rc_poll (the first poll of a read_committed read) and the write's transaction.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), STATUS_IDS.items(), F)
+    write_v2: list[SparkColumn | str] = [*PACKED_TXN_FACTS, F.lit(None).cast("long").alias("rc_poll")]
+    read_v2: list[SparkColumn | str] = [F.when(F.col("rc") == 1, F.col("poll_ns")).alias("rc_poll")]
+    kind = F.when(F.col("phase") == "final", 2).otherwise(1)
+    kind = kind + 2 * F.col("rc") if v2 else kind
     writes = w.select(
         "value",
         *[F.when(acked, F.col(c)).alias(c) for c in POS],
@@ -53,36 +86,51 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int) -> DataFrame:
         F.col("invoke_ns").alias("w_invoke_ns"),
         F.col("topic").alias("w_topic"),
         F.col("partition").cast("int").alias("w_partition"),
+        *(write_v2 if v2 else []),
     )
     reads = r.select(
         "value",
         *POS,
-        F.when(F.col("phase") == "final", 2).otherwise(1).alias("kind"),
+        kind.alias("kind"),
         *[
-            F.lit(None).cast("long" if c in ("w_op_id", "w_invoke_ns") else "int").alias(c)
-            for c in WRITE_FACTS
+            F.lit(None).cast("long" if c in LONG_FACTS else "int").alias(c)
+            for c in (*WRITE_FACTS, *(PACKED_TXN_FACTS if v2 else ()))
         ],
+        *(read_v2 if v2 else []),
     )
     kind = F.col("kind")
+    txn_aggs = [
+        F.max((kind == FINAL[1]).cast("int")).alias("frc"),
+        F.max((kind == FINAL[0]).cast("int")).alias("fru"),
+        F.min("rc_poll").alias("rc_poll"),
+        *[F.max(c).alias(c) for c in PACKED_TXN_FACTS],
+    ]
     return (
         writes.unionByName(reads)
         .repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
-            F.max((kind == 2).cast("int")).alias("f"),
-            F.max((kind == 1).cast("int")).alias("l"),
+            F.max(kind.isin(*FINAL).cast("int")).alias("f"),
+            F.max(kind.isin(*LIVE).cast("int")).alias("l"),
             F.sum((kind == 0).cast("int")).alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
+            *(txn_aggs if v2 else []),
         )
     )
 
 
-def value_facts(facts: DataFrame) -> DataFrame:
+def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
 
-    ``facts`` is partitioned by value already, so this needs no shuffle.
+    ``facts`` is partitioned by value already, so this needs no shuffle. With ``v2``: in_frc,
+    in_fru, rc_poll and the write's TXN_FACTS too.
     """
     status = F.col("w_status")
+    txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
+                *[F.max(c).alias(c) for c in PACKED_TXN_FACTS]]
+    unpacked = _unpack_txn_bits(F.col("w_txn_bits"))
+    txn_cols: list[SparkColumn | str] = ["in_frc", "in_fru", "rc_poll",
+                                         *[unpacked.get(c, F.col(c)).alias(c) for c in TXN_FACTS]]
     return (
         facts.groupBy("value")
         .agg(
@@ -92,6 +140,7 @@ def value_facts(facts: DataFrame) -> DataFrame:
             F.min(F.when(F.col("f") == 1, F.col("offset"))).alias("placed"),
             F.sum("n_writes").alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
+            *(txn_aggs if v2 else []),
         )
         .select(
             "value",
@@ -107,16 +156,17 @@ def value_facts(facts: DataFrame) -> DataFrame:
             F.col("w_invoke_ns").alias("invoke_ns"),
             F.col("w_topic").alias("topic"),
             F.col("w_partition").alias("partition"),
+            *(txn_cols if v2 else []),
         )
     )
 
 
-def value_instances(v: DataFrame, table: dict[str, Rule]) -> DataFrame:
-    """The per-value anomalies in one pass: each row tagged with every anomaly it shows."""
+def value_conditions() -> dict[str, SparkColumn]:
+    """The per-value v1 anomalies, as conditions on a row of value_facts."""
     n_fpos = F.coalesce(F.col("n_fpos"), F.lit(0))
     in_reads = F.coalesce(F.col("n_read_kinds"), F.lit(0)) > 0
     status = F.col("status")
-    conditions = {
+    return {
         a.LOST: (status == "ok") & (n_fpos == 0),
         a.DUPLICATE: n_fpos >= 2,
         a.PHANTOM: F.col("is_w").isNull() & in_reads,
@@ -124,13 +174,18 @@ def value_instances(v: DataFrame, table: dict[str, Rule]) -> DataFrame:
         a.FAILED_PRESENT: (status == "fail") & in_reads,
         a.RECOVERED: (status == "info") & (n_fpos > 0),
     }
+
+
+def value_instances(v: DataFrame, table: dict[str, Rule], conditions: dict[str, SparkColumn] | None = None
+                    ) -> DataFrame:
+    """The per-value anomalies in one pass: each row tagged with every anomaly it shows.
+
+    ``conditions``: anomaly name to condition on a row of ``v`` (default: value_conditions()).
+    """
+    conditions = value_conditions() if conditions is None else conditions
     tags = F.array_compact(F.array(*[F.when(cond, F.lit(name)) for name, cond in conditions.items()]))
     tagged = v.select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
-    error = reduce(
-        lambda acc, name: acc.when(F.col("anomaly") == name, error_expr(table[name])),
-        list(conditions)[1:],
-        F.when(F.col("anomaly") == a.LOST, error_expr(table[a.LOST])),
-    )
+    error = reduce(lambda acc, name: acc.when(F.col("anomaly") == name, error_expr(table[name])), conditions, F)
     # Phantoms and vanished reads are judged by no process; report none.
     process = F.when(F.col("anomaly").isin(a.PHANTOM, a.VANISHED_READ), F.lit(None)).otherwise(
         F.col("process")
@@ -164,7 +219,8 @@ def reordered(v: DataFrame) -> DataFrame:
 def odd_polls(r: DataFrame) -> DataFrame:
     """Adjacent live-read pairs that do not advance by exactly one offset (usually few)."""
     order = Window.partitionBy("process", "topic", "partition").orderBy("seq", "offset", "value")
-    live = r.filter(F.col("phase") == "live").select("process", *POS, "seq", "value", "poll_ns")
+    extra = ["rc"] if "rc" in r.columns else []  # contract v2: read by a read_committed process
+    live = r.filter(F.col("phase") == "live").select("process", *POS, "seq", "value", "poll_ns", *extra)
     pairs = live.select(
         "*",
         *[F.lag(c).over(order).alias(f"prev_{c}") for c in ("offset", "value", "seq", "poll_ns")],
@@ -172,13 +228,18 @@ def odd_polls(r: DataFrame) -> DataFrame:
     return pairs.filter(F.col("prev_offset").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1))
 
 
-def poll_anomalies(pairs: DataFrame, positions: DataFrame) -> dict[str, DataFrame]:
+def poll_anomalies(pairs: DataFrame, positions: DataFrame, restated: bool = False) -> dict[str, DataFrame]:
+    """nonmonotonic-poll and poll-skip from odd_polls' pairs and the positions' has_final.
+
+    ``restated`` (contract v2, a history with transactions): a read_committed process's gap
+    (``rc`` 1) counts only a position read in F by a read_committed process (``has_frc``).
+    """
     gaps = pairs.filter(F.col("offset") > F.col("prev_offset") + 1)
     # Does the final log hold an offset strictly inside a gap? Sort gaps and final positions
     # together per partition; the latest final offset before each gap's end must pass its start.
     held = (
         positions.filter(F.col("has_final") == 1)
-        .select(*POS)
+        .select(*POS, *(["has_frc"] if restated else []))
         .join(F.broadcast(gaps.select("topic", "partition").distinct()), ["topic", "partition"], "left_semi")
     )
     merged = gaps.withColumn("ord", F.lit(0)).unionByName(
@@ -190,6 +251,9 @@ def poll_anomalies(pairs: DataFrame, positions: DataFrame) -> dict[str, DataFram
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     last_held = F.max(F.when(F.col("ord") == 1, F.col("offset"))).over(running)
+    if restated:
+        last_rc = F.max(F.when((F.col("ord") == 1) & (F.col("has_frc") == 1), F.col("offset"))).over(running)
+        last_held = F.when(F.col("rc") == 1, last_rc).otherwise(last_held)
     skips = merged.withColumn("last_held", last_held).filter(
         (F.col("ord") == 0) & (F.col("last_held") > F.col("prev_offset"))
     )

@@ -125,4 +125,6 @@ def summarize(frame: DataFrame, spec: TableSpec, source: TableSource) -> RowSumm
     out.processes = {r["process"] for r in rows}
     out.topics = {r["topic"] for r in rows}
     out.grouped = {r["process"] for r in rows if r["in_group"]}
+    for r in rows:
+        out.by_process.update({(r["process"], v): int(r[v] or 0) for v in allowed if r[v]})
     return out

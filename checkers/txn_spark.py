@@ -1,18 +1,26 @@
 """Contract v2 in the Spark engine: the restated v1 anomalies and the six new ones as DataFrame operations.
 
 spec/history.md, "Transactions and exactly-once (contract v2)"; checkers.txn_pandas is the
-reference these queries are tested against. checkers.spark_engine makes one call, `amend`, with
-its instance DataFrame before it runs its one job: for a history with no transaction and no
-`source` value it returns that DataFrame untouched (no v2 work at all). Otherwise it validates
-`writes.txn` against `transactions` (one small job), counts the final reads of read_committed
-processes (one job), and returns the instances with the restated v1 anomalies replaced and the
-new ones added, all still lazy. Must never: use a Python UDF or collect more than a row.
+reference these queries are tested against. They ride on the v1 plan (checkers.spark_engine)
+rather than beside it: `prepare` returns None for a history with no transaction and no `source`
+value (no v2 work at all); otherwise a `Plan` whose `writes` gives each write its transaction as
+integers (a broadcast join with `transactions`) and whose `reads` flags the reads of
+read_committed processes, so the v1 engine's one shuffle by value and its per-value facts carry
+what v2 needs (in F by a read_committed process or not, the first read_committed poll, the
+transaction's status, intent, end and id). The restated v1 anomalies and the per-value v2 ones
+are then conditions on that one per-value table (`conditions`), poll-skip is restated inside the
+v1 poll query, and `frames` adds torn-transaction, reprocessed and skipped-input, all lazy, in
+the engine's one job. A `writes.txn` without its `transactions` row is found in the same job and
+named afterwards (`raise_missing`, one small job only then). The read_committed final reads are
+counted by the row-check pass, not by a job. Must never: use a Python UDF or collect more than a row.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,11 +29,14 @@ from checkers import anomalies as a
 from checkers import spark_queries as q
 from checkers import txn_terms
 from checkers.classify import ClientConfig, Rule
+from checkers.parquet import RowSummary
 from checkers.sources import TableSource
 from checkers.spark_tables import read_table
 from checkers.txn_terms import Terms
 
 POS = ["topic", "partition", "offset"]
+MISSING_TXN = "_missing-txn"  # an instance per value whose `writes.txn` has no `transactions` row
+BROADCAST_ROWS = 5_000_000  # up to this many transactions (or sourced writes), they are broadcast (no shuffle)
 
 
 def _as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
@@ -42,133 +53,168 @@ def _flag(cond: SparkColumn) -> SparkColumn:
     return F.coalesce(cond, F.lit(False))
 
 
-def amend(spark: SparkSession, flagged: DataFrame, w: DataFrame, r: DataFrame, sources: dict[str, TableSource],
-          configs: dict[str, ClientConfig], table: dict[str, Rule]) -> tuple[DataFrame, dict[str, int]]:
-    """The instances judged by contract v2, and the transaction stats (see the module docstring)."""
+def _has(col: str) -> SparkColumn:
+    return F.coalesce(F.col(col), F.lit(0)) == 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A history's v2 terms and what the Spark engine needs of them (see the module docstring)."""
+
+    terms: Terms
+    t: DataFrame | None  # the transactions table (None: the history has none)
+    w: DataFrame  # `writes` as read (its `source` column)
+    n_rc_final: int  # final reads by read_committed processes
+    n_sourced: int | None = None  # writes with a `source` (from Parquet footers; None: not known)
+
+    @property
+    def use_frc(self) -> bool:
+        """O is Frc when some read_committed process read the final log, else F."""
+        return self.n_rc_final > 0
+
+    def stats(self) -> dict[str, int]:
+        return txn_terms.stats(self.terms, self.n_rc_final)
+
+    def reads(self, r: DataFrame) -> DataFrame:
+        """``r`` with ``rc``: 1 for a read by a read_committed process."""
+        rc = sorted(self.terms.read_committed)
+        return r.withColumn("rc", (F.col("process").isin(*rc) if rc else F.lit(False)).cast("int"))
+
+    def writes(self, w: DataFrame) -> DataFrame:
+        """``w`` with spark_queries.PACKED_TXN_FACTS: its transaction as integers."""
+        txn = F.col("txn")
+        if self.t is None:
+            joined = w.withColumns({"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
+                                    "w_end_ns": F.lit(None).cast("long"), "w_txn_id": F.lit(None).cast("long")})
+        else:
+            status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), q.STATUS_IDS.items(), F)
+            tx = self.t.select("txn", F.monotonically_increasing_id().alias("w_txn_id"), status.alias("w_tstatus"),
+                               (F.col("intent") == "abort").cast("int").alias("w_abort"),
+                               F.col("end_ns").alias("w_end_ns"))
+            rows = self.terms.transactions.num_rows if self.terms.transactions is not None else 0
+            joined = w.join(F.broadcast(tx) if rows <= BROADCAST_ROWS else tx, "txn", "left")
+        bits = q.pack_txn_bits({"w_in_txn": txn.isNotNull().cast("int"),
+                                "w_missing": (txn.isNotNull() & F.col("w_txn_id").isNull()).cast("int"),
+                                "w_abort": F.col("w_abort"), "w_tstatus": F.col("w_tstatus")})
+        return joined.withColumn("w_txn_bits", bits)
+
+    def conditions(self) -> dict[str, SparkColumn]:
+        """The per-value anomalies on a row of spark_queries.value_facts(v2=True): v1's, restated with transactions."""
+        conditions = q.value_conditions()
+        if not self.terms.has_transactions:
+            return conditions
+        in_txn = _has("w_in_txn")
+        status, tstatus = F.col("status"), F.col("w_tstatus")
+        is_w = _flag(F.col("is_w"))
+        acked = is_w & _flag((~in_txn & (status == "ok")) | (in_txn & (tstatus == q.STATUS_IDS["ok"])))
+        aborted = _flag(in_txn & (tstatus == q.STATUS_IDS["fail"]))
+        unknown = is_w & _flag((~in_txn & (status == "info")) | (in_txn & (tstatus == q.STATUS_IDS["info"])))
+        in_f = F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
+        rc_poll = F.col("rc_poll")
+        early = _flag((F.col("w_abort") == 1) | F.col("w_end_ns").isNull() | (F.col("w_end_ns") > rc_poll))
+        conditions |= {
+            a.LOST: acked & ~in_f,
+            a.VANISHED_READ: _has("in_live") & ~in_f & ~aborted,
+            a.RECOVERED: unknown & F.when(in_txn, _has("in_frc")).otherwise(in_f),
+            a.ABORTED_READ: aborted & rc_poll.isNotNull(),
+            a.UNCOMMITTED_READ: is_w & in_txn & rc_poll.isNotNull() & early,
+        }
+        if self.use_frc:
+            conditions[a.UNREADABLE] = acked & _has("in_fru") & ~_has("in_frc")
+        return conditions
+
+    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, table: dict[str, Rule]
+               ) -> list[DataFrame]:
+        """torn-transaction, reprocessed, skipped-input and MISSING_TXN instances.
+
+        ``values`` and ``facts`` are the engine's per-value and per-(value, position) tables, names decoded.
+        """
+        frames = [_as_instances(values.filter(_has("w_missing")).select("value"), MISSING_TXN, Rule("error"))]
+        if self.terms.has_transactions:
+            frames.append(_as_instances(_torn(values), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
+        in_o = _has("in_frc") if self.use_frc else F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
+        outputs = None
+        if self.terms.source_maybe or self.terms.consumed_high:
+            sourced = self.w.filter(F.col("source").isNotNull()).select("value", "source")
+            if self.n_sourced is not None and self.n_sourced <= BROADCAST_ROWS:
+                sourced = F.broadcast(sourced)  # else the join would shuffle every value of O
+            outputs = sourced.join(values.filter(in_o).select("value", "process"), "value")
+        if self.terms.source_maybe and outputs is not None:
+            rule = table[a.REPROCESSED]
+            frames.append(_as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
+        if self.terms.consumed_high and outputs is not None:
+            o = facts.filter(_has("frc") if self.use_frc else _has("f")).select("value", *POS)
+            skipped = _skipped(spark, values, o, outputs, self.terms.consumed_high)
+            frames.append(_as_instances(skipped, a.SKIPPED_INPUT, table[a.SKIPPED_INPUT]))
+        return frames
+
+    def raise_missing(self, sources: dict[str, TableSource]) -> None:
+        """HistoryError naming the first (least) `writes.txn` without a `transactions` row."""
+        txns = self.w.filter(F.col("txn").isNotNull()).select("txn")
+        if self.t is not None:
+            txns = txns.join(self.t.select("txn"), "txn", "left_anti")
+        missing = txns.agg(F.min("txn").alias("txn")).collect()[0]["txn"]
+        if missing is not None:
+            raise txn_terms.missing_row(sources, missing)
+
+
+def prepare(spark: SparkSession, w: DataFrame, sources: dict[str, TableSource], configs: dict[str, ClientConfig],
+            reads: RowSummary) -> Plan | None:
+    """The v2 plan of a history, or None when it needs no v2 work; ``reads`` is the reads' row-check summary."""
     terms = txn_terms.prepare(sources, configs)
     if terms is None:
-        return flagged, txn_terms.stats(None)
+        return None
     t = read_table(spark, sources["transactions"]) if terms.has_transactions else None
-    if terms.txn_maybe:
-        _check_txn_rows(w, t, sources)
-    rc = F.col("process").isin(*sorted(terms.read_committed)) if terms.read_committed else F.lit(False)
-    final = F.col("phase") == "final"
-    n_rc_final = r.filter(final & rc).count()
-    frames = _anomalies(spark, terms, t, w, r, rc, n_rc_final > 0, table)
-    if terms.has_transactions:
-        flagged = flagged.filter(~F.col("anomaly").isin(*a.RESTATED))
-    return reduce(DataFrame.unionByName, frames, flagged), txn_terms.stats(terms, n_rc_final)
+    n_rc_final = sum(n for (p, phase), n in reads.by_process.items() if phase == "final" and p in terms.read_committed)
+    return Plan(terms=terms, t=t, w=w, n_rc_final=n_rc_final, n_sourced=_non_null(sources["writes"], "source"))
 
 
-def _check_txn_rows(w: DataFrame, t: DataFrame | None, sources: dict[str, TableSource]) -> None:
-    """HistoryError naming the first (least) `writes.txn` without a `transactions` row."""
-    txns = w.filter(F.col("txn").isNotNull()).select("txn")
-    if t is not None:
-        txns = txns.join(t.select("txn"), "txn", "left_anti")
-    missing = txns.agg(F.min("txn").alias("txn")).collect()[0]["txn"]
-    if missing is not None:
-        raise txn_terms.missing_row(sources, missing)
-
-
-def _anomalies(spark: SparkSession, terms: Terms, t: DataFrame | None, w: DataFrame, r: DataFrame,
-               rc: SparkColumn, use_frc: bool, table: dict[str, Rule]) -> list[DataFrame]:
-    final, live = F.col("phase") == "final", F.col("phase") == "live"
-    seen = r.groupBy("value").agg(
-        F.max(final.cast("int")).alias("in_f"),
-        F.max((final & rc).cast("int")).alias("in_frc"),
-        F.max((final & ~rc).cast("int")).alias("in_fru"),
-        F.max(live.cast("int")).alias("in_live"),
-        F.min(F.when(rc, F.col("poll_ns"))).alias("rc_poll"),
-    )
-    writes = w.select("value", "process", "invoke_ns", "status", "txn", "source", F.lit(True).alias("is_w"))
-    if t is not None:
-        writes = writes.join(t.select("txn", F.col("status").alias("tstatus"), "intent", "end_ns"), "txn", "left")
-    else:
-        writes = writes.withColumns({"tstatus": F.lit(None).cast("string"), "intent": F.lit(None).cast("string"),
-                                     "end_ns": F.lit(None).cast("long")})
-    v = writes.join(seen, "value", "full_outer").withColumn(
-        "in_o", F.coalesce(F.col("in_frc" if use_frc else "in_f"), F.lit(0)) == 1
-    )
-    frames = []
-    if terms.has_transactions:
-        frames += _value_anomalies(v, use_frc, table)
-        frames.append(_as_instances(_torn(v), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
-        frames.append(_as_instances(_poll_skips(r, rc), a.POLL_SKIP, table[a.POLL_SKIP]))
-    if terms.source_maybe:
-        frames.append(_as_instances(_reprocessed(v, table[a.REPROCESSED]), a.REPROCESSED, table[a.REPROCESSED]))
-    if terms.consumed_high:
-        o = r.filter(final & rc) if use_frc else r.filter(final)
-        frames.append(_as_instances(_skipped(spark, v, o, terms.consumed_high), a.SKIPPED_INPUT,
-                                    table[a.SKIPPED_INPUT]))
-    return frames
-
-
-def _value_anomalies(v: DataFrame, use_frc: bool, table: dict[str, Rule]) -> list[DataFrame]:
-    in_txn = F.col("txn").isNotNull()
-    status, tstatus = F.col("status"), F.col("tstatus")
-    is_w = _flag(F.col("is_w"))
-    acked = is_w & _flag((~in_txn & (status == "ok")) | (in_txn & (tstatus == "ok")))
-    aborted = _flag(in_txn & (tstatus == "fail"))
-    unknown = is_w & _flag((~in_txn & (status == "info")) | (in_txn & (tstatus == "info")))
-
-    def has(col: str) -> SparkColumn:
-        return F.coalesce(F.col(col), F.lit(0)) == 1
-
-    early = _flag((F.col("intent") == "abort") | F.col("end_ns").isNull() | (F.col("end_ns") > F.col("rc_poll")))
-    conditions = {
-        a.LOST: acked & ~has("in_f"),
-        a.VANISHED_READ: has("in_live") & ~has("in_f") & ~aborted,
-        a.RECOVERED: unknown & F.when(in_txn, has("in_frc")).otherwise(has("in_f")),
-        a.ABORTED_READ: aborted & F.col("rc_poll").isNotNull(),
-        a.UNCOMMITTED_READ: is_w & in_txn & F.col("rc_poll").isNotNull() & early,
-    }
-    if use_frc:
-        conditions[a.UNREADABLE] = acked & has("in_fru") & ~has("in_frc")
-    # One pass over the values: each row tagged with every anomaly it shows (as spark_queries.value_instances).
-    tags = F.array_compact(F.array(*[F.when(cond, F.lit(name)) for name, cond in conditions.items()]))
-    tagged = v.select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
-    error = reduce(lambda acc, name: acc.when(F.col("anomaly") == name, q.error_expr(table[name])),
-                   list(conditions), F)
-    process = F.when(F.col("anomaly") == a.VANISHED_READ, F.lit(None)).otherwise(F.col("process"))
-    cols = [(F.col(c) if c in ("value", "invoke_ns") else process if c == "process" else F.lit(None))
-            .cast(q.INSTANCE_TYPES[c]).alias(c) for c in a.INSTANCE_COLUMNS]
-    return [tagged.select("anomaly", error.alias("is_error"), *cols)]
+def _non_null(source: TableSource, column: str) -> int | None:
+    """How many rows of a Parquet table hold ``column`` non-null, from the footers (None if they do not say)."""
+    if source.format != "parquet":
+        return None
+    total = 0
+    for path in source.files:
+        meta = pq.ParquetFile(path).metadata
+        names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+        if column not in names:
+            continue
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(names.index(column)).statistics
+            if stats is None or not stats.has_null_count:
+                return None
+            total += meta.row_group(group).num_rows - stats.null_count
+    return total
 
 
 def _torn(v: DataFrame) -> DataFrame:
-    """Per transaction (status ok or info) with a value in Frc and an `ok` write not in it: the first missing."""
-    in_frc = F.coalesce(F.col("in_frc"), F.lit(0)) == 1
+    """Per transaction (status ok or info) with a value in Frc and an `ok` write not in it: the first missing.
+
+    Only transactions with a missing write can be torn, and those are few (each is a lost write or
+    a whole transaction the read_committed drain did not see): they are found first and broadcast,
+    so only their values are shuffled by transaction, not every transactional write.
+    """
+    in_frc = _has("in_frc")
     missing = (F.col("status") == "ok") & ~in_frc
+    pool = v.filter(F.col("w_txn_id").isNotNull() & F.col("w_tstatus").isin(q.STATUS_IDS["ok"], q.STATUS_IDS["info"]))
+    candidates = pool.filter(missing).select("w_txn_id").distinct()
     per_txn = (
-        v.filter(F.col("txn").isNotNull() & F.col("tstatus").isin("ok", "info"))
-        .groupBy("txn")
+        pool.join(F.broadcast(candidates), "w_txn_id", "left_semi")
+        .groupBy("w_txn_id")
         .agg(
             F.min(F.when(in_frc, F.col("value"))).alias("prev_value"),
             F.min(F.when(missing, F.struct("value", "process", "invoke_ns"))).alias("first"),
         )
-        .filter(F.col("prev_value").isNotNull() & F.col("first").isNotNull())
+        .filter(F.col("prev_value").isNotNull())
     )
     return per_txn.select("first.value", "first.process", "first.invoke_ns", "prev_value")
 
 
-def _poll_skips(r: DataFrame, rc: SparkColumn) -> DataFrame:
-    """poll-skip, restated: a read_committed process's gap counts only a record of Frc inside it."""
-    final = r.filter(F.col("phase") == "final")
-
-    def held(frame: DataFrame) -> DataFrame:
-        return frame.select(*POS).distinct().withColumn("has_final", F.lit(1))
-
-    committed = q.poll_anomalies(q.odd_polls(r.filter(rc)), held(final.filter(rc)))[a.POLL_SKIP]
-    others = q.poll_anomalies(q.odd_polls(r.filter(~rc)), held(final))[a.POLL_SKIP]
-    return committed.unionByName(others)
-
-
-def _reprocessed(v: DataFrame, rule: Rule) -> DataFrame:
+def _reprocessed(outputs: DataFrame, rule: Rule) -> DataFrame:
     """Per source value named by two or more values of O: attributed to a strictly judged writer if any."""
     strict = q.error_expr(rule)
     return (
-        v.filter(F.col("source").isNotNull() & F.col("in_o"))
-        .groupBy("source")
+        outputs.groupBy("source")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.min("value").alias("prev_value"),
@@ -179,11 +225,14 @@ def _reprocessed(v: DataFrame, rule: Rule) -> DataFrame:
     )
 
 
-def _skipped(spark: SparkSession, v: DataFrame, o: DataFrame, high: dict[txn_terms.Partition, int]) -> DataFrame:
+def _skipped(spark: SparkSession, v: DataFrame, o: DataFrame, outputs: DataFrame,
+             high: dict[txn_terms.Partition, int]) -> DataFrame:
     """Values of O below the committed consumed offset of their partition, named as no O value's source."""
     limits = spark.createDataFrame([(tp[0], tp[1], off) for tp, off in sorted(high.items())],
                                    "topic string, partition long, high long")
     below = o.join(F.broadcast(limits), ["topic", "partition"]).filter(F.col("offset") < F.col("high"))
-    named = v.filter(F.col("source").isNotNull() & F.col("in_o")).select(F.col("source").alias("value"))
-    values = below.select("value").distinct().join(named, "value", "left_anti")
-    return values.join(v.filter(F.col("is_w")).select("value", "process", "invoke_ns"), "value", "left")
+    named = outputs.select(F.col("source").alias("value"))
+    skipped = below.select("value").distinct().join(named, "value", "left_anti")
+    # Every value of O has its row in v (the writer's process and invoke_ns, null for a value nobody wrote), and
+    # the skipped ones are few: broadcast them, so v is not shuffled for the join.
+    return v.join(F.broadcast(skipped), "value").select("value", "process", "invoke_ns")
