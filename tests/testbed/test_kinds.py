@@ -54,8 +54,8 @@ def test_the_abilities_as_the_runtimes_have_them() -> None:
     assert kind("netns").abilities == frozenset(Ability)
     for name in ("docker", "ssh"):
         assert kind(name).can(Ability.POWER_CUT) and kind(name).can(Ability.PAUSE)
-        assert not kind(name).can(Ability.SHAPE_LINKS) and not kind(name).can(Ability.LOSE_UNSYNCED)
-    assert kinds.can(Ability.SHAPE_LINKS) == ("netns",)
+    assert kinds.can(Ability.LOSE_UNSYNCED) == ("netns", "docker")
+    assert kinds.can(Ability.SHAPE_LINKS) == ("netns", "docker")
 
 
 def test_a_kind_that_keeps_the_page_cache_says_so_after_a_power_off() -> None:
