@@ -108,8 +108,9 @@ bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
 
 # The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
-bench-unsyncfs:
-	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
+bench-unsyncfs: $(IMAGES)
+	$(WITH_RUNTIME) $(PY) bench/bench_unsyncfs.py --runtime $(RUNTIME) --duration 15 --rounds 2 \
+		$(if $(filter docker,$(RUNTIME)),--perf-host node)
 
 bench-checker:
 	$(PY) bench/bench_checker.py --sizes 100000,1000000,10000000 --repeats 3 --whole

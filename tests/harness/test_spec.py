@@ -282,11 +282,11 @@ def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
 
 
 def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss() -> None:
-    slow = {**BASE, "cluster": {"runtime": "docker"},
+    slow = {**BASE, "cluster": {"runtime": "ssh", "inventory": "hosts.yaml"},
             "nemesis": [{"at": 1, "fault": "lossy-link", "target": "az1", "loss": 0.3},
                         {"at": 2, "fault": "slow-link", "target": "az1", "delay_ms": 200}]}
     with pytest.raises(SpecError, match=r"^nemesis\[1\]\.fault: slow-link needs a runtime that can delay and "
-                                        r"throttle links; the docker runtime cannot"):
+                                        r"throttle links; the ssh runtime cannot"):
         parse_spec(slow)
     assert parse_spec({**slow, "cluster": {"runtime": "netns"}}).nemesis.items
     assert parse_spec({**slow, "nemesis": slow["nemesis"][:1]}).nemesis.items
