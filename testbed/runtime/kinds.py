@@ -132,8 +132,8 @@ def _ssh_hosts(state: Mapping[str, Any]) -> str:
 
 
 _SSH_POWER_OFF = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
-                  "running, so its page cache survives and writes not yet fsynced are not lost (a real power cut's "
-                  "loss of unsynced writes is not available on this runtime)")
+                  "running, so its page cache survives and writes not yet fsynced are not lost (its hosts' data is "
+                  "not on unsyncfs, and faultline cannot cut a host's power)")
 
 KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(

@@ -101,12 +101,12 @@ def test_the_report_prints_the_kinds_caveats(tmp_path: Path) -> None:
 
 def test_the_spec_refuses_what_the_record_says_the_runtime_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
     on_docker = {**SPEC, "cluster": {"runtime": "docker"}}
+    assert parse_spec(on_docker).nemesis.items
+    cannot = dataclasses.replace(kind("docker"), abilities=kind("docker").abilities - {Ability.SHAPE_LINKS})
+    monkeypatch.setitem(kinds._BY_NAME, "docker", cannot)
     with pytest.raises(SpecError, match=r"slow-link needs a runtime that can delay and throttle links; the docker "
                                         r"runtime cannot \(use --runtime netns\)"):
-        parse_spec(on_docker)
-    shaping = dataclasses.replace(kind("docker"), abilities=kind("docker").abilities | {Ability.SHAPE_LINKS})
-    monkeypatch.setitem(kinds._BY_NAME, "docker", shaping)
-    assert parse_spec(on_docker).nemesis.items  # the record says it can: the spec takes it
+        parse_spec(on_docker)  # the record says it cannot: the spec refuses it
 
 
 def test_the_spec_asks_the_record_which_kind_needs_an_inventory() -> None:
