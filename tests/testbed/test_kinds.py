@@ -105,7 +105,7 @@ def test_the_spec_refuses_what_the_record_says_the_runtime_cannot(monkeypatch: p
     cannot = dataclasses.replace(kind("docker"), abilities=kind("docker").abilities - {Ability.SHAPE_LINKS})
     monkeypatch.setitem(kinds._BY_NAME, "docker", cannot)
     with pytest.raises(SpecError, match=r"slow-link needs a runtime that can delay and throttle links; the docker "
-                                        r"runtime cannot \(use --runtime netns\)"):
+                                        r"runtime cannot \(use --runtime netns"):
         parse_spec(on_docker)  # the record says it cannot: the spec refuses it
 
 
