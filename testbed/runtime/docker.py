@@ -163,7 +163,7 @@ class DockerRuntime:
 
     def local_daemon(self) -> bool:
         """Whether the daemon runs on this machine (a unix socket): its containers can bind this machine's dirs."""
-        return str(self.client.api.base_url).startswith("http+docker://")
+        return str(self.client.api.base_url) == "http+docker://localhost"  # docker-py's name for a unix socket
 
     def data_dirs(self, host: Host) -> list[Path]:
         """The run-folder data directories a node's container binds from this machine (none: a remote daemon's)."""

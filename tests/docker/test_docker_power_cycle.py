@@ -15,7 +15,7 @@ from testbed.lifecycle import provision
 from testbed.runtime import unsynced
 from tests.nemesis.power_cycle import assert_partition_survives_power_cycle
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.catalogue]  # `make test-docker`, not `make test` (~45 s)
 
 
 @pytest.fixture
