@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from testbed.runtime import unsynced
 from tests.conftest import REPO, faultline
 from tests.docker.conftest import machine_network
 
@@ -104,9 +105,12 @@ def test_a_killed_harness_is_cleaned_up_and_nothing_else(tmp_path: Path) -> None
         harness.send_signal(signal.SIGKILL)
         harness.wait(10)
         assert ours(prefix), "the killed harness should have left its containers"
+        mounts = [s for s in unsynced.mounted().values() if s.startswith(prefix)]
+        assert len(mounts) == 6, mounts  # its nodes' data directories, on unsyncfs on this machine
         proc = faultline("clean", timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert ours(prefix) == []
+        assert not [s for s in unsynced.mounted().values() if s.startswith(prefix)]
         assert client.containers.get("bystander") and client.networks.get(bystander_net.id)
     finally:
         if harness.poll() is None:
