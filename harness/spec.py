@@ -310,8 +310,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
-        cluster=cluster, producers=producers, consumers=consumers,
-        nemesis=nemesis,
+        cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
 
 
