@@ -35,7 +35,7 @@ class PowerCycledRuntime(ShapingRuntime):
     def power_on(self, host: Host) -> None:
         self.powered.append(("on", host.name))
 
-    def spawn(self, host, name, argv, log, env=None):  # type: ignore[no-untyped-def]
+    def spawn(self, host, name, argv, log, env=None):
         self.held_at_start.setdefault(name, (self.rules.get(host.name, "<none>"),
                                              self.shaping.get(host.name, LinkShaping())))
         return super().spawn(host, name, argv, log, env)

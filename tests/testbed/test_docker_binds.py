@@ -27,7 +27,7 @@ class NoContainers:
 def runtime(tmp_path: Path, base_url: str) -> DockerRuntime:
     state = RunState.create(tmp_path, "fl00c0de", runtime="docker", settings={}, harness_pid=1)
     client = SimpleNamespace(api=SimpleNamespace(base_url=base_url), containers=NoContainers())
-    return DockerRuntime("fl00c0de", PLAN, state, client=client)  # type: ignore[arg-type]
+    return DockerRuntime("fl00c0de", PLAN, state, client=client)
 
 
 def test_a_local_daemons_node_containers_bind_their_data_directories_from_the_run_folder(tmp_path: Path) -> None:
