@@ -114,8 +114,9 @@ bench-txn:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3 --transactional 6,100
 
 # The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
-bench-unsyncfs:
-	$(PY) bench/bench_unsyncfs.py --duration 15 --rounds 2
+bench-unsyncfs: $(IMAGES)
+	$(WITH_RUNTIME) $(PY) bench/bench_unsyncfs.py --runtime $(RUNTIME) --duration 15 --rounds 2 \
+		$(if $(filter docker,$(RUNTIME)),--perf-host node)
 
 # The Spark engine warm (v1 and v2 histories in turn), as whole cold processes, pandas (time, peak memory) and the
 # full-column scan, one beside the other (~8 min on 2 cores); BENCH_CHECKER_FLAGS="--repeats 3" for medians.

@@ -68,8 +68,12 @@ def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaClu
 def run_producer(cluster: KafkaCluster, runtime: Runtime, work: Path, name: str, journal: bool,
                  duration: float, txn_size: int | None = None) -> dict[str, Any]:
     """Run one producer workload for `duration` s, stop it, and return its summary plus records/s
-    (`txn_size`: a transactional producer, every transaction of that many sends committed)."""
-    config = {"process": name, "role": "producer", "az": "az1", "journal": str(work / "journal" / f"{name}.jsonl"),
+    (`txn_size`: a transactional producer, every transaction of that many sends committed).
+
+    `work` lies in the run folder where the runtime's hosts keep their own copies (docker, ssh)."""
+    host = runtime.plan.client_of_az("az1")
+    journal_path = runtime.host_path(host, work / "journal" / f"{name}.jsonl")
+    config = {"process": name, "role": "producer", "az": "az1", "journal": journal_path,
               "bootstrap": cluster.bootstrap, "topic": cluster.topic, "partitions": cluster.settings.partitions,
               "rate": 0, "value_size": VALUE_SIZE, "value_prefix": f"{name}-", "journal_enabled": journal,
               "kafka": {"acks": "all"}}
@@ -77,14 +81,16 @@ def run_producer(cluster: KafkaCluster, runtime: Runtime, work: Path, name: str,
         config.update(transactional_id=f"{cluster.runtime.prefix}-{name}", txn_size=txn_size, txn_abort_share=0.0,
                       kafka={"acks": "all", "transaction.timeout.ms": 60000, "delivery.timeout.ms": 30000})
     path = work / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config))
     log = work / f"{name}.log"
-    host = runtime.plan.client_of_az("az1")
-    child = runtime.spawn(host, name, [*cluster.software(host).python, "-m", "workloads", str(path)], log)
+    child = runtime.spawn(host, name, [*cluster.software(host).python, "-m", "workloads", runtime.put(host, path)],
+                          log)
     time.sleep(duration)
     child.signal(signal.SIGTERM)
     wait_ended([child], 600)
     status = child.exit_status()
+    runtime.fetch(host, log)
     summary = next((json.loads(line) for line in reversed(log.read_text().splitlines())
                     if line.startswith("{") and '"role": "producer"' in line), None)
     if status != 0 or summary is None:
@@ -94,13 +100,16 @@ def run_producer(cluster: KafkaCluster, runtime: Runtime, work: Path, name: str,
     return summary
 
 
-def run_perf(cluster: KafkaCluster, runtime: Runtime, records: int, duration: float) -> dict[str, Any]:
-    """Run ProducerPerformance for `records` records in the az1 client host; parse its final line."""
-    software = cluster.software(runtime.plan.client_of_az("az1"))
+def run_perf(cluster: KafkaCluster, runtime: Runtime, records: int, duration: float,
+             role: str = "client") -> dict[str, Any]:
+    """Run ProducerPerformance for `records` records in az1's client host (or node host: a client container has
+    no Java); parse its final line."""
+    host = runtime.plan.client_of_az("az1") if role == "client" else runtime.plan.node_of_az("az1")
+    software = cluster.software(host)
     argv = [software.java, "-Xmx512m", "-cp", software.kafka_classpath, PERF_CLASS,
             "--topic", cluster.topic, "--num-records", str(records), "--record-size", str(VALUE_SIZE),
             "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "acks=all"]
-    proc = runtime.execute(runtime.plan.client_of_az("az1"), argv, timeout=duration * 20 + 120)
+    proc = runtime.execute(host, argv, timeout=duration * 20 + 120)
     final = [m for m in PERF_LINE.finditer(proc.stdout)]
     if not final:
         raise SystemExit(f"ProducerPerformance printed no summary: {proc.stdout[-500:]} {proc.stderr[-500:]}")

@@ -308,13 +308,12 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
     _check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
-    _check_runtime_can(nemesis, cluster.runtime)
+    _check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
     check_workload_targets(nemesis, producers)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
-        cluster=cluster, producers=producers, consumers=consumers,
-        nemesis=nemesis,
+        cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
 
 
@@ -332,13 +331,21 @@ def _check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -
                             f"or transactional producers (they came with 0.11, KIP-98): drop it or choose 0.11 on")
 
 
-def _check_runtime_can(schedule: Schedule, runtime: str) -> None:
-    """Refuse a fault the spec's runtime cannot apply (delays and bandwidths need link shaping, a `LinkShaper`)."""
-    if kind(runtime).can(Ability.SHAPE_LINKS):
-        return
+def _check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
+    """Refuse a fault the spec's runtime cannot apply: delays and bandwidths need link shaping (a `LinkShaper`);
+    a power-off that is to drop unsynced writes (`cluster.lose_unsynced_writes`, the default) needs a runtime
+    that drops them (`LosesUnsyncedWrites`), or the verdict would be more optimistic than a real power cut's."""
+    record = kind(runtime)
     for i, item in enumerate(schedule.items):
         faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
         for fault in faults:
+            if fault.fault == "power-off" and lose_unsynced and not record.can(Ability.LOSE_UNSYNCED):
+                raise _fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
+                            f"runtime that drops unsynced writes; the {runtime} runtime cannot: "
+                            f"{record.power_off_note} (set cluster.lose_unsynced_writes: false to run it as a kill "
+                            f"of the node's processes, or use --runtime {' or '.join(can(Ability.LOSE_UNSYNCED))})")
+            if record.can(Ability.SHAPE_LINKS):
+                continue
             if fault.degrade is not None and needs_shaper(fault.degrade):
                 raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
                             f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")

@@ -145,6 +145,26 @@ class Firewall:
             set_rules(self.runtime, {name: "" for name in fresh})
             self._installed.update({name: "" for name in fresh})
 
+    def restore(self, host: Host) -> None:
+        """Give `host`, back from a power cut, the shaping and fault rules the active faults put on it (a restarted
+        container has a fresh network namespace; a power cut ends a host's delay process): its links first."""
+        with self._lock:
+            plan = self.runtime.plan
+            merged = union(*self._links.values())
+            shaping = link_shaping(plan, merged).get(host.name, LinkShaping()) if self._links else LinkShaping()
+            rules = firewall_rules(plan, self._cuts.values())[host.name] + link_rules(plan, merged)[host.name]
+            runtime = self.runtime
+            if isinstance(runtime, LinkShaper) and (self._links or host.name in self._shaped):
+                runtime.clear_links(host)
+                if not shaping.empty:
+                    runtime.shape_links(host, shaping)
+                self._shaped.pop(host.name, None)
+                if not shaping.empty:
+                    self._shaped[host.name] = shaping
+            if host.name in self._installed or rules:
+                runtime.set_firewall(host, rules)
+                self._installed[host.name] = rules
+
     def clear(self) -> None:
         """Forget every cut and remove every fault rule, chain and hook, whatever this object believes."""
         with self._lock:

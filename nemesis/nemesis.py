@@ -79,6 +79,7 @@ class Nemesis:
         self.seed = seed
         self.rng = random.Random(seed)
         self.firewall = Firewall(runtime)
+        cluster.on_power_on.append(self.firewall.restore)  # a node back from a power cut gets the active faults
         self.env = FaultEnv(cluster, self.firewall, workloads)
         self.journal = NemesisJournal(journal_path)
         self._active: dict[str, ActiveFault] = {}

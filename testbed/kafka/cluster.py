@@ -104,6 +104,10 @@ class KafkaCluster:
         # During bring-up only: start again a broker found exited, if that is safe (True when it did).
         self.restart_exited_broker: Callable[[Host], bool] | None = None
         self._processes_checked = -PROCESS_CHECK_S  # when `check_processes` last looked
+        # Called with a node that lost power, once it is back and before any of its processes starts (the
+        # nemesis gives it the fault rules and link shaping it believes are in place: a power cycle may lose them).
+        self.on_power_on: list[Callable[[Host], None]] = []
+        self._powered_off: set[str] = set()
 
     # -- layout ------------------------------------------------------------
     @property
@@ -189,6 +193,10 @@ class KafkaCluster:
         try:
             if isinstance(self.runtime, PowerCycled):
                 self.runtime.power_on(node)  # a host that lost power comes back first (a no-op when it is up)
+            if node.name in self._powered_off:
+                for hook in self.on_power_on:
+                    hook(node)
+                self._powered_off.discard(node.name)
             return self.processes.start(node, self.process_name(node, role), self._argv(node, role)).pid
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
@@ -231,6 +239,7 @@ class KafkaCluster:
         power, else SIGKILL to each process. Returns what it was: `power-cut` where the nodes' unsynced writes
         were dropped with them (`loses_unsynced_writes`), else `power-off` (the page cache survives)."""
         runtime = self.runtime
+        self._powered_off.update(node.name for node in nodes)
         if isinstance(runtime, PowerCycled):
             with ThreadPoolExecutor(len(nodes)) as pool:  # every host at once, not one after the other
                 list(pool.map(runtime.power_off, nodes))

@@ -16,7 +16,16 @@ inside the container and the daemon's exec record says whether it runs and
 how it ended. Fault rules are one `iptables-restore` of the filter table
 inside the container (Docker keeps its DNS rules in the nat table, untouched).
 A power-off kills the node's container (every process dies at once); power-on
-starts it again with its filesystem as it was.
+starts it again with its filesystem as it was. When the daemon runs on this
+machine (the project's own dockerd, or a local socket), a node's data
+directories are bind mounts of the run folder's, and `keep_unsynced` mounts the
+lose-unsynced-writes filesystem over them here (`testbed.runtime.unsynced`, as
+netns does) and restarts the container so its binds show it: a power-off then
+cuts that filesystem with the container, dropping what was not fsynced, and
+power-on mounts what survived before the container starts again. Degraded
+links (same condition) are the netns runtime's (`testbed.runtime.netns_links`)
+run from here inside the container's network namespace (`nsenter --net`): an
+HTB qdisc on its eth0 and a delay process holding its NFQUEUE queues.
 
 Must never: touch a container or network without this run's prefix, or create
 a network that is not internal.
@@ -24,11 +33,9 @@ a network that is not internal.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import ipaddress
 import os
-import signal
 import subprocess
 import tarfile
 import threading
@@ -42,7 +49,8 @@ import docker.errors
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.paths import REPO_ROOT
-from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, Software, fault_table
+from testbed.runfolder import ROLE_DATA, RunFolder
+from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, fault_table
 from testbed.runtime.docker_api import (
     DEFAULT_HOST,
     create_internal_network,
@@ -50,7 +58,10 @@ from testbed.runtime.docker_api import (
     remove_prefixed_resources,
     with_timeout,
 )
+from testbed.runtime.docker_procs import DockerProcess
 from testbed.runtime.netns_firewall import FirewallChannels
+from testbed.runtime.netns_links import NetnsLinks
+from testbed.runtime.unsynced import UnsyncedDisks
 from testbed.state import RunState
 
 KAFKA_IMAGE = "faultline/kafka:{version}"
@@ -67,7 +78,8 @@ PID_WAIT_S = 5.0
 
 
 class DockerRuntime:
-    """Hosts as containers; implements Runtime, Firewalled and PowerCycled; its processes are Pausable."""
+    """Hosts as containers; implements Runtime, Firewalled, PowerCycled, and with a daemon on this machine
+    LosesUnsyncedWrites and LinkShaper; its processes are Pausable."""
 
     kind = "docker"
 
@@ -84,6 +96,8 @@ class DockerRuntime:
         self._installed: set[str] = set()
         self._lock = threading.Lock()
         self._firewalls = FirewallChannels({**os.environ, RUN_ENV: prefix})
+        self.disks = UnsyncedDisks(prefix, state, {**os.environ, RUN_ENV: prefix})
+        self._links = NetnsLinks(self._enter, {**os.environ, RUN_ENV: prefix})
 
     # -- names -------------------------------------------------------------
     def container_name(self, host: Host) -> str:
@@ -142,30 +156,77 @@ class DockerRuntime:
                 self.image(host), command=["sleep", "infinity"], name=name, hostname=host.name,
                 labels={LABEL: self.prefix, "faultline.host": host.name},
                 environment={RUN_ENV: self.prefix},
-                host_config=api.create_host_config(cap_add=["NET_ADMIN"], init=True),
+                host_config=api.create_host_config(cap_add=["NET_ADMIN"], init=True, binds=self._binds(host)),
                 networking_config=api.create_networking_config(
                     {self.network: api.create_endpoint_config(ipv4_address=host.address)}))
             api.start(created["Id"])
+
+    def local_daemon(self) -> bool:
+        """Whether the daemon runs on this machine (a unix socket): its containers can bind this machine's dirs."""
+        return str(self.client.api.base_url) == "http+docker://localhost"  # docker-py's name for a unix socket
+
+    def data_dirs(self, host: Host) -> list[Path]:
+        """The run-folder data directories a node's container binds from this machine (none: a remote daemon's)."""
+        if host.role != "node" or not self.state.data.get("bound_data"):
+            return []
+        return [RunFolder(self.state.run_dir).node(host.name).data(role) for role in ROLE_DATA]
+
+    def _binds(self, host: Host) -> dict[str, dict[str, str]]:
+        if host.role == "node" and self.local_daemon():
+            self.state.update(bound_data=True)
+        binds = {}
+        for d in self.data_dirs(host):
+            d.mkdir(parents=True, exist_ok=True)
+            binds[str(d)] = {"bind": self.host_path(host, d), "mode": "rw"}
+        return binds
 
     def exists(self) -> bool:
         return bool(self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.prefix}"}))
 
     def destroy(self) -> None:
         self._firewalls.close()
+        self._links.close()
         remove_prefixed_resources(self.client, self.prefix)
+        self.disks.unmount_all()  # the nodes are gone: what they wrote is synced to the run folder
         for kind in ("containers", "networks"):
             for name in list(self.state.data.get(kind, [])):
                 self.state.discard(kind, name)
         self.state.update(processes={})
 
+    def keep_unsynced(self, host: Host, dirs: list[Path], log_dir: Path) -> None:
+        """Mount unsyncfs over the node's bound data directories here, then restart its container (nothing of the
+        run runs in it yet) so that its binds show the mounts."""
+        bound = self.data_dirs(host)
+        if any(d not in bound for d in dirs):
+            raise RuntimeFailure(f"{host.name}: the docker runtime loses unsynced writes only with a daemon on this "
+                                 f"machine (its containers bind the run folder's data directories)")
+        if all(m.alive() for m in self.disks.of(host.name)) and self.disks.of(host.name):
+            return
+        self.disks.keep(host.name, dirs, log_dir)
+        self._kill(host)
+        self.power_on(host)
+
     def power_off(self, host: Host) -> None:
+        """Kill the container and, at the same instant, the filesystem under its data: unsynced writes are gone."""
         self._firewalls.drop(host.name)  # a restarted container has a new network namespace
+        self._kill(host)
+        self.disks.cut_host(host.name)
+        self._links.clear(host)  # its delay process would keep the dead namespace alive
+
+    def _kill(self, host: Host) -> None:
         try:
-            self.container(host).kill()
+            container = self.container(host)
+            container.kill()
         except docker.errors.APIError as exc:
             raise RuntimeFailure(f"powering off {host.name}: {exc.explanation or exc}") from exc
+        deadline = time.monotonic() + 10
+        while container.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+            container.reload()
 
     def power_on(self, host: Host) -> None:
+        """Mount what the node's disks kept, then start its container (a no-op while it runs)."""
+        self.disks.mount_host(host.name)
         container = self.container(host)
         try:
             container.start()
@@ -208,6 +269,8 @@ class DockerRuntime:
             raise RuntimeFailure(f"{host.name}: could not copy files into {where}")
 
     def fetch(self, host: Host, path: Path) -> None:
+        if any(path == d or d in path.parents for d in self.data_dirs(host)):
+            return None  # bound from the run folder: already here
         try:
             stream, _ = self.container(host).get_archive(self.host_path(host, path))
         except docker.errors.NotFound:
@@ -293,6 +356,20 @@ class DockerRuntime:
         self._firewalls.drop(host.name)
         self.execute(host, ["iptables-restore"], input_text=EMPTY_FILTER_TABLE)
 
+    # -- link shaping (`testbed.runtime.netns_links`, from this machine) ------
+    def shape_links(self, host: Host, shaping: LinkShaping) -> None:
+        self._links.shape(host, shaping)
+
+    def clear_links(self, host: Host) -> None:
+        self._links.clear(host)
+
+    def _enter(self, host: Host) -> list[str]:
+        namespace = self._local_namespace(host)
+        if namespace is None:
+            raise RuntimeFailure(f"{host.name}: the docker runtime shapes links only with a running container on a "
+                                 f"daemon on this machine")
+        return ["nsenter", f"--net={namespace}"]
+
     def _local_namespace(self, host: Host) -> str | None:
         """/proc/PID/ns/net of the container's init when the daemon is on this machine (pid visible, ours)."""
         try:
@@ -302,53 +379,6 @@ class DockerRuntime:
         except (OSError, KeyError, ValueError, TypeError):
             return None
         return path if pid > 0 and f"{RUN_ENV}={self.prefix}".encode() in environ else None
-
-
-class DockerProcess:
-    """One `docker exec` of the run: `Process` and `Pausable`, its liveness and status from the daemon."""
-
-    def __init__(self, runtime: DockerRuntime, name: str, host: Host, pid: int, exec_id: str) -> None:
-        self.runtime = runtime
-        self.name = name
-        self.host = host
-        self.pid = pid
-        self.exec_id = exec_id
-
-    def __repr__(self) -> str:
-        return f"<process {self.name} pid {self.pid} in {self.runtime.container_name(self.host)}>"
-
-    def _inspect(self) -> dict[str, Any]:
-        try:
-            return dict(self.runtime.client.api.exec_inspect(self.exec_id))
-        except docker.errors.NotFound:
-            return {"Running": False, "ExitCode": -signal.SIGKILL}  # its container was removed
-
-    def alive(self) -> bool:
-        return bool(self._inspect()["Running"])
-
-    def exit_status(self) -> int | None:
-        state = self._inspect()
-        if state["Running"]:
-            return None
-        code = int(state.get("ExitCode") or 0)
-        return -(code - 128) if code > 128 else code  # 128+N: ended by signal N
-
-    def signal(self, signum: int) -> None:
-        if self.alive():
-            with contextlib.suppress(RuntimeFailure):
-                self.runtime.execute(self.host, ["kill", f"-{signal.Signals(signum).name[3:]}", str(self.pid)])
-
-    def pause(self) -> None:
-        self.signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.signal(signal.SIGCONT)
-
-    def paused(self) -> bool:
-        if not self.alive():
-            return False
-        stat = self.runtime.execute(self.host, ["cat", f"/proc/{self.pid}/stat"], check=False).stdout
-        return stat.rsplit(")", 1)[-1].split()[:1] in (["T"], ["t"])
 
 
 def container_path(run_dir: Path, path: Path) -> str:

@@ -132,11 +132,8 @@ def _ssh_hosts(state: Mapping[str, Any]) -> str:
 
 
 _SSH_POWER_OFF = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
-                  "running, so its page cache survives and writes not yet fsynced are not lost (a real power cut's "
-                  "loss of unsynced writes is not available on this runtime)")
-_DOCKER_POWER_OFF = ("power-off on the docker runtime kills the node's container; its data directories are not "
-                     "on unsyncfs there, so the page cache survives and writes not yet fsynced are not lost "
-                     "(netns drops them: docs/unsyncfs.md)")
+                  "running, so its page cache survives and writes not yet fsynced are not lost (its hosts' data is "
+                  "not on unsyncfs, and faultline cannot cut a host's power)")
 
 KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
@@ -148,9 +145,9 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",
-        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
+        abilities=frozenset(Ability),  # lose unsynced writes and link shaping with a daemon on this machine
         # a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd)
-        needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=_DOCKER_POWER_OFF,
+        needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17})),  # faultline/base's openjdk-17
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",

@@ -87,7 +87,7 @@ class NetnsRuntime:
         self._processes: dict[str, LocalProcess] = {}
         self._firewalls = FirewallChannels(self._env(None))
         self.disks = UnsyncedDisks(prefix, state, self._env(None))
-        self._links = NetnsLinks(self.namespace, self._env(None))
+        self._links = NetnsLinks(lambda host: ["ip", "netns", "exec", self.namespace(host)], self._env(None))
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -169,6 +169,7 @@ class NetnsRuntime:
 
     def power_off(self, host: Host) -> None:
         """SIGKILL every process in the host's namespace and its disks' processes at once; their mounts detached."""
+        self._firewalls.drop(host.name)  # its iptables-restore channel dies with the host's other processes
         victims = [p for p in namespace_pids(self.namespace(host)) if is_alive(p)]
         for pid in victims:
             with contextlib.suppress(ProcessLookupError):

@@ -1,4 +1,8 @@
-"""The netns runtime's link shaping: egress bandwidth with HTB, delays with a process holding NFQUEUE queues.
+"""Link shaping from this machine: egress bandwidth with HTB, delays with a process holding NFQUEUE queues.
+
+Used by the netns runtime and by the docker runtime with a daemon on this
+machine: each host is a network namespace here, entered with the argv prefix
+the runtime gives (`ip netns exec NS`, `nsenter --net=/proc/PID/ns/net`).
 
 Bandwidth: the host's `eth0` (inside its namespace) gets an HTB root qdisc
 with one class per distinct rate and a u32 filter per destination address;
@@ -8,7 +12,7 @@ namespace holds the queues its fault rules fill; it carries the run's prefix
 (so teardown and `clean` find it) and reads its stdin, so it releases what it
 holds and exits when the harness goes away. Everything is inside a run's
 namespace. Must never: touch an interface or qdisc outside the run's
-namespaces, or leave a delay process of a healed host running.
+hosts, or leave a delay process of a healed host running.
 """
 
 from __future__ import annotations
@@ -82,10 +86,11 @@ class DelayProcess:
 
 
 class NetnsLinks:
-    """Every host's shaping on the netns runtime; `namespace_of` names a host's namespace."""
+    """Every host's shaping; `enter(host)` is the argv prefix that runs a command in the host's network namespace
+    (RuntimeFailure if it cannot: a host that is gone)."""
 
-    def __init__(self, namespace_of: Callable[[Host], str], env: dict[str, str]) -> None:
-        self.namespace_of = namespace_of
+    def __init__(self, enter: Callable[[Host], list[str]], env: dict[str, str]) -> None:
+        self.enter = enter
         self.env = env
         self._rates: dict[str, tuple[tuple[str, int], ...]] = {}
         self._delays: dict[str, DelayProcess] = {}
@@ -102,7 +107,8 @@ class NetnsLinks:
 
     def clear(self, host: Host) -> None:
         with self._lock(host.name):
-            self._set_rates(host, (), check=False)
+            with contextlib.suppress(RuntimeFailure):  # a host without power has no qdisc left to delete
+                self._set_rates(host, (), check=False)
             self._set_delays(host, ())
 
     def close(self) -> None:
@@ -116,10 +122,10 @@ class NetnsLinks:
 
     def _set_rates(self, host: Host, rates: tuple[tuple[str, int], ...], check: bool = True) -> None:
         self._rates.pop(host.name, None)
-        ns = self.namespace_of(host)
-        _tc(["-n", ns, "qdisc", "del", "dev", DEVICE, "root"], check=False)  # back to the default (noqueue)
+        enter = self.enter(host)
+        _tc(enter, ["qdisc", "del", "dev", DEVICE, "root"], check=False)  # back to the default (noqueue)
         if rates:
-            _tc(["-n", ns, "-batch", "-"], input_text=htb_batch(rates), check=check)
+            _tc(enter, ["-batch", "-"], input_text=htb_batch(rates), check=check)
             self._rates[host.name] = rates
 
     def _set_delays(self, host: Host, delays: tuple[tuple[int, float, float], ...]) -> None:
@@ -127,9 +133,8 @@ class NetnsLinks:
         if running is not None:
             running.stop()
         if delays:
-            argv = ["ip", "netns", "exec", self.namespace_of(host)]
             try:
-                self._delays[host.name] = DelayProcess(argv, self.env, delays)
+                self._delays[host.name] = DelayProcess(self.enter(host), self.env, delays)
             except RuntimeFailure as exc:
                 raise RuntimeFailure(f"delaying links of {host.name}: {exc}") from exc
 
@@ -138,7 +143,7 @@ class NetnsLinks:
             return self._locks.setdefault(key, threading.Lock())
 
 
-def _tc(args: list[str], input_text: str | None = None, check: bool = True) -> None:
-    proc = subprocess.run(["tc", *args], input=input_text, capture_output=True, text=True, timeout=30)
+def _tc(enter: list[str], args: list[str], input_text: str | None = None, check: bool = True) -> None:
+    proc = subprocess.run([*enter, "tc", *args], input=input_text, capture_output=True, text=True, timeout=30)
     if check and proc.returncode != 0:
         raise RuntimeFailure(f"tc {' '.join(args)}: {(proc.stderr or proc.stdout).strip()[-300:]}")

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from testbed.runtime import unsynced
 from tests.conftest import REPO, faultline
 from tests.docker.conftest import machine_network
 
@@ -73,7 +74,7 @@ def test_power_off_kills_the_node_container_and_keeps_its_data(tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     run_dir = run_dir_of(tmp_path, "power-off-mid-replication", "acksall")
     nemesis = pd.read_parquet(run_dir / "history" / "nemesis.parquet")
-    starts = nemesis[(nemesis["type"] == "start") & (nemesis["fault"] == "power-off")]
+    starts = nemesis[(nemesis["type"] == "start") & (nemesis["fault"] == "power-cut")]  # unsynced writes dropped
     assert len(starts) >= 1
     node = json.loads(starts.iloc[0]["targets"])["nodes"][0]
     # The broker came back on the same data: it started twice, and the second time recovered the segments
@@ -104,9 +105,12 @@ def test_a_killed_harness_is_cleaned_up_and_nothing_else(tmp_path: Path) -> None
         harness.send_signal(signal.SIGKILL)
         harness.wait(10)
         assert ours(prefix), "the killed harness should have left its containers"
+        mounts = [s for s in unsynced.mounted().values() if s.startswith(prefix)]
+        assert len(mounts) == 6, mounts  # its nodes' data directories, on unsyncfs on this machine
         proc = faultline("clean", timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert ours(prefix) == []
+        assert not [s for s in unsynced.mounted().values() if s.startswith(prefix)]
         assert client.containers.get("bystander") and client.networks.get(bystander_net.id)
     finally:
         if harness.poll() is None:

@@ -282,11 +282,11 @@ def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
 
 
 def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss() -> None:
-    slow = {**BASE, "cluster": {"runtime": "docker"},
+    slow = {**BASE, "cluster": {"runtime": "ssh", "inventory": "hosts.yaml"},
             "nemesis": [{"at": 1, "fault": "lossy-link", "target": "az1", "loss": 0.3},
                         {"at": 2, "fault": "slow-link", "target": "az1", "delay_ms": 200}]}
     with pytest.raises(SpecError, match=r"^nemesis\[1\]\.fault: slow-link needs a runtime that can delay and "
-                                        r"throttle links; the docker runtime cannot"):
+                                        r"throttle links; the ssh runtime cannot"):
         parse_spec(slow)
     assert parse_spec({**slow, "cluster": {"runtime": "netns"}}).nemesis.items
     assert parse_spec({**slow, "nemesis": slow["nemesis"][:1]}).nemesis.items
@@ -299,3 +299,18 @@ def test_several_configurations_are_run_in_the_files_order_and_an_unknown_one_is
     assert [s.configuration for s in load_specs(path, only="b")] == ["b"]
     with pytest.raises(SpecError, match=r"spec.yaml: configurations: no configuration 'd'"):
         load_specs(path, only=["a", "d"])
+
+
+def test_a_power_off_that_must_lose_unsynced_writes_is_refused_where_the_runtime_keeps_the_page_cache() -> None:
+    off = {**BASE, "cluster": {"runtime": "ssh", "inventory": "hosts.yaml"},
+           "nemesis": [{"at": 1, "fault": "kill", "target": "az1"},
+                       {"at": 2, "fault": "power-off", "target": "az2"}]}
+    with pytest.raises(SpecError, match=r"^nemesis\[1\]\.fault: power-off with cluster.lose_unsynced_writes: true "
+                                        r"needs a runtime that drops unsynced writes; the ssh runtime cannot: .*page "
+                                        r"cache survives.*use --runtime netns or docker\)$"):
+        parse_spec(off)
+    assert parse_spec({**off, "cluster": {**off["cluster"], "lose_unsynced_writes": False}}).nemesis.items
+    assert parse_spec({**off, "cluster": {"runtime": "docker"}}).nemesis.items  # docker drops them too
+    chaos = {**off, "nemesis": [{"random-chaos": {"from": 1, "until": 10, "duration": [1, 2], "interval": [1, 2]}}]}
+    with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: power-off"):
+        parse_spec(chaos)

@@ -24,6 +24,7 @@ from testbed.kafka.zk import zk_snapshot
 from testbed.localprocs import command_of, is_alive, is_stopped
 from testbed.runtime.base import Runtime, wait_ended
 from testbed.runtime.procs import run_of
+from tests.nemesis.power_cycle import assert_partition_survives_power_cycle
 
 pytestmark = pytest.mark.cluster
 SETTLE_S = 120.0
@@ -308,3 +309,7 @@ def test_random_chaos_starts_and_stops_every_fault_it_draws(nemesis: Nemesis) ->
     assert len(starts) >= 4 and starts == stops
     assert nemesis.active == []
     assert [e.name for e in schedule.timeline(42)][::2] == starts  # the nemesis seed drew them
+
+
+def test_a_node_powered_off_and_on_during_a_partition_comes_back_partitioned(nemesis: Nemesis) -> None:
+    assert_partition_survives_power_cycle(nemesis, lose_unsynced=True)  # netns: its data dirs on unsyncfs
