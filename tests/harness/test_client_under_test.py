@@ -97,3 +97,23 @@ def test_the_effective_linger_is_the_running_librdkafkas_default(monkeypatch: py
                             partitions=1, rate=1.0, value_prefix="p-")
     effective = settings.producer_effective(config)
     assert effective["linger.ms"] == linger and effective["client"].endswith(f"librdkafka {libversion[0]}")
+
+
+def test_the_versions_campaign_plans_every_cell_with_an_expectation() -> None:
+    from tests.conftest import faultline
+
+    proc = faultline("campaign", "campaigns/versions.yaml", "--plan", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "15 of 15 runs fit" in proc.stdout and "0 matrix cells refused" in proc.stdout
+    assert "kafka-0_10_2_2.ck-1_9_2.acks-all.idem-false" in proc.stdout
+    assert "hw-truncation [kafka-0-10-2]" in proc.stdout
+
+
+def test_hw_truncation_names_one_version_per_configuration() -> None:
+    from harness.spec import load_specs
+    from tests.conftest import REPO
+
+    specs = load_specs(REPO / "scenarios" / "versions" / "hw-truncation.yaml")
+    assert {s.configuration: s.cluster.kafka_version for s in specs} == {
+        "kafka-0-10-2": "0.10.2.2", "kafka-0-11-0": "0.11.0.3", "kafka-2-7-2": "2.7.2"}
+    assert [s.expect.present for s in specs] == [("lost",), (), ()]
