@@ -9,7 +9,8 @@
         - when: {acks: [0, 1]}                               # a list: any of these values
           expect: {observed: [two-leaders]}
 
-A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, else a librdkafka producer
+A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, a version (`kafka_version`, `client`:
+`VERSION_SETTINGS`), else a librdkafka producer
 setting (every producer group of the scenario gets it; librdkafka itself checks each value). A cell's expectation is every matching rule's
 expectation together (a rule without `when` matches every cell); a cell no rule matches is an error,
 so that no cell runs without a stated expectation. Conditions are a value (equal), a list (one of) or
@@ -38,9 +39,13 @@ from workloads.settings_check import SettingRefused, check_settings
 CLUSTER_SETTINGS = {"min.insync.replicas": "min_insync_replicas",
                     "unclean.leader.election.enable": "unclean_leader_election",
                     "replica.lag.time.max.ms": "replica_lag_time_max_ms"}
+# Versions a matrix sweeps, by their grid names, and the spec key (section, key) that sets each: the broker and
+# the client under test (`client`: clients.confluent_kafka). The spec's own validation refuses a version it cannot run.
+VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "client": ("clients", "confluent_kafka")}
 # Short names for cell names (run folder names): readable and free of dots.
 SHORT = {"acks": "acks", "enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
-         "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries"}
+         "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries",
+         "kafka_version": "kafka", "client": "ck"}
 _COMPARISON = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {">=": operator.ge, "<=": operator.le, "==": operator.eq,
                                                      "!=": operator.ne, ">": operator.gt, "<": operator.lt}
@@ -124,11 +129,15 @@ def cell_overrides(raw: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     for group in producers:
         if isinstance(group, dict):
             group["settings"] = {**(group.get("settings") or {}),
-                                 **{k: v for k, v in cell.items() if k not in CLUSTER_SETTINGS}}
+                                 **{k: v for k, v in cell.items()
+                                    if k not in CLUSTER_SETTINGS and k not in VERSION_SETTINGS}}
     cluster = {CLUSTER_SETTINGS[k]: v for k, v in cell.items() if k in CLUSTER_SETTINGS}
     overrides: dict[str, Any] = {"workloads": {"producers": producers}}
     if cluster:
         overrides["cluster"] = cluster
+    for key, (section, name) in VERSION_SETTINGS.items():
+        if key in cell:
+            overrides.setdefault(section, {})[name] = str(cell[key])
     return overrides
 
 
@@ -157,7 +166,7 @@ def parse_matrix(where: str, raw: dict[str, Any], source: Path) -> Matrix:
     for key, values in grid_raw.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{where}.grid.{key}: must be a non-empty list of values")
-        if key not in CLUSTER_SETTINGS:
+        if key not in CLUSTER_SETTINGS and key not in VERSION_SETTINGS:
             for value in values:
                 try:
                     check_settings("producer", {key: value})

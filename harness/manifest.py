@@ -113,6 +113,12 @@ class Manifest:
             "outcome": None,
         }
 
+    def client_under_test(self, versions: dict[str, str]) -> None:
+        """The producers' and consumers' client, as its venv reports it (the drain, observers and admin keep
+        `versions.confluent_kafka` / `versions.librdkafka`, the harness's own)."""
+        self.doc["versions"]["client_under_test"] = {k: versions[k] for k in ("confluent_kafka", "librdkafka", "python")}
+        self.write()
+
     def write(self) -> None:
         try:
             write_json_atomic(self.path, self.doc)

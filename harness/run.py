@@ -34,6 +34,7 @@ from harness.spec import Spec
 from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
 from nemesis.nemesis import Nemesis
+from testbed.dist.clients import ClientEnv
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
 from testbed.kafka.cluster import KafkaCluster, wait_for
 from testbed.kafka.replicas import snapshot_segments
@@ -116,17 +117,23 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
-        notes = _execute(spec, folder, log_handler, on_running, machine)
+        client = machine.ensure_client(spec.client) if spec.client is not None else None
+        if client is not None:  # the client under test, as its venv reports itself
+            manifest.client_under_test(client.versions)
+            log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)", client.versions["confluent_kafka"],
+                     client.versions["librdkafka"], " ".join(client.python))
+        notes = _execute(spec, folder, log_handler, on_running, machine, client)
     return Judgement(spec, folder, notes, engine, keep_data, manifest, machine)
 
 
 def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
-             on_running: Callable[[RunFolder], None] | None, machine: Machine) -> list[str]:
+             on_running: Callable[[RunFolder], None] | None, machine: Machine,
+             client: ClientEnv | None = None) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
     with provision(spec.cluster, folder.root, machine=machine) as (cluster, runtime):
-        workloads = WorkloadSet(runtime, folder, cluster)
+        workloads = WorkloadSet(runtime, folder, cluster, client)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)
             nemesis = make_nemesis(spec, cluster, workloads) if not spec.nemesis.empty else None

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import yaml
 
 from checkers.anomalies import ANOMALIES
+from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_targets import check_workload_targets
 from harness.spec_types import NO_DEFAULT, Section
@@ -93,6 +94,7 @@ class Spec:
     checker: str
     expect: Expectation
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    client: str | None = None  # clients.confluent_kafka: the client under test (None: the harness's own)
 
     @property
     def transactional(self) -> bool:
@@ -310,11 +312,12 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     _check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
     check_workload_targets(nemesis, producers)
+    client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
-        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
+        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, client=client)
 
 
 def _check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:

@@ -156,6 +156,13 @@ EXPECT = Section({
     "observed": ListOf(Choice(OBSERVED_FACTS, what="fact"), doc="facts the observations must show"),
 }, doc="what the run must show for the scenario to pass", title="expect", nullable=True, ref="expect")
 
+CLIENTS = Section({
+    "confluent_kafka": Scalar(("string",), "the confluent-kafka version the producers and consumers under test run "
+                              "(1.9.0 on, from PyPI, in a venv of its own on pyenv's Python 3.10; netns only); the "
+                              "drain, observers and admin keep the harness's own (default: the harness's own)",
+                              pattern=r"\d+\.\d+\.\d+", pattern_text="a version like 2.1.1"),
+}, doc="the client under test", title="clients", nullable=True, ref="clients")
+
 NEMESIS = Custom(parse_schedule, schedule_schema, "a list of fault events",
                  doc="the fault timeline (starts, stops, heals, random chaos); see the fault table", ref="nemesis")
 
@@ -171,6 +178,7 @@ SPEC = Section({
     "checker": Choice(CHECKERS, "the checker engine (`--engine` replaces it); auto: pandas when the history "
                              "fits comfortably in memory, else Spark", "auto"),
     "cluster": CLUSTER,
+    "clients": CLIENTS,
     "workloads": WORKLOADS,
     "nemesis": NEMESIS,
     "expect": EXPECT,
@@ -188,4 +196,4 @@ CONFIGURATION = Section({
 SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run runs each (or those "
                                                    "`--configuration` names)", what="a mapping of configuration "
                                                    "names to configurations")
-SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, WORKLOADS, PRODUCER, CONSUMER, EXPECT, CONFIGURATION)
+SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, CLIENTS, WORKLOADS, PRODUCER, CONSUMER, EXPECT, CONFIGURATION)

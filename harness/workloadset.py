@@ -22,6 +22,7 @@ from typing import cast
 
 from harness.spec import Spec
 from testbed.addressing import Host
+from testbed.dist.clients import ClientEnv
 from testbed.errors import FaultError, HarnessError, WorkloadError
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
@@ -40,6 +41,8 @@ from workloads.exits import DRAIN_INCOMPLETE, FENCED
 
 PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
 PAUSE_WAIT_S = 10.0  # a SIGSTOP or SIGCONT reaches every thread of a process within this
+# The roles that run the client under test (`clients.confluent_kafka`); the drain and the observers never do.
+UNDER_TEST = ("producer", "consumer")
 
 
 @dataclass
@@ -112,8 +115,10 @@ def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "",
 class WorkloadSet:
     """Starts workload processes through the runtime and holds them to account."""
 
-    def __init__(self, runtime: Runtime, folder: RunFolder, cluster: KafkaCluster) -> None:
+    def __init__(self, runtime: Runtime, folder: RunFolder, cluster: KafkaCluster,
+                 client: ClientEnv | None = None) -> None:
         self.runtime = runtime
+        self.client = client  # the client under test's venv (None: every role on the harness's own client)
         self.folder = folder
         self.cluster = cluster
         self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
@@ -128,7 +133,8 @@ class WorkloadSet:
             on_host = dataclasses.replace(w.config, journal=Path(self.runtime.host_path(w.host, w.config.journal)))
             path.write_text(json.dumps(config_to_json(on_host), indent=2, sort_keys=True) + "\n")
             host_config = self.runtime.put(w.host, path)
-            python = self.cluster.software(w.host).python
+            python = self.client.python if self.client is not None and w.role in UNDER_TEST \
+                else self.cluster.software(w.host).python
             self.processes.start(w.host, PROCESS_PREFIX + w.name, [*python, "-m", "workloads", host_config])
             self.running[w.name] = w
 

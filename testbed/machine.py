@@ -4,7 +4,7 @@ Everything a run asks of this machine and of Kafka itself goes through a `Machin
 a kind builds (`make_runtime`), the runtime's checks before anything is made (`preflight`), the
 Kafka distribution in the cache (`ensure_kafka`), the cluster object over the runtime
 (`make_cluster`: bring-up, readiness and the live state the nemesis reads are its methods), the
-replica dump after a run (`dump_replicas`), and the machine's one-cluster record (`active_file`).
+replica dump after a run (`dump_replicas`), the client under test's venv (`ensure_client`), and the machine's one-cluster record (`active_file`).
 `Machine()` is the real one, what the CLI runs with; the fast tests build one with the fake
 runtime of tests/fakes.py and a cluster whose Kafka-only steps answer as a healthy cluster would,
 so the rest of the run flow is the real code.
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from testbed.addressing import AddressPlan
+from testbed.dist.clients import ClientEnv, ensure_client
 from testbed.dist.kafka import ensure_kafka
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
@@ -50,6 +51,7 @@ class Machine:
     ensure_kafka: Callable[[str], object] = ensure_kafka
     make_cluster: Callable[[Runtime, ClusterSettings, RunFolder], KafkaCluster] = KafkaCluster
     dump_replicas: ReplicaDump = dump_replicas
+    ensure_client: Callable[[str], ClientEnv] = ensure_client  # the client under test's venv (clients.confluent_kafka)
     active_file: Path | None = None  # None: testbed.paths.ACTIVE_FILE, the machine's own
 
 

@@ -33,6 +33,12 @@ class PollResult:
     fatal: str | None = None
 
 
+def leader_epoch(msg: Message) -> int | None:
+    """The record's leader epoch; None from a client under test older than confluent-kafka 2.1.1 (no KIP-320)."""
+    method = getattr(msg, "leader_epoch", None)
+    return method() if method is not None else None
+
+
 class PollRecorder:
     def __init__(self, journal: JournalSink, phase: str, group: str | None) -> None:
         self.journal = journal
@@ -49,7 +55,7 @@ class PollRecorder:
                 self._error(err, msg, result)
                 continue
             partition, offset = msg.partition(), msg.offset()
-            records.append([partition, offset, text(msg.key()), text(msg.value()) or "", msg.leader_epoch()])
+            records.append([partition, offset, text(msg.key()), text(msg.value()) or "", leader_epoch(msg)])
             if partition is not None and offset is not None:
                 result.last_offset[partition] = offset
         if records:

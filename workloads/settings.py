@@ -38,6 +38,12 @@ _PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "request.timeout.ms": 30000,
     "linger.ms": 5,
 }
+LINGER_5MS_SINCE = 0x02000000  # librdkafka's linger.ms default was 0.5 ms before 2.0 (a client under test may be older)
+
+
+def librdkafka_defaults() -> dict[str, KafkaValue]:
+    """The producer defaults of the librdkafka this process runs (a client under test may be 1.x)."""
+    return {**_PRODUCER_DEFAULTS, "linger.ms": 5 if confluent_kafka.libversion()[1] >= LINGER_5MS_SINCE else 0.5}
 
 
 def client_version() -> str:
@@ -64,7 +70,7 @@ def canonical(settings: dict[str, KafkaValue]) -> dict[str, KafkaValue]:
 def producer_effective(config: ProducerConfig) -> dict[str, Any]:
     """Every producer setting that matters to the verdict, defaults and idempotence adjustments applied."""
     given = canonical(config.kafka)
-    effective: dict[str, Any] = {**_PRODUCER_DEFAULTS, **given}
+    effective: dict[str, Any] = {**librdkafka_defaults(), **given}
     if config.transactional_id is not None:  # librdkafka: a transactional producer is idempotent, and its
         # delivery timeout is at most the transaction timeout (lowered to it when not given)
         effective["transactional.id"] = config.transactional_id

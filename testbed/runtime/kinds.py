@@ -64,6 +64,9 @@ class RuntimeKind:
     # None: the hosts' own `java`, whichever it is.
     node_javas: frozenset[int] | None = None
     _hosts_note: Callable[[Mapping[str, Any]], str] | None = None  # what the report says of its hosts, from state
+    # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
+    # machine, testbed.dist.clients); None: they run this machine's files, so they can.
+    no_client_venvs: str | None = None
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities
@@ -148,13 +151,15 @@ KINDS: tuple[RuntimeKind, ...] = (
         abilities=frozenset(Ability),  # lose unsynced writes and link shaping with a daemon on this machine
         # a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd)
         needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=None,
-        _preflight=_docker_preflight, node_javas=frozenset({17})),  # faultline/base's openjdk-17
+        _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
+        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
         abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
-        _preflight=_ssh_preflight, _hosts_note=_ssh_hosts),
+        _preflight=_ssh_preflight, _hosts_note=_ssh_hosts,
+        no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)  # argparse choices, the spec's `cluster.runtime` choices
