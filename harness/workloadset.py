@@ -86,7 +86,9 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(
             process=name, role="observer", az=node.az, journal=folder.journal(name), topic=topic, bootstrap="",
-            broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0)))
+            broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0,
+            controller_port=kcfg.CONTROLLER_PORT if cluster.settings.kraft else None,
+            controller_id_base=kcfg.controller_id(cluster.settings, 0) if cluster.settings.kraft else 0)))
     return out
 
 
