@@ -56,13 +56,14 @@ def cluster_status(cluster: KafkaCluster, runtime: Runtime) -> dict[str, Any]:
                        "address": f"{node.address}:{kcfg.ZK_CLIENT_PORT}", "mode": answer.get("zookeeper_mode")})
     return {"prefix": runtime.prefix, "run_dir": str(cluster.run_dir), "topic": cluster.topic,
             "bootstrap_servers": cluster.bootstrap, "zookeeper_connect": cluster.zk_connect,
-            "brokers": brokers, "zookeeper": quorum}
+            "brokers": brokers, "zookeeper": quorum,
+            "quorum": "KRaft controllers" if cluster.settings.kraft else "zookeeper"}
 
 
 def format_status(status: dict[str, Any]) -> str:
     lines = [f"cluster {status['prefix']}  run dir {status['run_dir']}",
              f"bootstrap servers: {status['bootstrap_servers']}",
-             "zookeeper: " + ", ".join(f"{z['node']} {z['mode']}" for z in status["zookeeper"])]
+             f"{status.get('quorum', 'zookeeper')}: " + ", ".join(f"{z['node']} {z['mode']}" for z in status["zookeeper"])]
     for b in status["brokers"]:
         state = "alive" if b["alive"] else "DOWN"
         lines.append(f"broker {b['broker']} ({b['az']}, {b['address']}) {state}; controller as it sees it: "
