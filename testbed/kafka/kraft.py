@@ -41,8 +41,13 @@ STEER_ATTEMPTS = 3
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints),
+    never starting with '-', which the tool's argument parser would take for an option (Kafka's own
+    Uuid.randomUuid draws again too)."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
@@ -56,9 +61,13 @@ def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
         argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
                 "-c", config, "--ignore-formatted"]
         try:
-            cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S)
+            done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
         except RuntimeFailure as exc:
             raise ClusterError(f"formatting {node.name}'s {role} storage: {exc}") from exc
+        if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
+            said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
+            raise ClusterError(f"formatting {node.name}'s {role} storage ({STORAGE_TOOL} format): exit "
+                               f"{done.returncode}: {said}")
 
     with ThreadPoolExecutor(len(jobs)) as pool:
         list(pool.map(run, jobs))

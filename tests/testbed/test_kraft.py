@@ -12,6 +12,7 @@ from testbed.addressing import make_plan
 from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError
 from testbed.kafka import config as kcfg
+from testbed.kafka import kraft
 from testbed.kafka.kraft import active_controller, new_cluster_id
 from testbed.kafka.quorum import (
     DESCRIBE_QUORUM_KEY,
@@ -78,9 +79,12 @@ def test_combined_kraft_nodes_are_one_jvm_with_both_listeners() -> None:
     assert kcfg.broker_of_controller(settings, 2) == 2 and kcfg.controller_id(settings, 2) == 2
 
 
-def test_cluster_ids_are_22_base64url_characters() -> None:
+def test_cluster_ids_are_22_base64url_characters_never_led_by_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = {new_cluster_id() for _ in range(20)}
     assert len(ids) == 20 and all(len(i) == 22 and "=" not in i and "/" not in i and "+" not in i for i in ids)
+    draws = iter([b"\xf8" + bytes(15), b"\x01" + bytes(15)])  # the first encodes as "-A...": StorageTool's option
+    monkeypatch.setattr(kraft.uuid, "uuid4", lambda: type("U", (), {"bytes": next(draws)})())
+    assert new_cluster_id() == "AQAAAAAAAAAAAAAAAAAAAA"
 
 
 def _tagged_response(body: bytes) -> bytes:
