@@ -16,7 +16,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions lint \
-	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -87,7 +87,9 @@ test: lint
 test-versions:
 	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
 
-# The transactions runs on a real cluster beyond the one `make test` runs (txn-smoke under a leader kill).
+# The transactions runs on a real cluster beyond the ones `make test` runs (txn-smoke no-fault, txn-coordinator-az
+# isolate): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing, txn-power-cut-cluster
+# (both flush settings; needs unsyncfs). `make test-<scenario>` runs one scenario's every configuration.
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
@@ -106,6 +108,10 @@ bench-nemesis: $(IMAGES)
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
+
+# The transactional producer (6 and 100 sends per transaction, all committed) against the plain one, both acks=all.
+bench-txn:
+	$(PY) bench/bench_workload.py --duration 15 --rounds 3 --transactional 6,100
 
 # The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
 bench-unsyncfs:

@@ -19,13 +19,14 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from checkers.anomalies import ANOMALIES
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
+from harness.spec_targets import check_workload_targets
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
@@ -51,6 +52,7 @@ class ProducerGroup:
     txn_size: int = 10
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
+    fenced: Literal["renew", "exit"] = "renew"
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def _check_transactional(settings: dict[str, Any]) -> None:
                              "transactional.id with enable.idempotence false")
 
 
-_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms")
+_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms", "fenced")
 
 
 def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
@@ -241,7 +243,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
@@ -314,6 +316,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     check_runtime_can(nemesis, cluster.runtime)
     check_metadata_can(resolved, nemesis, cluster)
+    check_workload_targets(nemesis, producers)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
