@@ -286,8 +286,7 @@ class KafkaCluster:
 
     def wait_quorum(self, timeout: float, interval: float = 0.2) -> dict[str, str]:
         if self.settings.kraft:
-            return {"active controller": str(wait_for("a KRaft controller quorum", lambda: kraft.quorum_ready(self),
-                                                       timeout, interval))}
+            return {"active controller": str(wait_for("a KRaft quorum", lambda: kraft.quorum_ready(self), timeout))}
 
         def quorum() -> dict[str, str] | None:
             self.check_processes()
@@ -301,9 +300,8 @@ class KafkaCluster:
         """Every broker registered, a controller elected and known to every broker; `zk`: a session to read
         ZooKeeper through (else one per poll)."""
         want = sorted(n.broker_id for n in self.nodes)
-        if self.settings.kraft:  # registered and unfenced: a KRaft broker's Metadata lists only unfenced brokers
-            return wait_for(f"brokers {want} registered with the KRaft controller, unfenced, known to every broker",
-                            lambda: self._kraft_brokers_known(want), timeout, interval)
+        if self.settings.kraft:
+            return kraft.wait_brokers(self, want, timeout, interval)
 
         def registered() -> dict[str, Any] | None:
             self.check_processes()
@@ -317,12 +315,6 @@ class KafkaCluster:
             return snap if known else None
         return wait_for(f"brokers {want} registered in ZooKeeper, a controller elected and known to every broker",
                         registered, timeout, interval)
-
-    def _kraft_brokers_known(self, want: list[int]) -> dict[str, Any] | None:
-        self.check_processes()
-        views = self.views()
-        ok = all(v is not None and sorted(v.brokers) == want and v.controller is not None for v in views.values())
-        return {"brokers": want, "controller": next(iter(views.values())).controller} if ok else None  # type: ignore[union-attr]
 
     def create_topic(self) -> None:
         s = self.settings
@@ -347,8 +339,7 @@ class KafkaCluster:
         return self.settings.replication_factor
 
     def views(self) -> dict[str, BrokerView | None]:
-        """Each broker's own view, asked from the control plane (never cut off). KRaft: each view's controller is
-        the active controller DescribeQuorum names (a KRaft broker's Metadata names a random live broker)."""
+        """Each broker's own view, asked from the control plane (never cut off); KRaft: `kraft.with_active_controller`."""
         def ask(node: Host) -> BrokerView | None:
             try:
                 return broker_view(node.address, kcfg.BROKER_PORT, [self.topic], timeout=2.0)
@@ -356,12 +347,7 @@ class KafkaCluster:
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             views = dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
-        if self.settings.kraft:
-            active = kraft.active_controller(self.settings, kraft.quorum_views(self))
-            for view in views.values():
-                if view is not None:
-                    view.controller = active
-        return views
+        return kraft.with_active_controller(self, views) if self.settings.kraft else views
 
     def transactional_id(self, process: str) -> str:
         """The transactional.id of a transactional workload process: the same for its every instance, no other run's."""
@@ -381,9 +367,7 @@ class KafkaCluster:
     def registered(self, node: Host) -> bool:
         """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers. KRaft: never
         in the way (a broker started again re-registers once the controller has fenced its old self)."""
-        if self.settings.kraft:
-            return False
-        return node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
+        return False if self.settings.kraft else node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
 
     def settled(self) -> dict[str, BrokerView] | None:
         """The views when every broker agrees on one leader per partition with a full ISR, else None."""

@@ -23,12 +23,13 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from testbed.addressing import Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
 from testbed.kafka.quorum import QuorumView, describe_quorum
+from testbed.kafka.wire import BrokerView
 
 if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
@@ -92,6 +93,31 @@ def active_controller(settings: kcfg.ClusterSettings, views: dict[str, QuorumVie
     newest = max(leading, key=lambda v: v.leader_epoch or 0)
     assert newest.leader_id is not None
     return kcfg.broker_of_controller(settings, newest.leader_id)
+
+
+def with_active_controller(cluster: KafkaCluster, views: dict[str, BrokerView | None]) -> dict[str, BrokerView | None]:
+    """The brokers' views with the active controller (DescribeQuorum) as each one's controller: a KRaft broker's
+    Metadata names a random live broker there."""
+    active = active_controller(cluster.settings, quorum_views(cluster))
+    for view in views.values():
+        if view is not None:
+            view.controller = active
+    return views
+
+
+def wait_brokers(cluster: KafkaCluster, want: list[int], timeout: float, interval: float) -> dict[str, Any]:
+    """Every broker registered and unfenced (a KRaft broker's Metadata lists only unfenced brokers), known to
+    every broker, and an active controller."""
+    from testbed.kafka.cluster import wait_for
+
+    def known() -> dict[str, Any] | None:
+        cluster.check_processes()
+        views = cluster.views()
+        ok = all(v is not None and sorted(v.brokers) == want and v.controller is not None for v in views.values())
+        first = next(iter(views.values()))
+        return {"brokers": want, "controller": first.controller} if ok and first is not None else None
+    return wait_for(f"brokers {want} registered with the KRaft controller, unfenced, known to every broker",
+                    known, timeout, interval)
 
 
 def quorum_ready(cluster: KafkaCluster) -> int | None:
