@@ -250,6 +250,9 @@ def test_on_kraft_role_zookeeper_hits_the_controller_and_a_broker_starts_again_a
     formats = [argv for _, argv in runtime.commands if "kafka.tools.StorageTool" in argv]
     assert len(formats) == 6 and all(argv[argv.index("-t") + 1] == formats[0][formats[0].index("-t") + 1]
                                      for argv in formats), "every process formatted with one cluster id"
+    synced = sorted(argv[1] for _, argv in runtime.commands if argv[:1] == ["find"] and "sync" in argv)
+    assert synced == sorted(str(cluster.node_folder(n).data(r)) for n in cluster.nodes
+                            for r in ("controller", "broker")), "and what it wrote fsynced"
     assert sorted(runtime.process_names()) == sorted(f"az{i}-node/{r}" for i in (1, 2, 3)
                                                     for r in ("controller", "broker"))
     controller = proc(runtime, "az1-node", "controller")
