@@ -169,8 +169,8 @@ class WorkloadSet:
             self.processes.exit_status(PROCESS_PREFIX + w.name) == -signal.SIGKILL
 
     def _restart_observer(self, w: Workload) -> None:
-        if w.config is None or self.cluster.process(w.host, "zookeeper") is None:
-            return  # its host is still down (or the process was taken over from a dead harness)
+        if w.config is None or self.cluster.process(w.host, self.cluster.roles[0]) is None:
+            return  # its host is still down (or the process was taken over from a dead harness); KRaft: controller
         self._restarts[w.name] = self._restarts.get(w.name, 1) + 1
         again = dataclasses.replace(w.config, journal=self.folder.journal(f"{w.name}.{self._restarts[w.name]}"))
         self.start([Workload(w.name, w.host, w.role, again)])
