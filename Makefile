@@ -165,8 +165,10 @@ DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 
 .PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
 
-# KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version).
-RUN_KAFKA_VERSION = $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
+# KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
+# METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
+RUN_KAFKA_VERSION = $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION)) \
+	$(if $(METADATA),--metadata $(METADATA))
 
 $(addprefix test-,$(SCENARIOS)): test-%: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness run scenarios/$*.yaml --runtime $(RUNTIME) $(RUN_KAFKA_VERSION)

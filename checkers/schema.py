@@ -189,7 +189,8 @@ OBSERVATIONS = TableSpec(
         _may("leader", "int32", "the broker it believes leads the partition"),
         _may("isr", "any", "the in-sync replicas it believes in (a JSON list)"),
         _may("leader_epoch", "int32"),
-        _may("controller", "int32", "the broker it believes is controller"),
+        _may("controller", "int32", "the broker it believes is controller (KRaft: its node's controller's "
+             "broker id while that controller believes it leads the quorum, else null)"),
         _may("high_watermark", "int64", "the partition's high watermark that broker reported (contract v2)"),
         _may("last_stable_offset", "int64", "the partition's last stable offset that broker reported (contract "
              "v2): one that stops advancing shows a transaction left open"),

@@ -24,6 +24,7 @@ from harness.console import quiet_console
 from harness.runfolders import find_runs
 from harness.spec_keys import CHECKERS
 from testbed.dist.kafka import DEFAULT_VERSION
+from testbed.dist.versions import METADATA_MODES, check_metadata, default_metadata
 from testbed.errors import HarnessError, UsageError
 from testbed.handover import hand_over
 from testbed.kafka.config import ClusterSettings
@@ -91,6 +92,8 @@ def build_parser() -> Parser:
     up.add_argument("--run-dir", type=Path)
     up.add_argument("--network", help="the hosts' network (default: the runtime's, " + networks_text() + ")")
     up.add_argument("--kafka-version", default=DEFAULT_VERSION)
+    up.add_argument("--metadata", choices=METADATA_MODES, help="zookeeper or kraft (default: kraft from 4.0, else "
+                    "zookeeper)")
     up.add_argument("--partitions", type=int, default=3)
     up.add_argument("--controller", type=int, metavar="BROKER",
                     help="the broker that must be controller once the cluster is up (started first; default: any)")
@@ -111,8 +114,10 @@ def build_parser() -> Parser:
     run.add_argument("--results", type=Path, help="results folder (default: results/)")
     run.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help(f"the spec's, else {DEFAULT_KIND}"))
     run.add_argument("--keep-data", action="store_true", help=KEEP_DATA_HELP)
-    run.add_argument("--kafka-version", help="the Kafka version of every run, 0.10.2.2 to 3.9.x (default: each "
+    run.add_argument("--kafka-version", help="the Kafka version of every run, 0.10.2.2 to 4.x (default: each "
                      "spec's cluster.kafka_version; docs/runtimes.md, \"Kafka versions\")")
+    run.add_argument("--metadata", choices=METADATA_MODES, help="the metadata mode of every run: zookeeper or "
+                     "kraft (default: each spec's cluster.metadata; docs/runtimes.md, \"KRaft\")")
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
@@ -184,7 +189,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         if args.controller is not None and not 0 <= args.controller < args.nodes:
             raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
                              f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
-        settings = ClusterSettings(nodes=args.nodes, runtime=name, controller=args.controller,
+        metadata = args.metadata or default_metadata(args.kafka_version)
+        check_metadata(args.kafka_version, metadata)
+        settings = ClusterSettings(nodes=args.nodes, runtime=name, controller=args.controller, metadata=metadata,
                                    network=args.network or default_network(name),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
@@ -226,7 +233,7 @@ def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from harness.spec import load_specs
 
     batch = [load_specs(path, args.configuration, args.runtime, args.inventory, args.known_hosts,
-                        args.kafka_version)
+                        args.kafka_version, args.metadata)
              for path in args.spec]  # every file read and checked before anything starts
     for path, specs in zip(args.spec, batch, strict=True):
         for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):

@@ -71,6 +71,9 @@ def load_cluster(spec_path: Path, configuration: str | None) -> ComposeCluster:
         raise UsageError(f"{spec_path}: its configurations run different clusters "
                          f"({', '.join(str(other.configuration) for other in specs)}): name one with --configuration")
     settings = spec.cluster
+    if settings.kraft:
+        raise UsageError(f"{spec_path}: cluster.metadata: kraft: `compose` writes ZooKeeper-mode projects only "
+                         f"(a KRaft cluster's storage is formatted before its first start, which a run does)")
     subnet = ipaddress.ip_network(settings.network)
     if not (isinstance(subnet, ipaddress.IPv4Network) and subnet.subnet_of(NETWORK_RANGE)):
         raise UsageError(f"{spec_path}: cluster.network {settings.network} is not inside {NETWORK_RANGE}, "

@@ -24,16 +24,16 @@ from typing import Any, Literal
 import yaml
 
 from checkers.anomalies import ANOMALIES
+from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can
 from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_targets import check_workload_targets
 from harness.spec_types import NO_DEFAULT, Section
-from nemesis.links import needs_shaper
-from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
-from testbed.dist.versions import release
+from nemesis.schedule import Schedule, parse_schedule
+from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.kinds import INVENTORY_KIND, Ability, can, default_network, kind
+from testbed.runtime.kinds import INVENTORY_KIND, default_network, kind
 from workloads.settings import canonical, normalize_acks
 from workloads.settings_check import Role, SettingRefused, check_settings, check_transactional
 
@@ -164,11 +164,17 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         row = release(v("kafka_version"))  # the version table's one line for a version faultline cannot run
     except DistributionError as exc:
         raise _fail(f"{where}.kafka_version", str(exc).removeprefix(f"kafka_version {v('kafka_version')}: ")) from None
+    metadata = raw.get("metadata") or default_metadata(v("kafka_version"))
+    try:
+        check_metadata(v("kafka_version"), metadata)
+    except DistributionError as exc:
+        raise _fail(f"{where}.{'metadata' if 'metadata' in raw else 'kafka_version'}", str(exc)) from None
     if hosts.node_javas is not None and row.java not in hosts.node_javas:
         raise _fail(f"{where}.kafka_version", f"Kafka {v('kafka_version')} runs on Java {row.java}, which the "
                     f"{runtime} runtime's nodes do not have (use --runtime netns)")
     return ClusterSettings(
-        nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
+        nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"), metadata=metadata,
+        kraft_controllers=v("kraft_controllers"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
         min_insync_replicas=v("min_insync_replicas"), unclean_leader_election=v("unclean_leader_election"),
@@ -308,9 +314,10 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
-    _check_version_can(producers, cluster.kafka_version)
+    check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
-    _check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
+    check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
+    check_metadata_can(resolved, nemesis, cluster)
     check_workload_targets(nemesis, producers)
     client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
     return Spec(
@@ -318,40 +325,6 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, client=client)
-
-
-def _check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
-    """Refuse what the spec's broker version cannot take: idempotent or transactional producers before 0.11
-    (librdkafka refuses idempotence against such a broker; KIP-98 came with 0.11)."""
-    if release(kafka_version).idempotence:
-        return
-    for i, group in enumerate(producers):
-        given = canonical(group.settings)
-        for key, on in (("enable.idempotence", str(given.get("enable.idempotence", False)).lower() == "true"),
-                        ("transactional.id", "transactional.id" in given)):
-            if on:
-                raise _fail(f"workloads.producers[{i}].settings.{key}", f"Kafka {kafka_version} has no idempotent "
-                            f"or transactional producers (they came with 0.11, KIP-98): drop it or choose 0.11 on")
-
-
-def _check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
-    """Refuse a fault the spec's runtime cannot apply: delays and bandwidths need link shaping (a `LinkShaper`);
-    a power-off that is to drop unsynced writes (`cluster.lose_unsynced_writes`, the default) needs a runtime
-    that drops them (`LosesUnsyncedWrites`), or the verdict would be more optimistic than a real power cut's."""
-    record = kind(runtime)
-    for i, item in enumerate(schedule.items):
-        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
-        for fault in faults:
-            if fault.fault == "power-off" and lose_unsynced and not record.can(Ability.LOSE_UNSYNCED):
-                raise _fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
-                            f"runtime that drops unsynced writes; the {runtime} runtime cannot: "
-                            f"{record.power_off_note} (set cluster.lose_unsynced_writes: false to run it as a kill "
-                            f"of the node's processes, or use --runtime {' or '.join(can(Ability.LOSE_UNSYNCED))})")
-            if record.can(Ability.SHAPE_LINKS):
-                continue
-            if fault.degrade is not None and needs_shaper(fault.degrade):
-                raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
-                            f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:
@@ -376,11 +349,11 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 
 def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str | None = None,
                inventory: Path | None = None, known_hosts: Path | None = None,
-               kafka_version: str | None = None) -> list[Spec]:
+               kafka_version: str | None = None, metadata: str | None = None) -> list[Spec]:
     """Every configuration of the spec file (or just those named in `only`, in the file's order), validated,
     file name in each error.
 
-    `runtime`, `inventory`, `known_hosts` and `kafka_version` (the CLI's flags) replace the spec's; an inventory alone means
+    `runtime`, `inventory`, `known_hosts`, `kafka_version` and `metadata` (the CLI's flags) replace the spec's; an inventory alone means
     the ssh runtime. Paths in the spec are relative to its folder."""
     raw = load_spec_file(path)
     for key in ("inventory", "known_hosts"):
@@ -396,6 +369,8 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
         raw = merge(raw, {"cluster": {"runtime": runtime}})
     if kafka_version is not None:
         raw = merge(raw, {"cluster": {"kafka_version": kafka_version}})
+    if metadata is not None:
+        raw = merge(raw, {"cluster": {"metadata": metadata}})
     try:
         wanted = None if only is None else [only] if isinstance(only, str) else list(only)
         for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same

@@ -34,11 +34,13 @@ from harness.spec_types import (
 )
 from nemesis.schedule import parse_schedule
 from nemesis.schema import schedule_schema
+from testbed.dist.versions import METADATA_MODES
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KIND_NAMES, networks_text
 
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
+KRAFT_CONTROLLERS = ("separate", "combined")
 COMMIT_MODES = ("auto", "sync")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECKERS = ("auto", "spark", "pandas")  # auto: pandas or Spark by the history's size (checkers.auto)
@@ -50,9 +52,16 @@ CLUSTER = Section({
                  _d.nodes, 3, 9),
     "runtime": Choice(KIND_NAMES, "where the hosts live (docs/runtimes.md); `--runtime` replaces it",
                       _d.runtime, what="runtime"),
-    "kafka_version": Str("the Apache Kafka version with ZooKeeper, 0.10.2.2 to 3.9.x (its Scala build, ZooKeeper and Java "
+    "kafka_version": Str("the Apache Kafka version, 0.10.2.2 to 4.x (its Scala build, ZooKeeper and Java "
                          "from the version table, docs/runtimes.md), fetched from Maven Central if not cached",
                          _d.kafka_version),
+    "metadata": Choice(METADATA_MODES, "where the cluster's metadata lives: zookeeper (one ZooKeeper server per "
+                       "node, Kafka up to 3.9) or kraft (one KRaft controller per node, Kafka 3.3 on; the only "
+                       "choice from 4.0); default: kraft from 4.0, else zookeeper", what="metadata mode"),
+    "kraft_controllers": Choice(KRAFT_CONTROLLERS, "KRaft: separate (a controller JVM beside each broker, in "
+                                "place of ZooKeeper) or combined (each broker JVM is also a controller, "
+                                "process.roles broker,controller)", _d.kraft_controllers,
+                                what="controller layout"),
     "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
                    + networks_text() + ")"),
     "topic": Str("the topic every client writes and reads", _d.topic),
@@ -66,7 +75,9 @@ CLUSTER = Section({
     "replica_lag_time_max_ms": Int("replica.lag.time.max.ms: how long a follower may lag before it leaves the ISR",
                                    _d.replica_lag_time_max_ms, 500),
     "zookeeper_session_timeout_ms": Int("zookeeper.session.timeout.ms: how long a cut-off broker keeps its "
-                                        "session (and its partitions)", _d.zookeeper_session_timeout_ms, 2000),
+                                        "session (and its partitions); KRaft: broker.session.timeout.ms, how "
+                                        "long before the active controller fences it",
+                                        _d.zookeeper_session_timeout_ms, 2000),
     "replica_assignment": ListOf(ListOf(Int("a broker id", low=0), min_items=1), min_items=1,
                                  text="a list of lists of broker ids",
                                  doc="broker ids per partition, preferred leader first, e.g. [[0, 1, 2]]; "
@@ -74,9 +85,11 @@ CLUSTER = Section({
     "broker_overrides": MapOf(SETTING_VALUE, "any other server.properties key of every broker, e.g. "
                                              "{log.flush.interval.messages: 1}", what="a mapping of "
                                              "server.properties keys to values"),
-    "controller": Int("the broker that must be controller once the cluster is up (started first)", low=0, high=8),
+    "controller": Int("the broker that must be controller once the cluster is up (started first); KRaft: the "
+                      "node whose KRaft controller must be the active one", low=0, high=8),
     "broker_heap_mb": Int("each broker's JVM heap", _d.broker_heap_mb, 128),
-    "zookeeper_heap_mb": Int("each ZooKeeper server's JVM heap", _d.zookeeper_heap_mb, 64),
+    "zookeeper_heap_mb": Int("each ZooKeeper server's (KRaft: separate controller's) JVM heap",
+                             _d.zookeeper_heap_mb, 64),
     "inventory": Str("the ssh runtime's hosts: a YAML inventory file, relative to the spec's folder "
                      "(implies runtime ssh; `--inventory` replaces it; docs/runtimes.md)"),
     "known_hosts": Str("a known_hosts file the ssh hosts' keys are checked against, relative to the spec's folder "
@@ -175,6 +188,8 @@ SPEC = Section({
     "duration_s": Num("seconds the workloads run with the fault timeline", 20, 1, 3600),
     "settle_timeout_s": Num("at most this long for the healed cluster to settle (full ISRs, one leader)", 120, 1),
     "drain_timeout_s": Num("at most this long for the final drain", 90, 1),
+    "zookeeper_only": Str("why this scenario's story exists only with ZooKeeper: a KRaft cluster "
+                          "(cluster.metadata kraft, or Kafka 4) refuses it with this reason"),
     "checker": Choice(CHECKERS, "the checker engine (`--engine` replaces it); auto: pandas when the history "
                              "fits comfortably in memory, else Spark", "auto"),
     "cluster": CLUSTER,

@@ -92,7 +92,9 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(
             process=name, role="observer", az=node.az, journal=folder.journal(name), topic=topic, bootstrap="",
-            broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0)))
+            broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0,
+            controller_port=kcfg.CONTROLLER_PORT if cluster.settings.kraft else None,
+            controller_id_base=kcfg.controller_id(cluster.settings, 0) if cluster.settings.kraft else 0)))
     return out
 
 
@@ -173,8 +175,8 @@ class WorkloadSet:
             self.processes.exit_status(PROCESS_PREFIX + w.name) == -signal.SIGKILL
 
     def _restart_observer(self, w: Workload) -> None:
-        if w.config is None or self.cluster.process(w.host, "zookeeper") is None:
-            return  # its host is still down (or the process was taken over from a dead harness)
+        if w.config is None or self.cluster.process(w.host, self.cluster.roles[0]) is None:
+            return  # its host is still down (or the process was taken over from a dead harness); KRaft: controller
         self._restarts[w.name] = self._restarts.get(w.name, 1) + 1
         again = dataclasses.replace(w.config, journal=self.folder.journal(f"{w.name}.{self._restarts[w.name]}"))
         self.start([Workload(w.name, w.host, w.role, again)])

@@ -24,7 +24,7 @@ from nemesis.targets import Resolver
 from nemesis.workload_faults import WORKLOAD, WorkloadControl
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
-from testbed.kafka.cluster import ROLES, KafkaCluster, Role
+from testbed.kafka.cluster import KafkaCluster, Role
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0
@@ -188,10 +188,16 @@ class LinkFault:
 
 
 # -- processes -------------------------------------------------------------------
-def _roles(spec: FaultSpec) -> tuple[Role, ...]:
+def _roles(spec: FaultSpec, cluster: KafkaCluster) -> tuple[Role, ...]:
+    """The processes a fault hits on each node; `role: zookeeper` is the node's metadata-quorum process: its
+    ZooKeeper server, or in KRaft its controller (a combined KRaft node has none apart: refused by the spec)."""
     if spec.fault == "power-off" or spec.role == "both":
-        return ROLES
-    return ("zookeeper",) if spec.role == "zookeeper" else ("broker",)
+        return cluster.roles
+    if spec.role != "zookeeper":
+        return ("broker",)
+    if cluster.settings.quorum_role is None:
+        raise FaultError(f"{spec.fault} role zookeeper: combined KRaft nodes have no controller process apart")
+    return (cluster.settings.quorum_role,)  # type: ignore[return-value]
 
 
 class ProcessFault:
@@ -203,7 +209,7 @@ class ProcessFault:
         hits: list[tuple[Host, Role, int]] = []
         for node in nodes:
             pids = cluster.pids(node)
-            for role in _roles(spec):
+            for role in _roles(spec, cluster):
                 pid = pids[role]
                 if pid is None:
                     raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")
@@ -239,16 +245,19 @@ class ProcessFault:
 
 
 def start_again(cluster: KafkaCluster, procs: list[tuple[Host, Role]]) -> list[tuple[Host, Role]]:
-    """Start those of `procs` that are not running, ZooKeeper servers first; return the ones started.
+    """Start those of `procs` that are not running, ZooKeeper servers (KRaft controllers) first; return the ones
+    started.
 
     A broker killed moments ago is still registered in ZooKeeper until its
     session expires, and a broker started before then exits at once ("node
     already exists"). So each broker starts only once its old registration is
     gone, as a supervisor that retries would manage; if ZooKeeper cannot say
-    within the session timeout plus STALE_GRACE_S, it starts anyway.
+    within the session timeout plus STALE_GRACE_S, it starts anyway. A KRaft
+    broker needs no wait: the controller refuses a new incarnation's
+    registration while the old one's session lasts, and the broker retries.
     """
     started = []
-    for want in ROLES:
+    for want in cluster.roles:
         for node, role in procs:
             if role != want or cluster.pids(node)[role] is not None:
                 continue

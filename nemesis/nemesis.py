@@ -29,7 +29,7 @@ from nemesis.spec import FaultSpec, parse_fault
 from nemesis.targets import Resolver, coordinator_finder, observe
 from nemesis.workload_faults import WorkloadControl
 from testbed.errors import FaultError, HarnessError
-from testbed.kafka.cluster import ROLES, KafkaCluster, Role
+from testbed.kafka.cluster import KafkaCluster, Role
 
 log = logging.getLogger("faultline.nemesis")
 POLL_S = 0.05
@@ -246,14 +246,14 @@ class Nemesis:
     def _restore_processes(self, report: HealReport, by_faults: set[tuple[str, Role]]) -> None:
         cluster = self.cluster
         for node in cluster.nodes:
-            for role in ROLES:
+            for role in cluster.roles:
                 if cluster.paused(node, role):
                     try:
                         cluster.resume(node, role)
                         report.resumed.append(cluster.process_name(node, role))
                     except HarnessError as exc:
                         report.errors.append(f"resuming {cluster.process_name(node, role)}: {exc}")
-        down = [(node, role) for role in ROLES for node in cluster.nodes if cluster.pids(node)[role] is None]
+        down = [(node, role) for role in cluster.roles for node in cluster.nodes if cluster.pids(node)[role] is None]
         for node, role in down:
             if (node.name, role) not in by_faults:
                 log.warning("heal-all: %s was not running and no fault had stopped it; starting it",

@@ -24,7 +24,8 @@ packet is dropped silently: TCP senders see timeouts, never a refusal.
 Scopes. `all` drops every packet of the pair. `kafka` drops TCP packets of the
 pair to or from port 9092 (the broker listener), so both directions of a
 connection whichever side is the broker; `zookeeper` does the same for 2181,
-2888 and 3888. Client-side ports are ephemeral (Linux's range starts at
+2888 and 3888, and for 9093, a KRaft controller's listener (the metadata
+quorum's traffic in either mode). Client-side ports are ephemeral (Linux's range starts at
 32768), so they never collide with these.
 """
 
@@ -34,7 +35,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from testbed.addressing import AddressPlan
-from testbed.kafka.config import BROKER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
+from testbed.kafka.config import BROKER_PORT, CONTROLLER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
 from testbed.runtime.base import FAULT_IN_CHAIN, FAULT_OUT_CHAIN
 
 Grudge = Mapping[str, frozenset[str]]
@@ -43,7 +44,9 @@ SCOPES: tuple[Scope, ...] = ("all", "kafka", "zookeeper")
 SCOPE_PORTS: dict[Scope, tuple[int, ...]] = {
     "all": (),
     "kafka": (BROKER_PORT,),
-    "zookeeper": (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT),
+    # The metadata quorum's ports: ZooKeeper's, and a KRaft controller's listener (brokers' heartbeats and
+    # metadata fetches, the controllers' votes and log replication); nothing listens on the other mode's.
+    "zookeeper": (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT, CONTROLLER_PORT),
 }
 IN_CHAIN, OUT_CHAIN = FAULT_IN_CHAIN, FAULT_OUT_CHAIN  # the chains a Firewalled runtime hooks in
 

@@ -11,6 +11,9 @@ that agreement is the state. When they disagree (a partition in progress, a
 stale broker) ZooKeeper decides, since the controller's decisions are what
 ZooKeeper holds; if ZooKeeper cannot be reached either, the most common
 answer among the brokers is used. `ClusterFacts.source` records which.
+KRaft: the controller is the active KRaft controller found now through
+DescribeQuorum (`KafkaCluster.views` puts it in every view), and without a
+ZooKeeper to decide, brokers that disagree are settled by the majority.
 """
 
 from __future__ import annotations
@@ -92,12 +95,13 @@ def observe(cluster: KafkaCluster) -> ClusterFacts:
     if agreed is not None:
         return agreed
     try:
-        return facts_from_zookeeper(zk_snapshot(cluster.zk_connect, cluster.topic, timeout=ZK_TIMEOUT_S))
+        if not cluster.settings.kraft:
+            return facts_from_zookeeper(zk_snapshot(cluster.zk_connect, cluster.topic, timeout=ZK_TIMEOUT_S))
     except ClusterError:
         pass
     majority = majority_of_views(views, cluster.topic)
     if majority is None:
-        raise FaultError("cannot resolve targets: no broker and no ZooKeeper server answered")
+        raise FaultError("cannot resolve targets: no broker and no ZooKeeper server (KRaft: no broker) answered")
     return majority
 
 

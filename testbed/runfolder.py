@@ -23,8 +23,8 @@ from checkers.verdict import VERDICT_FILE
 
 NEMESIS_JOURNAL = "nemesis.jsonl"
 MANIFEST_FILE = "run.json"  # harness.manifest writes it (docs/run-manifest.md)
-ROLE_CONFIG = {"zookeeper": "zoo.cfg", "broker": "server.properties"}
-ROLE_DATA = {"zookeeper": "zookeeper-data", "broker": "kafka-data"}
+ROLE_CONFIG = {"zookeeper": "zoo.cfg", "broker": "server.properties", "controller": "controller.properties"}
+ROLE_DATA = {"zookeeper": "zookeeper-data", "broker": "kafka-data", "controller": "controller-data"}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ every error names the key. Keys per role:
   (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
 - drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``.
 - observer: ``broker_id``, ``broker_address`` (``host:port``), optional
-  ``interval_s`` (default 1.0).
+  ``interval_s`` (default 1.0); KRaft: ``controller_port`` (its node's KRaft
+  controller, asked with DescribeQuorum for the controller) and
+  ``controller_id_base`` (controller node id minus broker id).
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ class ObserverConfig(WorkloadConfig):
     broker_host: str
     broker_port: int
     interval_s: float = 1.0
+    controller_port: int | None = None  # KRaft: the node's controller listener (DescribeQuorum)
+    controller_id_base: int = 0  # KRaft: a controller's node id minus its node's broker id
 
 
 AnyConfig = ProducerConfig | ConsumerConfig | DrainConfig | ObserverConfig
@@ -250,7 +254,9 @@ def _observer(keys: _Keys, common: dict[str, Any]) -> ObserverConfig:
     if not host or not port.isdigit():
         raise ConfigError(f"broker_address: must be host:port, got {address!r}")
     return ObserverConfig(**common, broker_id=keys.integer("broker_id"), broker_host=host,
-                          broker_port=int(port), interval_s=keys.number("interval_s", 1.0, minimum=0.05))
+                          broker_port=int(port), interval_s=keys.number("interval_s", 1.0, minimum=0.05),
+                          controller_port=keys.integer("controller_port", None, minimum=1),
+                          controller_id_base=keys.integer("controller_id_base", 0))
 
 
 def parse_config(raw: Any) -> AnyConfig:

@@ -10,7 +10,12 @@ and the controller), with the high watermark and last stable offset of each
 partition the broker leads (ListOffsets at both isolation levels; null where
 it does not lead or does not answer). When the broker does not answer, it journals an
 ``unreachable`` line and no observation: an absent row means "no answer",
-never "no leader". Runs until SIGTERM.
+never "no leader". KRaft (`controller_port` set): the controller is not
+Metadata's (a KRaft broker names a random live broker there) but what the
+node's own KRaft controller says to DescribeQuorum: its broker id when that
+controller believes it is the active one, else null (no claim), so two
+observers naming two controllers at once are two controllers each believing
+it leads. Runs until SIGTERM.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import struct
 import time
 
+from testbed.kafka.quorum import describe_quorum
 from testbed.kafka.wire import broker_view, end_offsets
 from workloads import exits
 from workloads.config import ObserverConfig
@@ -46,11 +52,23 @@ class ObserverWorkload:
         t = time.time_ns()
         seen = view.partitions.get(c.topic, [])
         ends = self._ends([p.partition for p in seen])
+        if c.controller_port is not None:
+            view.controller = self._leading_controller()
         partitions = [[c.topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error,
                        *ends.get(p.partition, (None, None))] for p in seen]
         self.journal.append({"kind": "observation", "t": t, "observer": self.name, "broker": c.broker_id,
                              "controller": view.controller, "partitions": partitions})
         self.observed += 1
+
+    def _leading_controller(self) -> int | None:
+        """The broker id of this node's KRaft controller if it believes it leads the quorum, else None."""
+        c = self.config
+        assert c.controller_port is not None
+        try:
+            quorum = describe_quorum(c.broker_host, c.controller_port, timeout=min(2.0, max(0.2, c.interval_s)))
+        except (OSError, struct.error, ValueError):
+            return None
+        return quorum.leader_id - c.controller_id_base if quorum.leading and quorum.leader_id is not None else None
 
     def _ends(self, partitions: list[int]) -> dict[int, tuple[int | None, int | None]]:
         """The broker's high watermark and last stable offset per partition it leads; none if it does not say."""

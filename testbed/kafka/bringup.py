@@ -21,6 +21,10 @@ registration, no log directory opened: `KafkaServer.startup` connects first);
 during bring-up only, such a broker is started again (`BrokerRestarts`), so a
 quorum that breaks costs time, never the run. Every read of ZooKeeper goes
 through one session held for the whole bring-up, not one per poll.
+KRaft (`cluster.metadata: kraft`): configs written and storage formatted, the
+controllers started (the wanted node's first: testbed.kafka.kraft.start_quorum)
+until one leads with every voter caught up, then the brokers, registered and
+unfenced, then the topic as above.
 Must never: restart a process outside bring-up, restart a broker that exited
 for any other reason, or start a broker before every ZooKeeper server serves.
 """
@@ -102,6 +106,9 @@ def bring_up(cluster: KafkaCluster, timeout: float) -> dict[str, float]:
     restarts = BrokerRestarts(cluster)
     cluster.restart_exited_broker = restarts
     try:
+        if cluster.settings.kraft:
+            _bring_up_kraft(cluster, clock, deadline)
+            return clock.steps
         for node in cluster.nodes:
             cluster.start(node, "zookeeper")
         cluster.wait_quorum(deadline - time.monotonic(), interval=POLL_S)
@@ -125,6 +132,22 @@ def bring_up(cluster: KafkaCluster, timeout: float) -> dict[str, float]:
     finally:
         cluster.restart_exited_broker = None
     return clock.steps
+
+
+def _bring_up_kraft(cluster: KafkaCluster, clock: StepClock, deadline: float) -> None:
+    from testbed.kafka.kraft import start_quorum
+
+    start_quorum(cluster, cluster.settings.controller, deadline, POLL_S)
+    clock.step("quorum")
+    for node in cluster.nodes:
+        if cluster.process(node, "broker") is None:
+            cluster.start(node, "broker")
+    cluster.wait_brokers(deadline - time.monotonic(), interval=POLL_S)
+    clock.step("brokers")
+    cluster.create_topic()
+    clock.step("topic created")
+    cluster.wait_topic_ready(deadline - time.monotonic(), interval=POLL_S)
+    clock.step("topic ready")
 
 
 def _controller_is(cluster: KafkaCluster, zk: KazooClient, broker_id: int) -> bool | None:

@@ -1,6 +1,7 @@
-"""A Kafka + ZooKeeper cluster on a runtime: configs, start, readiness, and per-process control.
+"""A Kafka cluster (ZooKeeper or KRaft) on a runtime: configs, start, readiness, and per-process control.
 
-One node per AZ runs one ZooKeeper server and one broker. Every process is a
+One node per AZ runs one ZooKeeper server (KRaft: one controller) and one broker
+(KRaft combined: one JVM that is both; `ClusterSettings.roles`). Every process is a
 plain `java` started through the runtime inside its node's host, with config,
 data and logs in the node's folder of the run (`RunFolder.node`): configs are
 rendered here and put on the host, Kafka is installed on it by the runtime.
@@ -27,7 +28,7 @@ from kazoo.client import KazooClient
 from testbed.addressing import AddressPlan, Host
 from testbed.dist.classdata import MAIN_CLASS
 from testbed.errors import ClusterError, RuntimeFailure
-from testbed.kafka import bringup
+from testbed.kafka import bringup, kraft
 from testbed.kafka import config as kcfg
 from testbed.kafka.wire import BrokerView, broker_view, txn_coordinator, zookeeper_mode
 from testbed.kafka.zk import read_snapshot, zk_snapshot
@@ -35,8 +36,8 @@ from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
 from testbed.runtime.base import LosesUnsyncedWrites, PowerCycled, Process, Runtime, Software
 
-Role = Literal["zookeeper", "broker"]
-ROLES: tuple[Role, ...] = ("zookeeper", "broker")
+Role = Literal["zookeeper", "controller", "broker"]
+ROLES: tuple[Role, ...] = ("zookeeper", "broker")  # ZooKeeper mode's; a cluster's own are `cluster.roles`
 log = logging.getLogger("faultline.cluster")
 PROCESS_CHECK_S = 0.2  # how often the readiness polls look whether a process exited
 T = TypeVar("T")
@@ -68,14 +69,19 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
 
 def render_node_configs(plan: AddressPlan, settings: kcfg.ClusterSettings, node: Host, f: NodeFolder,
                         on_host: Callable[[Path], str]) -> None:
-    """Write `node`'s configs and ZooKeeper myid into its folder `f`; `on_host` names a path as the host sees it."""
-    for d in (f.config_dir, f.data("zookeeper"), f.data("broker"), f.logs("zookeeper"), f.logs("broker")):
+    """Write `node`'s configs (and ZooKeeper's myid) into its folder `f`; `on_host` names a path as the host sees it."""
+    roles = settings.roles
+    for d in (f.config_dir, *(f.data(r) for r in roles), *(f.logs(r) for r in roles)):
         d.mkdir(parents=True, exist_ok=True)
-    (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
-    f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper")),
-                                                  settings.zookeeper_force_sync, settings.kafka_version))
+    if "zookeeper" in roles:
+        (f.data("zookeeper") / "myid").write_text(f"{node.index}\n")
+        f.config("zookeeper").write_text(kcfg.zoo_cfg(plan, node, on_host(f.data("zookeeper")),
+                                                      settings.zookeeper_force_sync, settings.kafka_version))
+    if "controller" in roles:
+        f.config("controller").write_text(kcfg.controller_properties(plan, node, settings,
+                                                                     on_host(f.data("controller"))))
     f.config("broker").write_text(kcfg.server_properties(plan, node, settings, on_host(f.data("broker"))))
-    for role in ROLES:
+    for role in roles:
         f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
 
 
@@ -83,12 +89,13 @@ def java_argv(settings: kcfg.ClusterSettings, node: Host, role: Role, f: NodeFol
               on_host: Callable[[Path], str]) -> list[str]:
     """The command line of `node`'s `role` process (configs as `render_node_configs` wrote them into `f`)."""
     heap = settings.broker_heap_mb if role == "broker" else settings.zookeeper_heap_mb
+    jvm = "broker" if role == "controller" else role  # a KRaft controller is the broker's JVM (kafka.Kafka)
     return [sw.java, f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", "-Xss512k", *JIT_FLAGS,
-            *sw.jvm_flags.get(role, ()),
+            *sw.jvm_flags.get(jvm, ()),
             f"-Dlog4j.configuration=file:{on_host(f.log4j(role))}",
             f"-Dkafka.logs.dir={on_host(f.logs(role))}", f"-Dfaultline.node={node.name}",
-            "-cp", sw.kafka_classpath, MAIN_CLASS[role], on_host(f.config(role))]
+            "-cp", sw.kafka_classpath, MAIN_CLASS[jvm], on_host(f.config(role))]
 
 
 class KafkaCluster:
@@ -96,6 +103,7 @@ class KafkaCluster:
         self.runtime = runtime
         self.plan: AddressPlan = runtime.plan
         self.settings = settings
+        self.roles: tuple[Role, ...] = settings.roles  # type: ignore[assignment]  # the node's JVMs, quorum first
         self.folder = folder
         self.topic = settings.topic
         self.processes = ProcessGroup(runtime, self._log_of)
@@ -155,9 +163,11 @@ class KafkaCluster:
             f = self.node_folder(node)
             render_node_configs(self.plan, self.settings, node, f, partial(self.runtime.host_path, node))
             self.runtime.put(node, f.root)
-            if self.loses_unsynced_writes:
+            if self.loses_unsynced_writes:  # the metadata quorum's data too: ZooKeeper's, or KRaft's metadata log
                 assert isinstance(self.runtime, LosesUnsyncedWrites)
-                self.runtime.keep_unsynced(node, [f.data("zookeeper"), f.data("broker")], f.logs_dir)
+                self.runtime.keep_unsynced(node, [f.data(r) for r in self.roles], f.logs_dir)
+        if self.settings.kraft:
+            kraft.format_storage(self, kraft.new_cluster_id())
 
     @property
     def loses_unsynced_writes(self) -> bool:
@@ -174,7 +184,7 @@ class KafkaCluster:
         Forensics: a node that cannot be read is logged, and the others are still fetched."""
         for node in self.nodes:
             f = self.node_folder(node)
-            for path in (f.logs_dir, f.data("broker"), f.before_heal_dir):
+            for path in (f.logs_dir, *(f.data(r) for r in self.roles if r != "zookeeper"), f.before_heal_dir):
                 try:
                     self.runtime.fetch(node, path)
                 except RuntimeFailure as exc:
@@ -187,7 +197,7 @@ class KafkaCluster:
 
     def pids(self, node: Host) -> dict[Role, int | None]:
         """The pid (on its host) of each of the node's running processes; None where it is not running."""
-        return {role: (p.pid if (p := self.process(node, role)) is not None else None) for role in ROLES}
+        return {role: (p.pid if (p := self.process(node, role)) is not None else None) for role in self.roles}
 
     def start(self, node: Host, role: Role) -> int:
         try:
@@ -243,19 +253,19 @@ class KafkaCluster:
         if isinstance(runtime, PowerCycled):
             with ThreadPoolExecutor(len(nodes)) as pool:  # every host at once, not one after the other
                 list(pool.map(runtime.power_off, nodes))
-        names = [self.process_name(node, role) for node in nodes for role in ROLES]
+        names = [self.process_name(node, role) for node in nodes for role in self.roles]
         if self.processes.kill(names):
             raise ClusterError(f"{', '.join(n.name for n in nodes)} survived power-off")
         return "power-cut" if self.loses_unsynced_writes else "power-off"
 
     def power_on(self, node: Host) -> None:
-        for role in ROLES:
+        for role in self.roles:
             if self.process(node, role) is None:
                 self.start(node, role)
 
     def power_on_all(self) -> None:
-        """Start every process that is not running: ZooKeeper servers first, then brokers."""
-        for role in ROLES:
+        """Start every process that is not running: ZooKeeper servers (KRaft controllers) first, then brokers."""
+        for role in self.roles:
             for node in self.nodes:
                 if self.process(node, role) is None:
                     self.start(node, role)
@@ -274,7 +284,7 @@ class KafkaCluster:
             return
         self._processes_checked = time.monotonic()
         for node in self.nodes:
-            for role in ROLES:
+            for role in self.roles:
                 name = self.process_name(node, role)
                 process = self.processes.get(name)
                 if process is None or process.alive():
@@ -284,6 +294,9 @@ class KafkaCluster:
                 raise ClusterError(f"{name} exited during start-up: {self.processes.log_tail(name)}")
 
     def wait_quorum(self, timeout: float, interval: float = 0.2) -> dict[str, str]:
+        if self.settings.kraft:
+            return {"active controller": str(wait_for("a KRaft quorum", lambda: kraft.quorum_ready(self), timeout))}
+
         def quorum() -> dict[str, str] | None:
             self.check_processes()
             modes = {n.name: zookeeper_mode(n.address, kcfg.ZK_CLIENT_PORT, 1.0) for n in self.nodes}
@@ -296,6 +309,8 @@ class KafkaCluster:
         """Every broker registered, a controller elected and known to every broker; `zk`: a session to read
         ZooKeeper through (else one per poll)."""
         want = sorted(n.broker_id for n in self.nodes)
+        if self.settings.kraft:
+            return kraft.wait_brokers(self, want, timeout, interval)
 
         def registered() -> dict[str, Any] | None:
             self.check_processes()
@@ -333,14 +348,15 @@ class KafkaCluster:
         return self.settings.replication_factor
 
     def views(self) -> dict[str, BrokerView | None]:
-        """Each broker's own view, asked from the control plane (never cut off)."""
+        """Each broker's own view, asked from the control plane (never cut off); KRaft: `kraft.with_active_controller`."""
         def ask(node: Host) -> BrokerView | None:
             try:
                 return broker_view(node.address, kcfg.BROKER_PORT, [self.topic], timeout=2.0)
             except (OSError, ConnectionError, ValueError):
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
-            return dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
+            views = dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
+        return kraft.with_active_controller(self, views) if self.settings.kraft else views
 
     def transactional_id(self, process: str) -> str:
         """The transactional.id of a transactional workload process: the same for its every instance, no other run's."""
@@ -358,8 +374,9 @@ class KafkaCluster:
         return None
 
     def registered(self, node: Host) -> bool:
-        """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers."""
-        return node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
+        """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers. KRaft: never
+        in the way (a broker started again re-registers once the controller has fenced its old self)."""
+        return False if self.settings.kraft else node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
 
     def settled(self) -> dict[str, BrokerView] | None:
         """The views when every broker agrees on one leader per partition with a full ISR, else None."""

@@ -229,3 +229,40 @@ def test_heal_all_reports_a_host_it_could_not_clear_after_trying_everything(
     assert set(runtime.cleared_last()) == {h.name for h in runtime.plan.hosts} - {"az1-client"}
     info = journal(cluster)[-1]
     assert info["fault"] == "heal-all" and "az1-client" in info["detail"]["errors"][0]
+
+
+@pytest.fixture
+def kraft_world(tmp_path: Path, unregistered: list[str]) -> Iterator[tuple[Nemesis, KafkaCluster, FakeRuntime]]:
+    runtime = FakeRuntime()
+    runtime.create()
+    cluster = KafkaCluster(runtime, ClusterSettings(kafka_version="4.1.1", metadata="kraft"),
+                           RunFolder(tmp_path).make())
+    cluster.write_configs()  # formats every process's storage: one StorageTool per process, on its host
+    cluster.power_on_all()
+    nem = Nemesis(cluster, runtime, cluster.folder.nemesis_journal, seed=1)
+    yield nem, cluster, runtime
+    nem.close()
+
+
+def test_on_kraft_role_zookeeper_hits_the_controller_and_a_broker_starts_again_at_once(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime], unregistered: list[str]) -> None:
+    nem, cluster, runtime = kraft_world
+    formats = [argv for _, argv in runtime.commands if "kafka.tools.StorageTool" in argv]
+    assert len(formats) == 6 and all(argv[argv.index("-t") + 1] == formats[0][formats[0].index("-t") + 1]
+                                     for argv in formats), "every process formatted with one cluster id"
+    synced = sorted(argv[1] for _, argv in runtime.commands if argv[:1] == ["find"] and "sync" in argv)
+    assert synced == sorted(str(cluster.node_folder(n).data(r)) for n in cluster.nodes
+                            for r in ("controller", "broker")), "and what it wrote fsynced"
+    assert sorted(runtime.process_names()) == sorted(f"az{i}-node/{r}" for i in (1, 2, 3)
+                                                    for r in ("controller", "broker"))
+    controller = proc(runtime, "az1-node", "controller")
+    assert controller.argv[-1].endswith("controller.properties") and "kafka.Kafka" in controller.argv
+    active = nem.start({"fault": "kill", "target": "az1", "role": "zookeeper"}, name="k")
+    assert active.targets["processes"] == ["az1-node/controller"] and not controller.alive()
+    nem.start({"fault": "power-off", "target": "az2"}, name="p")
+    assert not proc(runtime, "az2-node", "broker").alive() and not proc(runtime, "az2-node", "controller").alive()
+    nem.stop("k")
+    nem.stop("p")
+    assert len(runtime.alive()) == 6
+    assert unregistered == ["az2-node"]  # asked, and a KRaft cluster answers at once (`registered` is False)
+    assert cluster.registered(runtime.plan.node_of_az("az2")) is False

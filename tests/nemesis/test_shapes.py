@@ -160,12 +160,13 @@ def test_kafka_scope_drops_port_9092_as_server_and_client_side() -> None:
     assert len(lines) == 2 * 2 * 2  # 2 peers x in/out x dport/sport
 
 
-def test_zookeeper_scope_drops_its_three_ports_only() -> None:
+def test_zookeeper_scope_drops_the_metadata_quorums_ports_only() -> None:
+    """ZooKeeper's three ports and a KRaft controller's listener (9093): the metadata quorum in either mode."""
     rules = shapes.firewall_rules(PLAN, [(shapes.isolate_az(PLAN, "az1"), "zookeeper")])
     ports = {line.split("port ")[1].split()[0] for h in H for line in rules[h].splitlines()}
-    assert ports == {"2181", "2888", "3888"}
+    assert ports == {"2181", "2888", "3888", "9093"}
     assert not any("9092" in rules[h] for h in H)
-    assert len(rules["az1-node"].splitlines()) == 4 * 2 * 3 * 2
+    assert len(rules["az1-node"].splitlines()) == 4 * 2 * 4 * 2
 
 
 def test_control_plane_is_never_named_and_rules_are_single_hosts() -> None:

@@ -64,7 +64,7 @@ def test_the_table_is_ordered_and_changes_scala_at_2_4() -> None:
 
 
 @pytest.mark.parametrize(("version", "says"), [
-    ("4.0.0", "KRaft"), ("4.1.1", "KRaft"), ("0.10.1.1", "from 0.10.2 to 3.9"), ("0.9.0.1", "from 0.10.2"),
+    ("5.0.0", "from 0.10.2 to 4.x"), ("0.10.1.1", "from 0.10.2 to 4.x"), ("0.9.0.1", "from 0.10.2"),
     ("2.7", "not a Kafka version"), ("2.7.2-rc1", "not a Kafka version"), ("0.11.0", "X.Y.Z.W before 1.0"),
     ("2.7.2.1", "X.Y.Z from 1.0"),
 ])
@@ -95,9 +95,10 @@ def _smoke(**cluster: str) -> dict[str, object]:
     return merge(load_spec_file(REPO / "scenarios" / "smoke.yaml"), {"cluster": cluster})
 
 
-def test_spec_refuses_4x_and_idempotence_before_0_11_naming_the_key() -> None:
-    with pytest.raises(SpecError, match=r"^cluster\.kafka_version: Kafka 4 runs only on KRaft"):
-        parse_spec(_smoke(kafka_version="4.0.0"))
+def test_spec_refuses_4x_on_zookeeper_and_idempotence_before_0_11_naming_the_key() -> None:
+    with pytest.raises(SpecError, match=r"^cluster\.metadata: Kafka 4\.0\.0 runs only on KRaft"):
+        parse_spec(_smoke(kafka_version="4.0.0", metadata="zookeeper"))
+    assert parse_spec(_smoke(kafka_version="4.0.0")).cluster.metadata == "kraft"
     with pytest.raises(SpecError, match=r"^workloads\.producers\[0\]\.settings\.enable\.idempotence: Kafka 0\.10"):
         parse_spec(_smoke(kafka_version="0.10.2.2"))
     assert parse_spec(_smoke(kafka_version="0.11.0.3")).cluster.kafka_version == "0.11.0.3"
@@ -105,11 +106,11 @@ def test_spec_refuses_4x_and_idempotence_before_0_11_naming_the_key() -> None:
     assert parse_spec(merge(plain, {"cluster": {"kafka_version": "0.10.2.2"}})).cluster.kafka_version == "0.10.2.2"
 
 
-def test_run_refuses_a_kafka_4_in_one_line_exit_3_before_anything_starts(tmp_path: Path) -> None:
+def test_run_refuses_kafka_4_on_zookeeper_in_one_line_exit_3_before_anything_starts(tmp_path: Path) -> None:
     out = faultline("run", str(REPO / "scenarios" / "smoke.yaml"), "--kafka-version", "4.1.1",
-                    "--results", str(tmp_path / "results"))
+                    "--metadata", "zookeeper", "--results", str(tmp_path / "results"))
     assert out.returncode == 3 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert "cluster.kafka_version: Kafka 4 runs only on KRaft" in out.stderr
+    assert "cluster.metadata: Kafka 4.1.1 runs only on KRaft" in out.stderr
     assert not (tmp_path / "results").exists()
 
 

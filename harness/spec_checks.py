@@ -1,0 +1,76 @@
+"""The spec's checks of one part against another that the key list cannot make: the broker version against
+the producers, the runtime against the faults, the metadata mode (KRaft) against the story and its faults.
+
+Must never: start, create or connect to anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from nemesis.links import needs_shaper
+from nemesis.schedule import RandomChaos, Schedule, StartEvent
+from testbed.dist.versions import release
+from testbed.errors import SpecError
+from testbed.kafka.config import ClusterSettings
+from testbed.runtime.kinds import Ability, can, kind
+from workloads.settings import canonical
+
+if TYPE_CHECKING:
+    from harness.spec import ProducerGroup
+
+
+def _fail(path: str, problem: str) -> SpecError:
+    return SpecError(f"{path}: {problem}")
+
+
+def check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
+    """Refuse what the spec's broker version cannot take: idempotent or transactional producers before 0.11
+    (librdkafka refuses idempotence against such a broker; KIP-98 came with 0.11)."""
+    if release(kafka_version).idempotence:
+        return
+    for i, group in enumerate(producers):
+        given = canonical(group.settings)
+        for key, on in (("enable.idempotence", str(given.get("enable.idempotence", False)).lower() == "true"),
+                        ("transactional.id", "transactional.id" in given)):
+            if on:
+                raise _fail(f"workloads.producers[{i}].settings.{key}", f"Kafka {kafka_version} has no idempotent "
+                            f"or transactional producers (they came with 0.11, KIP-98): drop it or choose 0.11 on")
+
+
+def check_metadata_can(resolved: dict[str, Any], schedule: Schedule, cluster: ClusterSettings) -> None:
+    """Refuse on KRaft a ZooKeeper-only story (its `zookeeper_only` reason), and, with combined KRaft nodes, a
+    fault on a node's ZooKeeper/controller process apart (there is none)."""
+    if not cluster.kraft:
+        return
+    if resolved.get("zookeeper_only"):
+        raise _fail("zookeeper_only", f"a ZooKeeper-only story, refused on KRaft (Kafka {cluster.kafka_version}, "
+                    f"metadata kraft): {resolved['zookeeper_only']}")
+    if cluster.quorum_role is not None:
+        return
+    for i, item in enumerate(schedule.items):
+        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
+        if any(getattr(f, "role", None) == "zookeeper" for f in faults):
+            raise _fail(f"nemesis[{i}].role", "zookeeper: combined KRaft nodes (kraft_controllers combined) have "
+                        "no controller process apart from the broker; use kraft_controllers separate")
+
+
+def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
+    """Refuse a fault the spec's runtime cannot apply: delays and bandwidths need link shaping (a `LinkShaper`);
+    a power-off that is to drop unsynced writes (`cluster.lose_unsynced_writes`, the default) needs a runtime
+    that drops them (`LosesUnsyncedWrites`), or the verdict would be more optimistic than a real power cut's."""
+    record = kind(runtime)
+    for i, item in enumerate(schedule.items):
+        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
+        for fault in faults:
+            if fault.fault == "power-off" and lose_unsynced and not record.can(Ability.LOSE_UNSYNCED):
+                raise _fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
+                            f"runtime that drops unsynced writes; the {runtime} runtime cannot: "
+                            f"{record.power_off_note} (set cluster.lose_unsynced_writes: false to run it as a kill "
+                            f"of the node's processes, or use --runtime {' or '.join(can(Ability.LOSE_UNSYNCED))})")
+            if record.can(Ability.SHAPE_LINKS):
+                continue
+            if fault.degrade is not None and needs_shaper(fault.degrade):
+                raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
+                            f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")
