@@ -25,6 +25,7 @@ import yaml
 
 from checkers.anomalies import ANOMALIES
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
+from harness.spec_transformers import TransformerGroup, check_topics, parse_transformers
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
@@ -51,6 +52,7 @@ class ProducerGroup:
     txn_size: int = 10
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
+    topic: str | None = None  # None: the cluster's topic
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,12 @@ class Spec:
     checker: str
     expect: Expectation
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    transformers: tuple[TransformerGroup, ...] = ()
 
     @property
     def transactional(self) -> bool:
-        """Whether any producer writes transactions (the drain then reads at both isolation levels)."""
-        return any(g.transactional for g in self.producers)
+        """Whether any producer or transformer writes transactions (the drain then reads at both isolation levels)."""
+        return any(g.transactional for g in self.producers) or any(t.transactional for t in self.transformers)
 
     @property
     def run_name(self) -> str:
@@ -166,6 +169,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),
+        extra_topics=tuple(raw.get("extra_topics") or ()),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
         min_insync_replicas=v("min_insync_replicas"), unclean_leader_election=v("unclean_leader_election"),
         replica_lag_time_max_ms=v("replica_lag_time_max_ms"),
@@ -235,7 +239,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), topic=p.get("topic"))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
@@ -304,6 +308,9 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
+    check_topics(cluster, [g.topic for g in producers])
+    transformers = parse_transformers((resolved.get("workloads") or {}).get("transformers"), cluster,
+                                      lambda where, raw: _azs(where, raw, cluster.nodes))
     _check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     _check_runtime_can(nemesis, cluster.runtime)
@@ -312,7 +319,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers,
         nemesis=nemesis,
-        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved)
+        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, transformers=transformers)
 
 
 def _check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
