@@ -104,6 +104,8 @@ class Instance:
         self.txns = 0
         self.pending: dict[int, tuple[str, str | None, int | None]] = {}  # op -> (status, error, offset)
         self.fatal: KafkaError | None = None
+        journal.append(process_line(config, effective(config), instance=instance, input_topic=config.input_topic))
+        journal.flush()  # before any client: an instance killed while it starts still says who it was
         self.consumer = self._consumer()
         self.producer = self._producer()
 
@@ -136,7 +138,7 @@ class Instance:
             conf["transactional.id"] = c.transactional_id
         self.fatal = None
         while True:
-            producer = Producer(conf)
+            producer = self.producer = Producer(conf)  # served while init_transactions retries
             if not self.eos or self.stop.requested:
                 return producer
             try:
@@ -212,13 +214,15 @@ class Instance:
             self.seq += len(good)
         return good
 
-    def _produce(self, good: list[Message], txn: str | None) -> None:
+    def _produce(self, good: list[Message], txn: str | None) -> bool:
+        """Hand one output per input to librdkafka; False if produce() refused any (the batch must not commit)."""
         first = self.next_op
         self.next_op += len(good)
         ops: list[tuple[int, int, str]] = [(first + i, (m.partition() or 0) % self.c.partitions, text(m.value()) or "")
                                            for i, m in enumerate(good)]
         self.journal.append({"kind": "send", "t": time.time_ns(), "txn": txn, "ops": [list(o) for o in ops]})
         self.journal.flush()
+        refused = False
         for op, partition, _ in ops:
             while True:
                 try:
@@ -232,7 +236,9 @@ class Instance:
                     self.pending[op] = ("info" if self.fatal or err.fatal() else "fail", err.name(), None)
                     if err.fatal() or err.code() == KafkaError._FATAL:
                         self.fatal = self.fatal or err
+                    refused = True
                     break
+        return not refused
 
     @staticmethod
     def _next_offsets(good: list[Message]) -> list[TopicPartition]:
@@ -252,10 +258,10 @@ class Instance:
             return False
         self.txns += 1
         self.journal.append({"kind": "txn_begin", "t": time.time_ns(), "txn": txn})
-        self._produce(good, txn)
+        whole = self._produce(good, txn)
         offsets = self._next_offsets(good)
         consumed = [{"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in offsets]
-        status, error = self._end(txn, offsets, consumed)
+        status, error = self._end(txn, offsets, consumed, whole)
         self._serve(0)
         self._journal_outcomes()
         self.journal.append({"kind": "txn_done", "t": time.time_ns(), "txn": txn, "status": status, "error": error})
@@ -264,7 +270,9 @@ class Instance:
             self.fatal = KafkaError(KafkaError._FAIL, f"{txn}: outcome unknown ({error})")
         return status == "ok"
 
-    def _end(self, txn: str, offsets: list[TopicPartition], consumed: list[dict[str, Any]]) -> tuple[str, str | None]:
+    def _end(self, txn: str, offsets: list[TopicPartition], consumed: list[dict[str, Any]],
+             whole: bool) -> tuple[str, str | None]:
+        """Commit the transaction with the input offsets (abort it if an output was refused): (status, error)."""
         ended = False
 
         def end_line() -> None:
@@ -274,6 +282,8 @@ class Instance:
         try:
             if self.fatal is not None:
                 raise Fatal(self.fatal)
+            if not whole:  # an input without its output must not be marked consumed: abort, as if asked to
+                raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "produce() refused an output"))
             metadata = self.consumer.consumer_group_metadata()
             self._retry(lambda: self.producer.send_offsets_to_transaction(offsets, metadata, CALL_S))
             end_line()
@@ -297,7 +307,7 @@ class Instance:
                 return ("info" if ended else "fail"), cause
 
     def _at_least_once(self, good: list[Message]) -> bool:
-        self._produce(good, None)
+        self._produce(good, None)  # a refused output fails the batch below: its offsets are not committed
         ops = set(range(self.next_op - len(good), self.next_op))
         deadline = time.monotonic() + SERVE_S
         while len(self.producer) > 0 and time.monotonic() < deadline and self.fatal is None:
@@ -348,10 +358,11 @@ class Instance:
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> int:
         c = self.c
-        self.journal.append(process_line(c, effective(c), instance=self.instance, input_topic=c.input_topic))
-        self.journal.flush()
         while not self.stop.requested:
             good = self._record(self.consumer.consume(c.batch, POLL_S))
+            if good:  # a record of a partition revoked meanwhile is the new owner's to process (KIP-447)
+                owned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+                good = [m for m in good if (m.topic(), m.partition()) in owned]
             if good:
                 done = self._exactly_once(good) if self.eos else self._at_least_once(good)
                 if self.fatal is not None:
