@@ -119,3 +119,41 @@ def test_a_second_outcome_is_a_transformer_bug(tmp_path: Path) -> None:
             {"kind": "outcome", "op": 0, "t": 3, "status": "info", "error": "x"})
     with pytest.raises(HistoryError, match=r"transformer-az1-0.jsonl:4: a second outcome for op 0"):
         build_history(d, tmp_path / "history")
+
+
+class FakeInstance:
+    """Stands in for the librdkafka instance in a forked child: journals its start, runs until stopped."""
+
+    def __init__(self, config: TransformerConfig, journal: Any, stop: Any, instance: int) -> None:
+        self.journal, self.stop, self.instance = journal, stop, instance
+
+    def run(self) -> int:
+        self.journal.append({"kind": "process", "instance": self.instance})
+        self.journal.flush()
+        while not self.stop.wait(0.01):
+            pass
+        self.journal.append({"kind": "end"})
+        self.journal.flush()
+        return 0
+
+
+def test_the_supervisor_kills_on_schedule_and_stops_the_last_instance(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import workloads.transformer
+    from workloads.stopping import StopFlag
+    from workloads.supervisor import run_transformer
+
+    monkeypatch.setattr(workloads.transformer, "Instance", FakeInstance)
+    config = parse_config(raw_config(tmp_path, kill_every_s=0.4, kill_phase_s=0.1, restart_delay_s=0.05))
+    assert isinstance(config, TransformerConfig)
+    stop = StopFlag()
+    threading.Timer(1.5, stop.set).start()
+    assert run_transformer(config, stop) == 0
+    names = sorted((p.name for p in tmp_path.glob("j*.jsonl")), key=len)  # j.jsonl first, then j.<n>.jsonl
+    assert names == ["j.jsonl", *sorted(f"j.{n}.jsonl" for n in range(1, len(names)))]
+    assert len(names) >= 3, names  # killed at 0.5 s and 0.9 s (and 1.3 s), started again each time
+    last = f"j.{len(names) - 1}.jsonl"
+    ended = {name for name in names if "end" in (tmp_path / name).read_text()}
+    assert ended == {last}  # every other instance was SIGKILLed; the last one stopped by the stop passed on
