@@ -5,7 +5,8 @@ Each instance of a transformer process writes its own journal; every one becomes
 (op ids and seqs of instance n start at n * 10**9). Its reads are recorded per assignment, under the reader
 name its ``poll`` lines carry (``<process>/<instance>.<assignment>``), each with a `processes` row of the
 transformer's config: a group member given a partition back after a rebalance resumes where another member
-left it, which is no skip of its own (docs/history.md).
+left it, which is no skip of its own (docs/history.md). An instance started after its predecessor was killed adds
+a `kill-client` fault to the `nemesis` table, from the kill until it started.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _B
                                 complete_ns=[o[3] for o in settled], az=az, txn=[invoked[op][3] for op in ops],
                                 source=[invoked[op][2] for op in ops])
     txns.write(build.tables["transactions"])
+    if header.get("after_kill_ns") is not None:  # the supervisor killed the instance before this one
+        targets = json.dumps({"processes": [process]})
+        detail = json.dumps({"instance": header.get("instance"), "by": "the transformer's supervisor"})
+        for kind, t in (("start", header["after_kill_ns"]), ("stop", header["start_ns"])):
+            build.nemesis_table().row(time_ns=t, type=kind, fault="kill-client", targets=targets, detail=detail)
     config = json.dumps(header.get("config") or {}, sort_keys=True)
     for reader in sorted(readers - {process}):
         build.tables["processes"].row(process=reader, role="transformer", az=az, config=config)

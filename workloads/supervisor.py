@@ -4,7 +4,8 @@ It forks instance 0, SIGKILLs it every `kill_every_s` (the first after
 `kill_phase_s` more), and starts the next one `restart_delay_s` later: a
 killed client, restarted as a service manager would. Instance n writes its
 own journal (``<journal>``, then ``<stem>.<n>.jsonl``: a journal belongs to one
-incarnation). On SIGTERM it passes the stop on and waits for the instance;
+incarnation), whose process line says when the one before was killed (``after_kill_ns``: the history
+makes it a `kill-client` fault from then until this instance started). On SIGTERM it passes the stop on and waits for the instance;
 an instance that exits by itself (not killed) fails the process.
 """
 
@@ -39,13 +40,13 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def _instance_main(config: TransformerConfig, instance: int) -> None:
+def _instance_main(config: TransformerConfig, instance: int, killed_ns: int | None) -> None:
     _die_with_parent()
     stop = StopFlag().install()
     journal = Journal(instance_journal(config, instance), config.fsync_interval_s)
     try:
         from workloads.transformer import Instance  # librdkafka in the instance only
-        code = Instance(config, journal, stop, instance).run()
+        code = Instance(config, journal, stop, instance, killed_ns).run()
     finally:
         journal.close()
     sys.exit(code)
@@ -57,13 +58,16 @@ def run_transformer(config: TransformerConfig, stop: StopFlag) -> int:
     started = time.monotonic()
     next_kill = started + config.kill_phase_s + config.kill_every_s if config.kill_every_s > 0 else None
     instance, kills = 0, 0
+    killed_ns: int | None = None
     while True:
-        child = context.Process(target=_instance_main, args=(config, instance), name=f"{config.process}.{instance}")
+        child = context.Process(target=_instance_main, args=(config, instance, killed_ns),
+                                name=f"{config.process}.{instance}")
         child.start()
         assert child.pid is not None
         while child.is_alive() and not stop.requested:
             if next_kill is not None and time.monotonic() >= next_kill:
                 os.kill(child.pid, signal.SIGKILL)
+                killed_ns = time.time_ns()
                 next_kill += config.kill_every_s
                 kills += 1
             child.join(0.05)

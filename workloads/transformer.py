@@ -95,7 +95,8 @@ def effective(config: TransformerConfig) -> dict[str, Any]:
 class Instance:
     """One librdkafka consumer + producer pair, until killed or stopped."""
 
-    def __init__(self, config: TransformerConfig, journal: Journal, stop: StopFlag, instance: int) -> None:
+    def __init__(self, config: TransformerConfig, journal: Journal, stop: StopFlag, instance: int,
+                 killed_ns: int | None = None) -> None:
         self.c, self.journal, self.stop, self.instance = config, journal, stop, instance
         self.eos = config.mode == "exactly-once"
         self.timeout_s = int(effective(config).get("transaction.timeout.ms", 10000)) / 1000
@@ -104,7 +105,8 @@ class Instance:
         self.txns = 0
         self.pending: dict[int, tuple[str, str | None, int | None]] = {}  # op -> (status, error, offset)
         self.fatal: KafkaError | None = None
-        journal.append(process_line(config, effective(config), instance=instance, input_topic=config.input_topic))
+        journal.append(process_line(config, effective(config), instance=instance, input_topic=config.input_topic,
+                                    after_kill_ns=killed_ns))
         journal.flush()  # before any client: an instance killed while it starts still says who it was
         self.consumer = self._consumer()
         self.producer = self._producer()

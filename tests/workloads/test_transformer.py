@@ -67,7 +67,8 @@ def instance_journals(d: Path) -> None:
             {"kind": "txn_begin", "t": 21, "txn": "transformer-az1-0-0-t1"},
             {"kind": "send", "t": 22, "txn": "transformer-az1-0-0-t1", "ops": [[2, 0, "p-2"]]},
             torn='{"kind": "ack", "t": 2')  # SIGKILLed here: t1 never ended
-    second = header("transformer-az1-0", "transformer", "az1", EOS, input_topic="in", instance=1) | {"topic": "out"}
+    second = header("transformer-az1-0", "transformer", "az1", EOS, input_topic="in", instance=1,
+                    after_kill_ns=30) | {"topic": "out", "start_ns": 35}
     journal(d / "transformer-az1-0.1.jsonl", second,
             {"kind": "poll", "t": 40, "seq": 10**9, "phase": "live", "group": "g", "reader": "transformer-az1-0/1.1",
              "records": [[0, 2, None, "p-2", 0]]},
@@ -104,6 +105,9 @@ def test_instance_journals_become_one_process_rows(tmp_path: Path) -> None:
     assert [(r["process"], r["seq"], r["topic"], r["offset"], r["group"]) for r in reads] == [
         ("transformer-az1-0/0.1", 0, "in", 0, "g"), ("transformer-az1-0/0.1", 1, "in", 1, "g"),
         ("transformer-az1-0/0.1", 2, "in", 2, "g"), ("transformer-az1-0/1.1", 10**9, "in", 2, "g")]
+    kills = [(n["time_ns"], n["type"], n["fault"], json.loads(n["targets"])) for n in rows(tmp_path / "history", "nemesis")]
+    assert kills == [(30, "start", "kill-client", {"processes": ["transformer-az1-0"]}),
+                     (35, "stop", "kill-client", {"processes": ["transformer-az1-0"]})]
     processes = {(p["process"], p["role"], p["config"]) for p in rows(tmp_path / "history", "processes")}
     config = json.dumps(EOS, sort_keys=True)
     assert processes == {(name, "transformer", config) for name in
@@ -124,7 +128,8 @@ def test_a_second_outcome_is_a_transformer_bug(tmp_path: Path) -> None:
 class FakeInstance:
     """Stands in for the librdkafka instance in a forked child: journals its start, runs until stopped."""
 
-    def __init__(self, config: TransformerConfig, journal: Any, stop: Any, instance: int) -> None:
+    def __init__(self, config: TransformerConfig, journal: Any, stop: Any, instance: int,
+                 killed_ns: int | None) -> None:
         self.journal, self.stop, self.instance = journal, stop, instance
 
     def run(self) -> int:
