@@ -153,8 +153,9 @@ TRANSFORMER = Section({
     "batch": Int("most inputs per poll, and so per transaction", 20, 1, 10_000),
     "transaction_timeout_ms": Int("exactly-once: transaction.timeout.ms; the final drain waits this long after "
                                   "the transformers stop", 10000, 1000, 900000),
-    "kill_every_s": Num("SIGKILL each transformer's client process this often and start it again (0: never); "
-                        "the group's members are killed in turn, evenly spread", 0, 0),
+    "kill_every_s": Num("SIGKILL one transformer's client process this often, the group's members in turn, and "
+                        "start it again (0: never): with three members, the first at this time, the second at "
+                        "twice it, ...; each member every three times it", 0, 0),
     "restart_delay_s": Num("how long a killed transformer stays down", 1.0, 0),
 }, doc="a group of consume-transform-produce processes (docs/history.md, `source`): one output per input",
     title="a transformer", ref="transformer")

@@ -29,7 +29,7 @@ every error names the key. Keys per role:
   acknowledged, no ``transactional_id``), ``partitions`` (of the output), optional
   ``batch`` (most inputs per transaction, default 20), ``kafka`` (producer
   settings), ``kill_every_s`` (SIGKILL its instance this often, 0 = never),
-  ``kill_phase_s`` (the first kill that much later), ``restart_delay_s``
+  ``kill_first_s`` (the first kill, default `kill_every_s`), ``restart_delay_s``
   (default 1.0).
 """
 
@@ -125,7 +125,7 @@ class TransformerConfig(WorkloadConfig):
     transactional_id: str | None = None
     kafka: dict[str, KafkaValue] = field(default_factory=dict)
     kill_every_s: float = 0.0
-    kill_phase_s: float = 0.0
+    kill_first_s: float = 0.0
     restart_delay_s: float = 1.0
 
 
@@ -294,7 +294,7 @@ def _transformer(keys: _Keys, common: dict[str, Any]) -> TransformerConfig:
                              batch=keys.integer("batch", 20, minimum=1), transactional_id=txn_id,
                              kafka=_kafka_settings(keys, "transformer"),
                              kill_every_s=keys.number("kill_every_s", 0.0),
-                             kill_phase_s=keys.number("kill_phase_s", 0.0),
+                             kill_first_s=keys.number("kill_first_s", keys.raw.get("kill_every_s", 0.0)),
                              restart_delay_s=keys.number("restart_delay_s", 1.0))
 
 

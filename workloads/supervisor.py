@@ -1,7 +1,7 @@
 """A transformer process: a supervisor running its instances (workloads/transformer.py) one at a time.
 
-It forks instance 0, SIGKILLs it every `kill_every_s` (the first after
-`kill_phase_s` more), and starts the next one `restart_delay_s` later: a
+It forks instance 0, SIGKILLs it `kill_first_s` after its start and every
+`kill_every_s` after that (0: never), and starts the next one `restart_delay_s` later: a
 killed client, restarted as a service manager would. Instance n writes its
 own journal (``<journal>``, then ``<stem>.<n>.jsonl``: a journal belongs to one
 incarnation), whose process line says when the one before was killed (``after_kill_ns``: the history
@@ -56,7 +56,7 @@ def run_transformer(config: TransformerConfig, stop: StopFlag) -> int:
     """The supervisor: instance after instance, each killed on schedule; the last one's exit status."""
     context = multiprocessing.get_context("fork")
     started = time.monotonic()
-    next_kill = started + config.kill_phase_s + config.kill_every_s if config.kill_every_s > 0 else None
+    next_kill = started + config.kill_first_s if config.kill_every_s > 0 else None
     instance, kills = 0, 0
     killed_ns: int | None = None
     while True:

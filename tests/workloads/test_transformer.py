@@ -46,7 +46,7 @@ def test_bad_transformer_config_names_the_key(tmp_path: Path, changes: dict[str,
 
 
 def test_a_transformer_config_reads_back(tmp_path: Path) -> None:
-    config = parse_config(raw_config(tmp_path, kill_every_s=10, kill_phase_s=2.5, batch=5))
+    config = parse_config(raw_config(tmp_path, kill_every_s=10, kill_first_s=2.5, batch=5))
     assert isinstance(config, TransformerConfig) and (config.kill_every_s, config.batch) == (10.0, 5)
     assert parse_config(json.loads(json.dumps(config_to_json(config)))) == config
 
@@ -151,7 +151,7 @@ def test_the_supervisor_kills_on_schedule_and_stops_the_last_instance(tmp_path: 
     from workloads.supervisor import run_transformer
 
     monkeypatch.setattr(workloads.transformer, "Instance", FakeInstance)
-    config = parse_config(raw_config(tmp_path, kill_every_s=0.4, kill_phase_s=0.1, restart_delay_s=0.05))
+    config = parse_config(raw_config(tmp_path, kill_every_s=0.4, kill_first_s=0.5, restart_delay_s=0.05))
     assert isinstance(config, TransformerConfig)
     stop = StopFlag()
     threading.Timer(1.5, stop.set).start()
