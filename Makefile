@@ -87,7 +87,8 @@ test: lint
 test-versions:
 	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
 
-# The transactions runs on a real cluster beyond the one `make test` runs (txn-smoke under a leader kill).
+# The transactions runs on a real cluster beyond those `make test` runs (txn-smoke under a leader kill,
+# eos-pipeline at-least-once).
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
