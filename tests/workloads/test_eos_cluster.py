@@ -36,7 +36,10 @@ def outputs_and_inputs(run: Path) -> tuple[pd.DataFrame, set[str]]:
 
 
 def test_exactly_once_processes_each_input_once(tmp_path: Path) -> None:
-    run, verdict = run_pipeline(tmp_path, "exactly-once")
+    check_exactly_once(*run_pipeline(tmp_path, "exactly-once"))
+
+
+def check_exactly_once(run: Path, verdict: dict[str, Any]) -> None:
     counts, stats = verdict["counts"], verdict["stats"]
     assert counts["reprocessed"] == 0 and counts["skipped-input"] == 0, verdict["examples"]
     assert stats["committed"] > 0, stats
@@ -61,7 +64,10 @@ def test_exactly_once_processes_each_input_once(tmp_path: Path) -> None:
 
 @pytest.mark.transactions
 def test_at_least_once_may_reprocess(tmp_path: Path) -> None:
-    run, verdict = run_pipeline(tmp_path, "at-least-once")
+    check_at_least_once(*run_pipeline(tmp_path, "at-least-once"))
+
+
+def check_at_least_once(run: Path, verdict: dict[str, Any]) -> None:
     assert verdict["counts"]["skipped-input"] == 0
     assert "reprocessed" not in verdict["errors"]  # information: no writer of the outputs is transactional
     outputs, inputs = outputs_and_inputs(run)
