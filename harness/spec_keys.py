@@ -154,8 +154,9 @@ TRANSFORMER = Section({
     "transaction_timeout_ms": Int("exactly-once: transaction.timeout.ms; the final drain waits this long after "
                                   "the transformers stop", 10000, 1000, 900000),
     "kill_every_s": Num("SIGKILL one transformer's client process this often, the group's members in turn, and "
-                        "start it again (0: never): with three members, the first at this time, the second at "
-                        "twice it, ...; each member every three times it", 0, 0),
+                        "start it again (0: never): with three members the first at `kill_first_s`, the second "
+                        "this much later, ...; each member every three times it", 0, 0),
+    "kill_first_s": Num("when the first of those kills comes (default: `kill_every_s`)", low=0),
     "restart_delay_s": Num("how long a killed transformer stays down", 1.0, 0),
 }, doc="a group of consume-transform-produce processes (docs/history.md, `source`): one output per input",
     title="a transformer", ref="transformer")

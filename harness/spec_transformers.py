@@ -29,6 +29,7 @@ class TransformerGroup:
     transaction_timeout_ms: int
     kill_every_s: float
     restart_delay_s: float
+    kill_first_s: float | None = None  # None: kill_every_s
 
     @property
     def transactional(self) -> bool:
@@ -76,5 +77,6 @@ def parse_transformers(raw: list[dict[str, Any]] | None, cluster: ClusterSetting
             azs=azs(where, t), per_az=v("per_az"), input_topic=source, output_topic=output,
             group=t.get("group", f"faultline-t{i}"), mode=v("mode"), batch=v("batch"),
             transaction_timeout_ms=v("transaction_timeout_ms"), kill_every_s=float(v("kill_every_s")),
-            restart_delay_s=float(v("restart_delay_s"))))
+            restart_delay_s=float(v("restart_delay_s")),
+            kill_first_s=None if v("kill_first_s") is None else float(v("kill_first_s"))))
     return tuple(groups)

@@ -93,8 +93,10 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                 mode="exactly-once" if tgroup.transactional else "at-least-once", partitions=partitions,
                 batch=tgroup.batch, transactional_id=f"{cluster.runtime.prefix}-{name}" if tgroup.transactional else None,
                 kafka={"transaction.timeout.ms": tgroup.transaction_timeout_ms} if tgroup.transactional else {},
-                # one member of the group killed every kill_every_s, in turn: each member every n times that
-                kill_every_s=tgroup.kill_every_s * len(members), kill_first_s=tgroup.kill_every_s * (index + 1),
+                # one member of the group killed every kill_every_s from kill_first_s, in turn: each every n times that
+                kill_every_s=tgroup.kill_every_s * len(members),
+                kill_first_s=(tgroup.kill_every_s if tgroup.kill_first_s is None else tgroup.kill_first_s)
+                + tgroup.kill_every_s * index,
                 restart_delay_s=tgroup.restart_delay_s)))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"

@@ -97,8 +97,8 @@ def test_the_plan_reads_one_topic_and_writes_the_other(tmp_path: Path, configura
     transformers = [w.config for w in planned if isinstance(w.config, TransformerConfig)]
     assert [t.process for t in transformers] == [f"transformer-az{i}-0" for i in (1, 2, 3)]
     assert all((t.input_topic, t.topic, t.group) == ("faultline-in", "faultline", "eos-pipeline") for t in transformers)
-    # one of the three killed every 12 s, in turn: az1 at 12 s, az2 at 24 s, az3 at 36 s, then each every 36 s
-    assert [(t.kill_first_s, t.kill_every_s) for t in transformers] == [(12, 36), (24, 36), (36, 36)]
+    # one of the three killed every 7 s from 22 s, in turn: az1 at 22 s, az2 at 29 s, az3 at 36 s, each every 21 s
+    assert [(t.kill_first_s, t.kill_every_s) for t in transformers] == [(22, 21), (29, 21), (36, 21)]
     if configuration == "exactly-once":
         assert [t.transactional_id for t in transformers] == [f"fl00abcd-transformer-az{i}-0" for i in (1, 2, 3)]
         assert transformers[0].kafka == {"transaction.timeout.ms": 10000}
