@@ -53,7 +53,10 @@ def check_exactly_once(run: Path, verdict: dict[str, Any]) -> None:
     mine = txns[txns["process"].str.startswith("transformer-") & (txns["status"] == "ok")]
     assert len(mine) > 0 and (mine["group"] == "eos-pipeline").all() and mine["consumed"].notna().all()
     kills = pd.read_parquet(run / "history" / "nemesis.parquet").query("fault == 'kill-client'")
-    assert len(kills) == 6, kills  # each transformer killed once: a start and a stop each
+    # Each transformer killed at least once (its supervisor counts from its own start: on docker, where the clients
+    # start a few seconds before the schedule, az1's second kill falls before the stop), each kill a start and a stop.
+    killed = {json.loads(targets)["processes"][0] for targets in kills["targets"]}
+    assert killed == {f"transformer-az{i}-0" for i in (1, 2, 3)} and (kills["type"] == "start").sum() * 2 == len(kills)
     # Both topics drained in both views, and the extra topic observed and dumped.
     final = pd.read_parquet(run / "history" / "reads.parquet").query("phase == 'final'")
     assert final.groupby("topic")["process"].nunique().to_dict() == {"faultline": 6, "faultline-in": 6}
