@@ -16,7 +16,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions lint \
-	bench bench-cluster bench-nemesis bench-workload bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -87,8 +87,10 @@ test: lint
 test-versions:
 	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
 
-# The transactions runs on a real cluster beyond those `make test` runs (txn-smoke under a leader kill,
-# eos-pipeline at-least-once).
+# The transactions runs on a real cluster beyond the ones `make test` runs (txn-smoke no-fault, txn-coordinator-az
+# isolate, eos-pipeline exactly-once): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing,
+# txn-power-cut-cluster (both flush settings; needs unsyncfs), eos-pipeline at-least-once. `make test-<scenario>` runs
+# one scenario's every configuration.
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
@@ -107,6 +109,10 @@ bench-nemesis: $(IMAGES)
 
 bench-workload:
 	$(PY) bench/bench_workload.py --duration 15 --rounds 3
+
+# The transactional producer (6 and 100 sends per transaction, all committed) against the plain one, both acks=all.
+bench-txn:
+	$(PY) bench/bench_workload.py --duration 15 --rounds 3 --transactional 6,100
 
 # The lose-unsynced-writes filesystem's cost: bench-workload's producers on unsyncfs and without it.
 bench-unsyncfs:

@@ -18,6 +18,11 @@ view of the journal's cost that contention disturbs least.
 
     .venv/bin/python bench/bench_workload.py [--duration 15] [--rounds 3]
         [--network 198.18.0.0/24] [--attach RUN_DIR] [--json OUT.json]
+        [--transactional 10,100]
+
+`--transactional SIZES` measures instead the transactional producer (contract v2: every send in a
+transaction of SIZE sends, committed; journal on) against the non-transactional one, both at acks=all
+and journaled, alternately for `--rounds` rounds: (a) not transactional, (t<SIZE>) one per size.
 
 `--attach` reuses a running cluster (made with `python -m harness cluster up`
 or `provision(..., keep=True)`) instead of provisioning and removing one.
@@ -61,12 +66,16 @@ def cluster_for(args: argparse.Namespace, work: Path) -> Iterator[tuple[KafkaClu
 
 
 def run_producer(cluster: KafkaCluster, runtime: Runtime, work: Path, name: str, journal: bool,
-                 duration: float) -> dict[str, Any]:
-    """Run one producer workload for `duration` s, stop it, and return its summary plus records/s."""
+                 duration: float, txn_size: int | None = None) -> dict[str, Any]:
+    """Run one producer workload for `duration` s, stop it, and return its summary plus records/s
+    (`txn_size`: a transactional producer, every transaction of that many sends committed)."""
     config = {"process": name, "role": "producer", "az": "az1", "journal": str(work / "journal" / f"{name}.jsonl"),
               "bootstrap": cluster.bootstrap, "topic": cluster.topic, "partitions": cluster.settings.partitions,
               "rate": 0, "value_size": VALUE_SIZE, "value_prefix": f"{name}-", "journal_enabled": journal,
               "kafka": {"acks": "all"}}
+    if txn_size is not None:
+        config.update(transactional_id=f"{cluster.runtime.prefix}-{name}", txn_size=txn_size, txn_abort_share=0.0,
+                      kafka={"acks": "all", "transaction.timeout.ms": 60000, "delivery.timeout.ms": 30000})
     path = work / f"{name}.json"
     path.write_text(json.dumps(config))
     log = work / f"{name}.log"
@@ -107,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", default="198.18.0.0/24")
     parser.add_argument("--attach", help="run dir of a running cluster to use instead of provisioning one")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--transactional", metavar="SIZES",
+                        help="comma-separated transaction sizes: the transactional producer against the plain one")
     args = parser.parse_args(argv)
+    if args.transactional:
+        return transactional_main(args, [int(n) for n in args.transactional.split(",")])
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="faultline-bench-workload-") as tmp, \
             cluster_for(args, Path(tmp)) as (cluster, runtime):
@@ -146,6 +159,40 @@ def main(argv: list[str] | None = None) -> int:
           f"median of per-round a/b {paired:.2f}")
     print(f"load average {load_start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end "
           f"({os.cpu_count()} CPUs): other work on the machine skews every figure above")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def transactional_main(args: argparse.Namespace, sizes: list[int]) -> int:
+    """(a) the journaled producer at acks=all against (t<N>) the transactional one, N sends per transaction."""
+    load_start = os.getloadavg()
+    rates: dict[str, list[float]] = {"a": [], **{f"t{n}": [] for n in sizes}}
+    commits: dict[str, list[float]] = {f"t{n}": [] for n in sizes}
+    with tempfile.TemporaryDirectory(prefix="faultline-bench-txn-") as tmp, \
+            cluster_for(args, Path(tmp)) as (cluster, runtime):
+        work = Path(tmp)
+        for i in range(args.rounds):
+            line = [f"round {i + 1}:"]
+            a = run_producer(cluster, runtime, work, f"bench-plain-{i}", True, args.duration)
+            rates["a"].append(a["records_per_s"])
+            line.append(f"(a) {a['records_per_s']:,.0f}/s")
+            for n in sizes:
+                t = run_producer(cluster, runtime, work, f"bench-txn{n}-{i}", True, args.duration, txn_size=n)
+                rates[f"t{n}"].append(t["records_per_s"])
+                commits[f"t{n}"].append(t["committed"] / t["total_s"])
+                line.append(f"(t{n}) {t['records_per_s']:,.0f}/s, {t['committed'] / t['total_s']:,.1f} commits/s")
+            print(" ".join(line), flush=True)
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    results = {"duration_s": args.duration, "rounds": args.rounds, "value_size": VALUE_SIZE, "acks": "all",
+               "records_per_s": medians, "runs": rates,
+               "commits_per_s": {k: statistics.median(v) for k, v in commits.items()},
+               "load_average_start": load_start, "load_average_end": os.getloadavg()}
+    print(f"(a) not transactional        {medians['a']:12,.0f} records/s (median of {args.rounds})")
+    for n in sizes:
+        print(f"(t{n}) {n} sends per transaction {medians[f't{n}']:12,.0f} records/s "
+              f"({medians[f't{n}'] / medians['a']:.2f} of (a)), {results['commits_per_s'][f't{n}']:,.1f} commits/s")
+    print(f"load average {load_start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end ({os.cpu_count()} CPUs)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

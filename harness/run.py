@@ -131,7 +131,7 @@ def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
         workloads = WorkloadSet(runtime, folder, cluster)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)
-            nemesis = make_nemesis(spec, cluster) if not spec.nemesis.empty else None
+            nemesis = make_nemesis(spec, cluster, workloads) if not spec.nemesis.empty else None
             if nemesis is not None:
                 undo.callback(nemesis.close)
                 undo.callback(nemesis.heal_all)
@@ -148,13 +148,13 @@ def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
     return notes
 
 
-def make_nemesis(spec: Spec, cluster: KafkaCluster) -> Nemesis:
+def make_nemesis(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet | None = None) -> Nemesis:
     """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo."""
     runtime = cluster.runtime
     if not isinstance(runtime, Firewalled):
         raise RuntimeFailure(f"the {runtime.kind} runtime has no firewall per host: no nemesis can run on it")
     return Nemesis(cluster, runtime, cluster.folder.nemesis_journal, spec.seed,
-                   snapshot=lambda label: snapshot_segments(cluster, label))
+                   snapshot=lambda label: snapshot_segments(cluster, label), workloads=workloads)
 
 
 def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Nemesis | None, progress: Progress) -> None:

@@ -19,13 +19,14 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from checkers.anomalies import ANOMALIES
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
-from harness.spec_transformers import TransformerGroup, check_topics, parse_transformers
+from harness.spec_targets import check_workload_targets
+from harness.spec_transformers import TransformerGroup, parse_transformers
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent, parse_schedule
@@ -52,6 +53,7 @@ class ProducerGroup:
     txn_size: int = 10
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
+    fenced: Literal["renew", "exit"] = "renew"
     topic: str | None = None  # None: the cluster's topic
 
 
@@ -225,7 +227,7 @@ def _check_transactional(settings: dict[str, Any]) -> None:
                              "transactional.id with enable.idempotence false")
 
 
-_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms")
+_TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms", "fenced")
 
 
 def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
@@ -239,7 +241,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"), topic=p.get("topic"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"), topic=p.get("topic"))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
@@ -308,17 +310,15 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
-    check_topics(cluster, [g.topic for g in producers])
-    transformers = parse_transformers((resolved.get("workloads") or {}).get("transformers"), cluster,
-                                      lambda where, raw: _azs(where, raw, cluster.nodes))
+    transformers = parse_transformers(resolved.get("workloads"), cluster, [g.topic for g in producers], _azs)
     _check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     _check_runtime_can(nemesis, cluster.runtime)
+    check_workload_targets(nemesis, producers)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
-        cluster=cluster, producers=producers, consumers=consumers,
-        nemesis=nemesis,
+        cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
         checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, transformers=transformers)
 
 

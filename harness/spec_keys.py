@@ -118,6 +118,10 @@ PRODUCER = Section({
     "transaction_timeout_ms": Int("transactional: transaction.timeout.ms, after which the coordinator aborts an "
                                   "open transaction; the final drain waits this long after the producers stop",
                                   10000, 1000, 900000),
+    "fenced": Choice(("renew", "exit"), "transactional: what a process does once fenced (a newer instance with "
+                     "its transactional.id took over): renew (a new instance, as for any fatal error, which fences "
+                     "the newer one in turn) or exit (it ends, exit status 0, as an application that knows it was "
+                     "replaced; the run goes on without it)", "renew"),
     "settings": CLIENT_SETTINGS,
 }, doc="a group of producer processes, one value per send, each value unique in the run", title="a producer",
     ref="producer")

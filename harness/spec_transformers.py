@@ -58,11 +58,13 @@ def check_topics(cluster: ClusterSettings, producer_topics: list[str | None]) ->
             check_topic(f"workloads.producers[{i}].topic", named, cluster)
 
 
-def parse_transformers(raw: list[dict[str, Any]] | None, cluster: ClusterSettings,
+def parse_transformers(workloads: dict[str, Any] | None, cluster: ClusterSettings, producer_topics: list[str | None],
                        azs: Any) -> tuple[TransformerGroup, ...]:
-    """Every transformer group of `workloads.transformers`; `azs(where, raw)` resolves a group's AZs."""
+    """Every transformer group of `workloads.transformers`, the topics checked first (`check_topics`);
+    `azs(where, raw, nodes)` resolves a group's AZs."""
+    check_topics(cluster, producer_topics)
     groups = []
-    for i, t in enumerate(raw or []):
+    for i, t in enumerate((workloads or {}).get("transformers") or []):
         where, v = f"workloads.transformers[{i}]", functools.partial(_value, t)
         if "input_topic" not in t:
             raise SpecError(f"{where}.input_topic: required (the topic a transformer reads, one of "
@@ -74,7 +76,7 @@ def parse_transformers(raw: list[dict[str, Any]] | None, cluster: ClusterSetting
         if v("mode") != "exactly-once" and "transaction_timeout_ms" in t:
             raise SpecError(f"{where}.transaction_timeout_ms: only for mode exactly-once")
         groups.append(TransformerGroup(
-            azs=azs(where, t), per_az=v("per_az"), input_topic=source, output_topic=output,
+            azs=azs(where, t, cluster.nodes), per_az=v("per_az"), input_topic=source, output_topic=output,
             group=t.get("group", f"faultline-t{i}"), mode=v("mode"), batch=v("batch"),
             transaction_timeout_ms=v("transaction_timeout_ms"), kill_every_s=float(v("kill_every_s")),
             restart_delay_s=float(v("restart_delay_s")),

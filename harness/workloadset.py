@@ -14,18 +14,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from harness.spec import Spec
 from testbed.addressing import Host
-from testbed.errors import WorkloadError
+from testbed.errors import FaultError, HarnessError, WorkloadError
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import PowerCycled, Runtime
+from testbed.runtime.base import Pausable, PowerCycled, Runtime
 from workloads.config import (
     AnyConfig,
     ConsumerConfig,
@@ -35,9 +37,10 @@ from workloads.config import (
     TransformerConfig,
     config_to_json,
 )
-from workloads.exits import DRAIN_INCOMPLETE
+from workloads.exits import DRAIN_INCOMPLETE, FENCED
 
 PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
+PAUSE_WAIT_S = 10.0  # a SIGSTOP or SIGCONT reaches every thread of a process within this
 
 
 @dataclass
@@ -70,8 +73,8 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     value_size=group.value_bytes or None, kafka=dict(group.settings),
                     # The run's prefix and the process: the same id for every instance of the process (a new one
                     # fences the old), and no other run's.
-                    transactional_id=f"{cluster.runtime.prefix}-{name}" if group.transactional else None,
-                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share)))
+                    transactional_id=cluster.transactional_id(name) if group.transactional else None,
+                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share, fenced=group.fenced)))
     for cgroup in spec.consumers:
         for az in cgroup.azs:
             for _ in range(cgroup.per_az):
@@ -156,6 +159,8 @@ class WorkloadSet:
             if process is not None:
                 short = name.removeprefix(PROCESS_PREFIX)
                 self.running[short] = Workload(short, process.host, short.split("-", 1)[0])
+                if isinstance(process, Pausable) and process.paused():
+                    process.resume()  # a producer the dead harness's nemesis had paused (pause-workload)
 
     def check_alive(self) -> None:
         """Raise WorkloadError if any process that should be running has exited.
@@ -168,7 +173,14 @@ class WorkloadSet:
             if w.role == "observer" and self._lost_power(w):
                 self._restart_observer(w)
                 continue
+            if self._fenced_out(w):  # `fenced: exit`: it ended because a newer instance took its transactional.id
+                self.running.pop(w.name)
+                continue
             raise WorkloadError(f"workload {w.name} died mid-run: {self.tail(w.name)}")
+
+    def _fenced_out(self, w: Workload) -> bool:
+        return isinstance(w.config, ProducerConfig) and w.config.fenced == "exit" and \
+            self.processes.exit_status(PROCESS_PREFIX + w.name) == FENCED
 
     def _lost_power(self, w: Workload) -> bool:
         return isinstance(self.runtime, PowerCycled) and \
@@ -180,6 +192,47 @@ class WorkloadSet:
         self._restarts[w.name] = self._restarts.get(w.name, 1) + 1
         again = dataclasses.replace(w.config, journal=self.folder.journal(f"{w.name}.{self._restarts[w.name]}"))
         self.start([Workload(w.name, w.host, w.role, again)])
+
+    # -- the nemesis's hold on workload processes (nemesis.workload_faults.WorkloadControl) ---------------------
+    def pause(self, process: str) -> int:
+        self._pausable(process).pause()
+        self._wait_paused(process, True)
+        running = self.processes.running(PROCESS_PREFIX + process)
+        return running.pid if running is not None else -1
+
+    def resume(self, process: str) -> None:
+        if self.processes.running(PROCESS_PREFIX + process) is not None:
+            self._pausable(process).resume()
+            self._wait_paused(process, False)
+
+    def replace(self, process: str) -> str:
+        """`process`'s configuration (transactional.id included) under a new name, started now."""
+        w = self.running.get(process)
+        if w is None or not isinstance(w.config, ProducerConfig):
+            raise FaultError(f"replace-workload: {process} is not a running producer of this run")
+        n = 1 + sum(1 for name in self.running if name.startswith(f"{process}-r"))
+        name = f"{process}-r{n}"
+        config = dataclasses.replace(w.config, process=name, journal=self.folder.journal(name), value_prefix=f"{name}-")
+        self.start([Workload(name, w.host, w.role, config)])
+        return name
+
+    def _pausable(self, process: str) -> Pausable:
+        try:
+            target = self.processes.pausable(PROCESS_PREFIX + process)
+        except HarnessError as exc:
+            raise FaultError(str(exc)) from exc
+        if target is None:
+            raise FaultError(f"workload {process} is not running")
+        return target
+
+    def _wait_paused(self, process: str, paused: bool) -> None:
+        deadline = time.monotonic() + PAUSE_WAIT_S
+        while time.monotonic() < deadline:
+            target = self.processes.running(PROCESS_PREFIX + process)
+            if target is None or cast(Pausable, target).paused() == paused:
+                return
+            time.sleep(0.005)
+        raise FaultError(f"workload {process} did not {'stop' if paused else 'continue'} within {PAUSE_WAIT_S:.0f} s")
 
     def tail(self, name: str) -> str:
         return self.processes.log_tail(PROCESS_PREFIX + name, lines=2)
@@ -206,7 +259,7 @@ class WorkloadSet:
         if stuck:
             late = [f"{s.removeprefix(PROCESS_PREFIX)} ({allowed[s]:.0f} s)" for s in stuck]
             raise WorkloadError(f"workloads {', '.join(late)} did not stop within their time of SIGTERM")
-        self._check_exit_codes(victims, ok=(0,))
+        self._check_exit_codes(victims, ok=(0, FENCED))  # FENCED: only a producer told to end once fenced
 
     def _check_exit_codes(self, finished: list[Workload], ok: tuple[int, ...]) -> dict[str, int]:
         codes = {}

@@ -21,6 +21,7 @@ from nemesis import links, shapes
 from nemesis.firewall import Firewall
 from nemesis.spec import FaultSpec
 from nemesis.targets import Resolver
+from nemesis.workload_faults import WORKLOAD, WorkloadControl
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import ROLES, KafkaCluster, Role
@@ -37,6 +38,7 @@ class FaultEnv:
 
     cluster: KafkaCluster
     firewall: Firewall
+    workloads: WorkloadControl | None = None  # the run's workload processes (workload faults), from the harness
 
     @property
     def plan(self) -> AddressPlan:
@@ -307,4 +309,6 @@ LINK = LinkFault()
 
 
 def fault_for(spec: FaultSpec) -> Fault:
+    if spec.is_workload:
+        return WORKLOAD
     return PARTITION if spec.is_partition else LINK if spec.is_link else PROCESS

@@ -26,7 +26,8 @@ from nemesis.firewall import Firewall, FirewalledRuntime
 from nemesis.journal import NemesisJournal, unstopped
 from nemesis.schedule import HealEvent, Schedule, StartEvent, StopEvent
 from nemesis.spec import FaultSpec, parse_fault
-from nemesis.targets import Resolver, observe
+from nemesis.targets import Resolver, coordinator_finder, observe
+from nemesis.workload_faults import WorkloadControl
 from testbed.errors import FaultError, HarnessError
 from testbed.kafka.cluster import ROLES, KafkaCluster, Role
 
@@ -68,15 +69,17 @@ def _ms(since_ns: int) -> float:
 
 class Nemesis:
     def __init__(self, cluster: KafkaCluster, runtime: FirewalledRuntime, journal_path: Path, seed: int,
-                 snapshot: Callable[[str], dict[str, Any]] | None = None) -> None:
-        """`snapshot(label)`, when given, runs before each fault is undone (the run keeps the replicas' segments)."""
+                 snapshot: Callable[[str], dict[str, Any]] | None = None,
+                 workloads: WorkloadControl | None = None) -> None:
+        """`snapshot(label)`, when given, runs before each fault is undone (the run keeps the replicas' segments);
+        `workloads`, when given, lets workload faults act on the run's workload processes."""
         self.cluster = cluster
         self.snapshot = snapshot
         self._snapshots = itertools.count(1)
         self.seed = seed
         self.rng = random.Random(seed)
         self.firewall = Firewall(runtime)
-        self.env = FaultEnv(cluster, self.firewall)
+        self.env = FaultEnv(cluster, self.firewall, workloads)
         self.journal = NemesisJournal(journal_path)
         self._active: dict[str, ActiveFault] = {}
         # One fault operation at a time (_ops, held through slow undos); reading what is active never
@@ -109,7 +112,8 @@ class Nemesis:
             name = name or f"{spec.fault}-{next(self._numbers)}"
             if self.find(name) is not None:
                 raise FaultError(f"a fault named {name} is already active")
-            resolver = Resolver(self.cluster.plan, self.rng, spec.partition, lambda: observe(self.cluster))
+            resolver = Resolver(self.cluster.plan, self.rng, spec.partition, lambda: observe(self.cluster),
+                                coordinator_finder(self.cluster))
             invoked = time.time_ns()
             info = {"name": name, "spec": spec.to_json(), "invoked_ns": invoked, **detail}
             try:
@@ -117,6 +121,8 @@ class Nemesis:
             except HarnessError as exc:
                 self._journal_failure(spec, name, info, resolver, exc)
                 raise FaultError(f"starting {name} ({spec}): {exc}") from exc
+            if resolver.coordinators:
+                info["coordinators"] = dict(resolver.coordinators)
             info.update(took_ms=_ms(invoked), resolve_ms=resolver.observe_ms,
                         facts=resolver.facts.to_json() if resolver.facts else None, **injected.detail)
             row = self.journal.write("start", injected.fault, injected.targets, info)
@@ -140,7 +146,7 @@ class Nemesis:
                 raise FaultError(f"no active fault named {name}")
             invoked = time.time_ns()
             info = {"name": name, "by": by, "invoked_ns": invoked, **detail}
-            if self.snapshot is not None:
+            if self.snapshot is not None and not current.spec.is_workload:  # the brokers' logs did not change by it
                 info["snapshot"] = self._snapshot_before_undo(name)
             try:
                 fault_for(current.spec).undo(current.injected, self.env)

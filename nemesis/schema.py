@@ -15,14 +15,14 @@ from typing import Any
 
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
-from nemesis.spec import FAULT_KINDS, KEYS_BY_FAULT, REQUIRED, ROLES_BY_FAULT, SELECTOR_RE
+from nemesis.spec import FAULT_KINDS, KEYS_BY_FAULT, PROCESS_RE, REQUIRED, ROLES_BY_FAULT, SELECTOR_RE
 
 JsonSchema = dict[str, Any]
 
 SELECTOR: JsonSchema = {
     "type": "string", "pattern": SELECTOR_RE.pattern,
     "description": "leader, controller, leader-controller, follower, random, an AZ (az1), a node (az1-node) "
-                   "or a broker (broker-0), resolved when the fault starts",
+                   "a broker (broker-0) or txn-coordinator:<transactional producer process>, resolved when the fault starts",
 }
 ONE_OR_MORE: JsonSchema = {"anyOf": [SELECTOR, {"type": "array", "items": SELECTOR, "minItems": 1}]}
 
@@ -56,6 +56,8 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "loss": {**PER_DIRECTION(0, 1), "description": "drop probability (0 <= p < 1), both ways or [forward, backward]"},
     "delay_ms": {**PER_DIRECTION(0), "description": "added one-way delay in ms, both ways or [forward, backward]"},
     "jitter_ms": {**PER_DIRECTION(0), "default": 0, "description": "random extra delay in ms (never reorders)"},
+    "process": {"type": "string", "pattern": PROCESS_RE.pattern,
+                "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
 }

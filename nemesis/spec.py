@@ -22,6 +22,8 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `lossy-link` | `between` (two selectors) or `target` (one selector: it and every other host), `ends`, `loss` (drop probability, 0 <= p < 1) |
 | `slow-link` | `between` or `target`, `ends`, `delay_ms` (added one-way delay), `jitter_ms` (default 0) |
 | `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
+| `pause-workload` | `process` (a producer, `producer-az1-0`): SIGSTOP it; undone by SIGCONT |
+| `replace-workload` | `process` (a transactional producer): start a second process with its config and its transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences the first; it runs to the end of the run (undo does nothing) |
 
 The degraded-link kinds (`nemesis.links`) take each value per direction: a
 number means both ways, a list of two `[forward, backward]` means from the
@@ -32,7 +34,10 @@ first end to the second, then back (for `target`: from it, then to it).
 Selectors: `leader`, `controller`, `leader-controller` (the node that is
 both), `follower` (an in-sync follower of the partition that is not the
 controller), `random` (from the nemesis seed), an AZ (`az2`), a node host
-(`az2-node`) or a broker (`broker-1`). A node selector used where an AZ is
+(`az2-node`), a broker (`broker-1`), or `txn-coordinator:<process>` (the
+broker a FindCoordinator for that transactional producer's transactional.id
+names when the fault fires, e.g. `txn-coordinator:producer-az1-0`; the process
+must be one of the spec's transactional producers). A node selector used where an AZ is
 wanted means that node's AZ, and an AZ where a node is wanted means its node.
 """
 
@@ -51,7 +56,9 @@ from testbed.errors import SpecError
 PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
 LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
-FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS
+WORKLOAD_FAULTS = ("pause-workload", "replace-workload")  # on a workload process (`nemesis.workload_faults`)
+FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS
+PROCESS_RE = re.compile(r"^producer-az[1-9]-[0-9]+$")
 # The value keys of each degraded-link kind, with their defaults (None: required).
 LINK_VALUES: dict[str, dict[str, float | None]] = {
     "lossy-link": {"loss": None},
@@ -59,7 +66,10 @@ LINK_VALUES: dict[str, dict[str, float | None]] = {
     "throttle-link": {"rate_kbit": None},
 }
 STATE_SELECTORS = ("leader", "controller", "leader-controller", "follower")
-SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8])$")
+# `txn-coordinator:<process>`: the transaction coordinator of a transactional producer's transactional.id.
+TXN_COORDINATOR = "txn-coordinator:"
+SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8]"
+                         r"|txn-coordinator:producer-az[1-9]-[0-9]+)$")
 ROLES_BY_FAULT: dict[str, tuple[str, ...]] = {
     "kill": ("broker", "zookeeper"),
     "pause": ("broker", "zookeeper", "both"),
@@ -76,10 +86,13 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     "pause": ("target", "role"),
     "graceful-stop": ("target", "role"),
     **{kind: ("between", "target", "ends", *values) for kind, values in LINK_VALUES.items()},
+    "pause-workload": ("process",),
+    "replace-workload": ("process",),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
     "kill": ("target",), "power-off": ("target",), "pause": ("target",), "graceful-stop": ("target",),
+    "pause-workload": ("process",), "replace-workload": ("process",),
 }
 
 Ends = Literal["az", "node"]
@@ -109,6 +122,11 @@ class FaultSpec:
         """A degraded-link kind (`lossy-link`, `slow-link`, `throttle-link`)."""
         return self.fault in LINK_FAULTS
 
+    @property
+    def is_workload(self) -> bool:
+        """A fault on a workload process (`pause-workload`, `replace-workload`): `targets` is that process."""
+        return self.fault in WORKLOAD_FAULTS
+
     def to_json(self) -> dict[str, Any]:
         """The spec as written (validated), for journals."""
         return dict(self.raw) if self.raw else {"fault": self.fault}
@@ -120,7 +138,8 @@ class FaultSpec:
 def _selector(path: str, value: Any) -> str:
     if not isinstance(value, str) or not SELECTOR_RE.match(value):
         raise SpecError(f"{path}: {value!r} is not a target; expected leader, controller, leader-controller, "
-                        f"follower, random, an AZ (az1), a node (az1-node) or a broker (broker-0)")
+                        f"follower, random, an AZ (az1), a node (az1-node), a broker (broker-0) or "
+                        f"txn-coordinator:<producer process> (txn-coordinator:producer-az1-0)")
     return value
 
 
@@ -178,6 +197,11 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["targets"] = _selectors(f"{path}.minority", raw["minority"])
     if "middle" in raw:
         fields["targets"] = (_selector(f"{path}.middle", raw["middle"]),)
+    if "process" in raw:
+        if not isinstance(raw["process"], str) or not PROCESS_RE.match(raw["process"]):
+            raise SpecError(f"{path}.process: {raw['process']!r} is not a workload process; expected a producer "
+                            f"such as producer-az1-0")
+        fields["targets"] = (raw["process"],)
     if "one_way" in raw:
         if not isinstance(raw["one_way"], bool):
             raise SpecError(f"{path}.one_way: expected true or false, got {raw['one_way']!r}")

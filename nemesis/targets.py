@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nemesis.spec import TXN_COORDINATOR
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import KafkaCluster
@@ -29,6 +30,7 @@ from testbed.kafka.wire import BrokerView
 from testbed.kafka.zk import zk_snapshot
 
 ZK_TIMEOUT_S = 3.0
+COORDINATOR_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,29 @@ def observe(cluster: KafkaCluster) -> ClusterFacts:
     return majority
 
 
+def coordinator_finder(cluster: KafkaCluster) -> Callable[[str], int | None]:
+    """process -> the broker the cluster names as the transaction coordinator of its transactional.id now.
+
+    Asked a few times over a second or two: the coordinator's partition may be between leaders."""
+    def find(process: str) -> int | None:
+        for _ in range(COORDINATOR_TRIES):
+            broker = cluster.txn_coordinator(cluster.transactional_id(process))
+            if broker is not None:
+                return broker
+            time.sleep(0.25)
+        return None
+    return find
+
+
 class Resolver:
     """Resolves selectors for one firing of one fault; reads the cluster at most once."""
 
     def __init__(self, plan: AddressPlan, rng: random.Random, partition: int,
-                 observe_facts: Callable[[], ClusterFacts] | None = None) -> None:
+                 observe_facts: Callable[[], ClusterFacts] | None = None,
+                 find_coordinator: Callable[[str], int | None] | None = None) -> None:
         self.plan = plan
+        self._find_coordinator = find_coordinator  # process -> its transaction coordinator's broker id, now
+        self.coordinators: dict[str, int] = {}  # what `txn-coordinator:<process>` resolved to (for the journal)
         self.rng = rng
         self.partition = partition
         self._observe = observe_facts
@@ -139,6 +158,17 @@ class Resolver:
             raise FaultError(f"there is no controller ({self._facts().source})")
         return controller
 
+    def _coordinator(self, process: str) -> int:
+        if self._find_coordinator is None:
+            raise FaultError("this target needs the transaction coordinator, and no way to find it was given")
+        if process not in self.coordinators:
+            broker = self._find_coordinator(process)
+            if broker is None:
+                raise FaultError(f"target {TXN_COORDINATOR}{process}: no broker names a transaction coordinator "
+                                 f"for its transactional.id")
+            self.coordinators[process] = broker
+        return self.coordinators[process]
+
     def _broker_node(self, broker_id: int, selector: str) -> Host:
         for node in self.plan.nodes:
             if node.broker_id == broker_id:
@@ -167,6 +197,8 @@ class Resolver:
             return self._broker_node(self.rng.choice(sorted(candidates)), selector)
         if selector == "random":
             return self.rng.choice(list(self.plan.nodes))
+        if selector.startswith(TXN_COORDINATOR):
+            return self._broker_node(self._coordinator(selector.removeprefix(TXN_COORDINATOR)), selector)
         if selector.startswith("broker-"):
             return self._broker_node(int(selector.removeprefix("broker-")), selector)
         az = selector.removesuffix("-node")

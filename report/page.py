@@ -20,7 +20,7 @@ import plotly.io as pio
 from checkers.anomalies import DESCRIPTIONS
 from checkers.facts import SplitBrains, split_brains
 from checkers.leadership import Disagreement, natural_key
-from report import evidence, faultwords, fmt
+from report import evidence, faultwords, fmt, transactions
 from report.anomalies import Example, collect_examples
 from report.availability import availability_rows
 from report.errorcodes import error_breakdown, error_rows
@@ -144,12 +144,16 @@ def build_context(run: Run) -> dict[str, Any]:
         "splits": [],
         "period": "",
         "around": fmt.duration(AROUND_NS),
+        "txn": None,
     }
     if frame:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
             run.table("writes"), run.table("processes"), frame, windows, events, examples)),
             f"{run.scenario}-{run.run_id}-timeline")
         _health_plots(context, run, frame, windows, events)
+        context["txn"] = transactions.view(run, frame, windows, events, examples)
+        for key, fig in (context["txn"] or {}).pop("figures", {}).items():
+            context["plots"][key] = Plot(f"plot-{key}", figure_json(fig), f"{run.scenario}-{run.run_id}-{key}")
         brains = split_brains(run.table("observations"))
         lanes = _leadership_lanes(brains)
         if lanes:

@@ -30,7 +30,7 @@ Kind = Literal["str", "int", "json"]
 # How the report holds each kind of contract column (checkers.schema): integers exact, JSON values as their text.
 _KINDS: dict[str, Kind] = {"string": "str", "id": "str", "int": "int", "json": "json", "any": "json"}
 # Contract columns the report never shows, left unread (the big tables' cost).
-_UNUSED = {("reads", "key"), ("reads", "leader_epoch"), ("writes", "txn"), ("writes", "source")}
+_UNUSED = {("reads", "key"), ("reads", "leader_epoch"), ("writes", "source")}
 # The columns the report uses, per table (the history contract's, checkers.schema); others are ignored.
 COLUMNS: dict[str, dict[str, Kind]] = {
     name: {c.name: _KINDS[c.kind] for c in spec.columns if (name, c.name) not in _UNUSED}

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from checkers.anomalies import ANOMALIES
 from checkers.availability import availability, writes_columns
@@ -195,6 +196,36 @@ def leadership_rows(key: dict[str, Any], observations: pa.Table, t0: int) -> lis
             for (topic, partition), segments in partition_views(frame).items() for seg in segments]
 
 
+def _sends_per_txn(source: Any) -> dict[str, int]:
+    """`writes.txn` -> how many writes name it (the column alone, where the history is Parquet)."""
+    if source.format == "parquet":
+        if "txn" not in pq.read_schema(source.files[0]).names:
+            return {}
+        column = pq.read_table(list(source.files), columns=["txn"]).column("txn")
+    else:
+        table = load_table(source)
+        if "txn" not in table.column_names:
+            return {}
+        column = table.column("txn")
+    counted = pc.value_counts(column.drop_null()).to_pylist() if len(column) else []
+    return {c["values"]: int(c["counts"]) for c in counted}
+
+
+def transaction_rows(key: dict[str, Any], txns: pa.Table, sends: dict[str, int], windows: list[Any],
+                     t0: int) -> list[dict[str, Any]]:
+    """Each transaction's contract columns, its seconds since t0, its sends and the faults active during it."""
+    columns = [f.name for f in s.TRANSACTIONS if f.name in txns.column_names]
+    rows = []
+    for t in txns.select(columns).to_pylist():
+        until = t["complete_ns"] if t["complete_ns"] is not None else t["end_ns"] or t["begin_ns"]
+        active = [_fault_label(w.fault, w.targets) for w in sorted(windows, key=lambda w: w.start_ns)
+                  if w.start_ns <= until and (w.stop_ns is None or w.stop_ns >= t["begin_ns"])]
+        rows.append({**key, **t, "begin_s": _seconds(t["begin_ns"], t0), "complete_s": _seconds(t["complete_ns"], t0),
+                     "duration_ms": None if t["complete_ns"] is None else round((t["complete_ns"] - t["begin_ns"]) / 1e6, 3),
+                     "sends": sends.get(t["txn"], 0), "faults": ",".join(active) or None})
+    return rows
+
+
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
@@ -218,6 +249,8 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
         writes = writes_columns(sources["writes"])
         nemesis = load_table(sources["nemesis"]) if "nemesis" in sources else None
         observations = load_table(sources["observations"]) if "observations" in sources else None
+        txns = load_table(sources["transactions"]) if "transactions" in sources else None
+        sends = _sends_per_txn(sources["writes"]) if txns is not None else {}
         configs = {} if "processes" not in sources else known_configs(
             zip(*(load_table(sources["processes"]).column(c).to_pylist() for c in ("process", "config")),
                 strict=True))
@@ -235,6 +268,9 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
         "faults": _table(fault_rows(key, windows, t0), s.FAULTS),
         "leadership": _table(leadership_rows(key, observations, t0), s.LEADERSHIP)
         if observations is not None else empty["leadership"],
+        "transactions": _table(transaction_rows(key, txns, sends, windows, t0),
+                               s.TRANSACTIONS)
+        if txns is not None else empty["transactions"],
         "runs": _table([row], s.RUNS),
     }
 

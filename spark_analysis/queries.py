@@ -115,3 +115,19 @@ def pick_run(runs: DataFrame, run_id: str = "") -> str | None:
 def one_run(spark: SparkSession, lake: str | Path, name: str, run_id: str) -> pd.DataFrame:
     """All rows of one run in a lake table (the drill-down's throughput, faults, leadership, availability)."""
     return table(spark, lake, name).filter(F.col("run_id") == run_id).toPandas()
+
+
+
+def transactions_by_scenario(txns: DataFrame, runs: DataFrame) -> pd.DataFrame:
+    """Per scenario and configuration: transactions committed, aborted and unknown, how many overlapped a fault,
+    and how long they took from begin to outcome (median and p99, ms)."""
+    joined = txns.join(runs.select("run_id", "configuration"), "run_id")
+    return (joined.groupBy("scenario", "configuration")
+            .agg(F.countDistinct("run_id").alias("runs"), F.count("*").alias("transactions"),
+                 _count_if(F.col("status") == "ok").alias("committed"),
+                 _count_if(F.col("status") == "fail").alias("aborted"),
+                 _count_if(F.col("status") == "info").alias("unknown"),
+                 _count_if(F.col("faults").isNotNull()).alias("during_a_fault"),
+                 F.round(F.percentile_approx("duration_ms", 0.5), 1).alias("duration_ms_p50"),
+                 F.round(F.percentile_approx("duration_ms", 0.99), 1).alias("duration_ms_p99"))
+            .orderBy("scenario", "configuration").toPandas())

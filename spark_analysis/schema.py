@@ -18,7 +18,7 @@ import pyarrow as pa
 from checkers.anomalies import ANOMALIES
 from checkers.schema import STATUSES, read_field
 
-SCHEMA_VERSION = 2  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`
+SCHEMA_VERSION = 3  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
@@ -139,6 +139,19 @@ LEADERSHIP = pa.schema([
     pa.field("end_s", pa.float64()),
 ])
 
+# One row per transaction a producer began (contract v2), its contract columns copied; the lake adds seconds
+# since t0, how long it took, how many sends it held, and the faults active at any time between begin and outcome.
+TRANSACTIONS = pa.schema([
+    *KEY,
+    *(read_field("transactions", c) for c in ("process", "txn", "intent", "status", "error", "begin_ns", "end_ns",
+                                              "complete_ns", "group", "consumed", "az")),
+    pa.field("begin_s", pa.float64()),
+    pa.field("complete_s", pa.float64()),
+    pa.field("duration_ms", pa.float64()),
+    pa.field("sends", pa.int64()),
+    pa.field("faults", pa.string()),
+])
+
 # Written in this order; `runs` last, so a run is in the lake only once every table holds its rows.
 TABLES: dict[str, pa.Schema] = {
     "anomalies": ANOMALY_ROWS,
@@ -146,5 +159,6 @@ TABLES: dict[str, pa.Schema] = {
     "availability": AVAILABILITY,
     "faults": FAULTS,
     "leadership": LEADERSHIP,
+    "transactions": TRANSACTIONS,
     "runs": RUNS,
 }

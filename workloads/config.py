@@ -87,6 +87,7 @@ class ProducerConfig(WorkloadConfig):
     transactional_id: str | None = None
     txn_size: int = 10
     txn_abort_share: float = 0.0
+    fenced: Literal["renew", "exit"] = "renew"  # once fenced: a new instance, or end the process (exits.FENCED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,7 +242,8 @@ def _producer(keys: _Keys, common: dict[str, Any]) -> ProducerConfig:
                           kafka=_kafka_settings(keys, "producer"),
                           transactional_id=keys.string("transactional_id", None, nullable=True),
                           txn_size=keys.integer("txn_size", 10, minimum=1),
-                          txn_abort_share=keys.number("txn_abort_share", 0.0, maximum=1.0))
+                          txn_abort_share=keys.number("txn_abort_share", 0.0, maximum=1.0),
+                          fenced=keys.choice("fenced", ("renew", "exit"), "renew"))
 
 
 def _consumer(keys: _Keys, common: dict[str, Any]) -> ConsumerConfig:

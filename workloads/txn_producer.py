@@ -42,6 +42,8 @@ from workloads.lines import process_line
 from workloads.producer import ProducerWorkload
 from workloads.ratelimit import RateLimiter
 
+# What librdkafka reports once a newer instance with the same transactional.id took over (a fatal error).
+FENCED_CODES = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 INIT_TIMEOUT_S = 10.0  # per init_transactions() call; retried while retriable
 END_CALL_S = 5.0  # per commit/abort call; retried while retriable, up to the transaction timeout
 
@@ -68,6 +70,7 @@ class TxnProducerWorkload(ProducerWorkload):
         self.rng = random.Random(self.config.transactional_id)
         self.txns = {"transactions": 0, "committed": 0, "aborted": 0, "unknown": 0}
         self.next_txn = 0
+        self.fenced: str | None = None  # the error that fenced the instance, once the process ends for it
 
     # -- librdkafka's transactional calls ---------------------------------------
     def _call(self, method: str, limit_s: float, per_call_s: float) -> None:
@@ -179,6 +182,16 @@ class TxnProducerWorkload(ProducerWorkload):
         if self._replace_producer():
             self._init()
 
+    def _fenced_out(self) -> bool:
+        """Whether this process ends now: `fenced: exit`, and its instance was fenced."""
+        assert self.fatal is not None
+        fenced = self.fatal.code() in FENCED_CODES or "fenced" in (self.fatal.str() or "").lower()
+        if fenced and self.config.fenced == "exit" and self.fenced is None:
+            self.fenced = self.fatal.name()
+            print(f"{self.config.process}: fenced ({self.fenced}): a newer instance owns its transactional.id; "
+                  f"ending as configured (fenced: exit)", file=sys.stderr, flush=True)
+        return self.fenced is not None
+
     # -- the process ------------------------------------------------------------------
     def run(self) -> int:
         self.journal.append(process_line(self.config, self.effective, values=self.plan.to_json(),
@@ -198,6 +211,8 @@ class TxnProducerWorkload(ProducerWorkload):
                 with self._noting_fatal():
                     self.producer.poll(min(limiter.wait_s() or 0.01, 0.05))
                 self._journal_outcomes()
+            if self.fatal is not None and self._fenced_out():
+                break  # `fenced: exit`: the newer instance owns the transactional.id now
             if self.fatal is not None and not self.stop.requested:
                 self._renew()
         if self.fatal is not None and self.gave_up is None:
@@ -207,7 +222,7 @@ class TxnProducerWorkload(ProducerWorkload):
         if not self.journal.enabled:
             self.counts["ok"] = next(self._unjournaled_ok)
         self.journal.append({"kind": "end", "t": time.time_ns(), **self.counts, **self.txns,
-                             "restarts": self.restarts, "fatal": self.gave_up})
+                             "restarts": self.restarts, "fatal": self.gave_up, "fenced": self.fenced})
         self.journal.flush()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         print(json.dumps({"process": self.config.process, "role": "producer", **self.counts, **self.txns,
@@ -216,4 +231,4 @@ class TxnProducerWorkload(ProducerWorkload):
         if self.gave_up:
             print(f"{self.config.process}: gave up after librdkafka fatal errors: {self.gave_up}", file=sys.stderr)
             return exits.FAILED
-        return exits.DONE
+        return exits.FENCED if self.fenced else exits.DONE

@@ -13,6 +13,7 @@ copy of a process that is still alive.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from testbed.dist.classdata import MAIN_CLASS
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import bringup
 from testbed.kafka import config as kcfg
-from testbed.kafka.wire import BrokerView, broker_view, zookeeper_mode
+from testbed.kafka.wire import BrokerView, broker_view, txn_coordinator, zookeeper_mode
 from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
@@ -336,6 +337,21 @@ class KafkaCluster:
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             return dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
+
+    def transactional_id(self, process: str) -> str:
+        """The transactional.id of a transactional workload process: the same for its every instance, no other run's."""
+        return f"{self.runtime.prefix}-{process}"
+
+    def txn_coordinator(self, transactional_id: str) -> int | None:
+        """The broker the first answering broker names as `transactional_id`'s transaction coordinator, or None."""
+        for node in self.nodes:
+            try:
+                error, broker = txn_coordinator(node.address, kcfg.BROKER_PORT, transactional_id, timeout=2.0)
+            except (OSError, ConnectionError, ValueError, struct.error):
+                continue
+            if error == 0 and broker is not None:
+                return broker
+        return None
 
     def registered(self, node: Host) -> bool:
         """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers."""

@@ -8,7 +8,8 @@ offers in its ApiVersions answer, asked first on the same connection (0.10.2
 offers v2, 0.11 v4, 1.0 to 2.0 v5/v6; none of those carries the leader epoch,
 so it is None there; v1, which names the controller, is the oldest we ask).
 ListOffsets v2 at both isolation levels gives a leader's high watermark and
-last stable offset. ZooKeeper's `srvr` four-letter command gives a server's role.
+last stable offset. FindCoordinator v1 with key type 1 names the transaction coordinator of a
+transactional.id. ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
@@ -219,6 +220,38 @@ def end_offsets(host: str, port: int, topic: str, partitions: list[int],
             answers.append(_parse_list_offsets(_recv_exact(sock, size)))
     stable, high = answers
     return {p: (high.get(p), stable.get(p)) for p in partitions}
+
+
+FIND_COORDINATOR_API_KEY = 10
+FIND_COORDINATOR_VERSION = 1  # the first with key_type (0.11)
+TRANSACTION_KEY = 1  # key_type: a transactional.id (0 is a consumer group)
+
+
+def _find_coordinator_request(key: str, key_type: int, correlation_id: int) -> bytes:
+    body = _header(FIND_COORDINATOR_API_KEY, FIND_COORDINATOR_VERSION, correlation_id)
+    body += struct.pack(">h", len(key.encode())) + key.encode() + struct.pack(">b", key_type)
+    return struct.pack(">i", len(body)) + body
+
+
+def _parse_find_coordinator(data: bytes) -> tuple[int, int | None]:
+    """(error code, coordinator's broker id or None on an error) of a FindCoordinator v1 answer."""
+    r = _Reader(data)
+    r.take(">i")  # correlation id
+    r.take(">i")  # throttle time
+    error = r.take(">h")
+    r.string()  # error message
+    node = r.take(">i")
+    return error, (node if error == 0 and node >= 0 else None)
+
+
+def txn_coordinator(host: str, port: int, transactional_id: str, timeout: float = 2.0) -> tuple[int, int | None]:
+    """(error code, broker id) of the transaction coordinator of `transactional_id` as this broker names it.
+
+    A broker answers from its own metadata (the leader of the __transaction_state partition the id hashes
+    to); error 15 (COORDINATOR_NOT_AVAILABLE) while that partition has no leader."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        return _parse_find_coordinator(_exchange(sock, _find_coordinator_request(transactional_id, TRANSACTION_KEY, 1)))
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:

@@ -103,3 +103,21 @@ def test_facts_from_zookeeper() -> None:
     facts = facts_from_zookeeper(snap)
     assert facts.controller == 2 and facts.source == "zookeeper"
     assert facts.partitions == {0: PartitionFacts(1, (1, 2)), 1: PartitionFacts(None, ())}
+
+
+def test_txn_coordinator_names_the_coordinators_broker_found_once() -> None:
+    asked: list[str] = []
+
+    def find(process: str) -> int | None:
+        asked.append(process)
+        return {"producer-az1-0": 2}.get(process)
+
+    r = Resolver(PLAN, random.Random(1), 0, None, find)
+    assert r.node("txn-coordinator:producer-az1-0").name == "az3-node"
+    assert r.az("txn-coordinator:producer-az1-0") == "az3"
+    assert asked == ["producer-az1-0"] and r.coordinators == {"producer-az1-0": 2}
+    assert r.facts is None  # the partitions' state is not needed for it
+    with pytest.raises(FaultError, match="no broker names a transaction coordinator"):
+        r.node("txn-coordinator:producer-az2-0")
+    with pytest.raises(FaultError, match="no way to find it"):
+        Resolver(PLAN, random.Random(1), 0, None).node("txn-coordinator:producer-az1-0")

@@ -66,3 +66,22 @@ def test_console_errors_and_requests_are_caught(tmp_path: Path) -> None:
     assert any("undefinedFunction" in e for e in view.errors)
     assert "http://127.0.0.1:9/never.png" in view.requests
     assert view.plots == []
+
+
+def test_the_transactions_view_renders(run_copy: Path, tmp_path: Path) -> None:
+    from report import render_report
+    from tests.report.test_transactions_view import _make_transactional
+
+    _make_transactional(run_copy)
+    render_report(run_copy)
+    shot = tmp_path / "txn.png"
+    view = view_page(run_copy / "report.html", shot, width=1400, height=900)
+    assert view.errors == [] and [lvl for lvl, _ in view.console if lvl in ("error", "warning")] == [], view.console
+    plots = {p.id: p for p in view.plots}
+    assert {"plot-transactions", "plot-lso"} <= set(plots)
+    screen = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int16)
+    for name in ("plot-transactions", "plot-lso"):
+        plot = plots[name]
+        assert plot.drawn > 1 and plot.width > 1000 and plot.height > 200, plot
+        area = screen[int(plot.y): int(plot.y + plot.height), int(plot.x): int(plot.x + plot.width)].reshape(-1, 3)
+        assert count_near(area, AZ3_GREEN) > 100 if name == "plot-transactions" else count_near(area, AZ1_BLUE) > 100

@@ -6,6 +6,7 @@ import io
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,7 +73,7 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 2
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 3
     # Hive partitions: scenario and day come back as columns, one folder each.
     assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
 
@@ -156,7 +157,7 @@ def columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema if f.name not in s.PARTITION_COLUMNS}
 
 
-NOTHING_HAPPENED = ("anomalies", "availability", "faults")
+NOTHING_HAPPENED = ("anomalies", "availability", "faults", "transactions")
 
 
 def test_a_lake_of_runs_without_faults_holds_every_table_with_its_schema(tmp_path: Path) -> None:
@@ -204,3 +205,46 @@ def test_spark_reads_every_table_of_a_lake_without_faults(tmp_path: Path) -> Non
         expected = from_arrow_schema(schema, prefer_timestamp_ntz=False)
         assert sorted(frame.schema.fields, key=lambda f: f.name) == sorted(expected.fields, key=lambda f: f.name), name
         assert frame.count() == rows[name], name
+
+
+def transactional_lake(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, pa.Table]]:
+    """A lake of one synthetic transactional run: the lake, its verdict and its history's tables."""
+    from checkers.synth_txn import transactional
+
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    run_dir = write_run(results, 0, 2_000)
+    folder = RunFolder(run_dir)
+    tables = transactional(generate(SynthSpec(operations=2_000, seed=3)), seed=3)
+    write_history(tables, folder.history_dir)
+    verdict = check(folder.history_dir, engine="pandas")
+    write_verdict(verdict, run_dir)
+    assert len(ingest(results, lake, io.StringIO()).added) == 1
+    return lake, verdict, tables
+
+
+def test_a_transactional_run_lands_one_row_per_transaction(tmp_path: Path) -> None:
+    lake, verdict, tables = transactional_lake(tmp_path)
+    rows = lake_table(lake, "transactions")
+    txns = tables["transactions"].to_pandas()
+    assert len(rows) == verdict["stats"]["transactions"] == len(txns)
+    assert {st: sum(r["status"] == st for r in rows) for st in ("ok", "fail", "info")} == {
+        "ok": verdict["stats"]["committed"], "fail": verdict["stats"]["aborted"], "info": verdict["stats"]["unknown"]}
+    assert sum(r["sends"] for r in rows) == tables["writes"].column("txn").drop_null().length()
+    assert all(r["begin_s"] is not None and (r["complete_ns"] is None) == (r["duration_ms"] is None) for r in rows)
+    assert any(r["faults"] for r in rows)  # the synthetic history's isolate-az windows
+
+
+@pytest.mark.spark
+def test_the_notebooks_transactions_query(tmp_path: Path) -> None:
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    lake, verdict, _ = transactional_lake(tmp_path)
+    spark = spark_session()
+    summary = q.transactions_by_scenario(q.table(spark, lake, "transactions"), q.table(spark, lake, "runs"))
+    assert len(summary) == 1
+    row = summary.iloc[0]
+    assert (row["runs"], row["transactions"]) == (1, verdict["stats"]["transactions"])
+    assert (row["committed"], row["aborted"], row["unknown"]) == (
+        verdict["stats"]["committed"], verdict["stats"]["aborted"], verdict["stats"]["unknown"])
+    assert 0 < row["during_a_fault"] <= row["transactions"] and 0 < row["duration_ms_p50"] <= row["duration_ms_p99"]

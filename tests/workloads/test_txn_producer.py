@@ -30,12 +30,12 @@ MOCK = {"test.mock.num.brokers": 3, "transaction.timeout.ms": 10000, "linger.ms"
 
 
 def run(tmp_path: Path, seconds: float, make_producer: Any = Producer, abort_share: float = 0.3,
-        size: int = 5) -> tuple[int, dict[str, pd.DataFrame], dict[str, Any]]:
+        size: int = 5, fenced: str = "renew") -> tuple[int, dict[str, pd.DataFrame], dict[str, Any]]:
     path = tmp_path / "journal" / "producer-az1-0.jsonl"
     config = ProducerConfig(process="producer-az1-0", role="producer", az="az1", journal=path, topic="t",
                             bootstrap="127.0.0.1:1", partitions=3, rate=500, value_prefix="producer-az1-0-",
                             kafka=MOCK, transactional_id="fl00abcd-producer-az1-0", txn_size=size,
-                            txn_abort_share=abort_share)
+                            txn_abort_share=abort_share, fenced=fenced)
     stop = StopFlag()
     timer = threading.Timer(seconds, stop.set)
     timer.start()
@@ -241,3 +241,15 @@ def test_a_commit_that_times_out_is_called_again_until_it_succeeds(tmp_path: Pat
     assert (row["intent"], row["status"]) == ("commit", "ok") and pd.isna(row["error"])
     [timed_out] = trouble.raised  # the slow call raised a retriable timeout; the next call committed
     assert timed_out.retriable() and not timed_out.txn_requires_abort() and len(trouble.made) == 1
+
+
+def test_a_fenced_producer_told_to_exit_ends_instead_of_fencing_back(tmp_path: Path) -> None:
+    """`fenced: exit` (zombie-fencing): no new instance; every outcome journaled; exit status FENCED."""
+    trouble = BrokerTrouble(END_TXN, (KafkaError.PRODUCER_FENCED,))
+    code, t, _ = run(tmp_path, 3.0, make_producer=trouble, abort_share=0.0, fenced="exit")
+    assert code == exits.FENCED and len(trouble.made) == 1
+    txns = t["transactions"].sort_values("begin_ns").reset_index(drop=True)
+    assert list(txns["status"]) == ["ok", "ok", "info"] and txns["error"][2] == "_FENCED"
+    assert t["writes"]["status"].notna().all()
+    end = json.loads((tmp_path / "journal" / "producer-az1-0.jsonl").read_text().splitlines()[-1])
+    assert end["kind"] == "end" and end["fenced"] == "_FENCED" and end["fatal"] is None

@@ -1,0 +1,189 @@
+"""The transactions view of report.html (contract v2): outcomes per producer over time, the last stable
+offset's lag per partition, and each transactional anomaly's example traced to its transaction.
+
+- Outcomes: per transactional producer, the transactions that committed (`ok`), were aborted (`fail`) or
+  ended unknown (`info`) in each second, by the moment their outcome arrived (`complete_ns`; a transaction
+  that never got one at its `begin_ns`), against the fault bands.
+- LSO lag: per partition, the high watermark minus the last stable offset its leader reported
+  (`observations`, ListOffsets at both isolation levels): how far read_committed readers trail; a lag that
+  stays up is a transaction left open (a hanging transaction holds it for ever).
+- Drill-downs: for each example of an anomaly about transactions whose value belongs to one, that
+  transaction's row, its writes and every read of them (which process, at which isolation level, live or
+  final), so a reader goes from the anomaly to the evidence in the history without opening it.
+
+Pure: tables in, plain data and figures out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from checkers.leadership import natural_key
+from report import fmt
+from report.anomalies import Example
+from report.faults import FaultEvent, FaultWindow
+from report.figures import SERIES_COLORS, Frame, add_faults, base_layout
+
+STATUS = (("ok", "committed", "#059669"), ("fail", "aborted", "#9ca3af"), ("info", "unknown", "#dc2626"))
+TXN_ANOMALIES = ("aborted-read", "uncommitted-read", "torn-transaction", "unreadable", "skipped-input", "reprocessed",
+                 "recovered", "lost")
+MAX_DRILLDOWNS = 3  # examples traced per anomaly
+MAX_ROWS = 30  # writes or reads shown per transaction
+MAX_PRODUCERS = 12  # producers drawn, one row each
+
+
+def outcomes_per_second(txns: pd.DataFrame, frame: Frame) -> dict[str, pd.DataFrame]:
+    """producer -> a frame indexed by whole seconds since t0, one column per status (ok, fail, info)."""
+    if txns.empty:
+        return {}
+    when = txns["complete_ns"].where(txns["complete_ns"].notna(), txns["begin_ns"]).astype("int64")
+    second = ((when - frame.t0) // 1_000_000_000).clip(lower=0)
+    counted = pd.DataFrame({"process": txns["process"], "status": txns["status"], "second": second})
+    out = {}
+    for process in sorted(counted["process"].dropna().unique(), key=natural_key):
+        mine = counted[counted["process"] == process]
+        table = mine.groupby(["second", "status"]).size().unstack(fill_value=0)
+        out[str(process)] = table.reindex(columns=[s for s, _, _ in STATUS], fill_value=0)
+    return out
+
+
+def outcomes_figure(txns: pd.DataFrame, frame: Frame, windows: Sequence[FaultWindow],
+                    events: Sequence[FaultEvent]) -> go.Figure:
+    """One row per transactional producer: its commits, aborts and unknown outcomes per second, stacked."""
+    per = dict(list(outcomes_per_second(txns, frame).items())[:MAX_PRODUCERS])
+    rows = max(1, len(per))
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        subplot_titles=list(per) or None)
+    fig.update_layout(**base_layout(120 + 110 * rows), barmode="stack")
+    for row, (process, table) in enumerate(per.items(), 1):
+        for status, label, color in STATUS:
+            fig.add_trace(go.Bar(
+                x=[int(s) + 0.5 for s in table.index], y=[int(v) for v in table[status]], name=label,
+                legendgroup=status, showlegend=row == 1, marker={"color": color}, width=0.9,
+                hovertemplate=f"{process}: %{{y}} {label} in second +%{{x:.0f}}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(title_text="per s", row=row, col=1)
+    add_faults(fig, frame, windows, events)
+    fig.update_xaxes(range=[0, frame.seconds], showgrid=True)
+    fig.update_xaxes(title_text="seconds since start", row=rows, col=1)
+    return fig
+
+
+def lso_lag(observations: pd.DataFrame, frame: Frame) -> dict[str, list[tuple[float, int]]]:
+    """"topic/partition" -> (s since t0, high watermark - last stable offset) as its leader reported them."""
+    if observations.empty or "last_stable_offset" not in observations:
+        return {}
+    led = observations.dropna(subset=["high_watermark", "last_stable_offset"])
+    out: dict[str, list[tuple[float, int]]] = {}
+    for (topic, partition), rows in led.groupby(["topic", "partition"], sort=True):
+        rows = rows.sort_values("time_ns")
+        out[f"{topic}/{int(partition)}"] = [
+            (round(frame.x(int(t)), 3), int(hw) - int(lso))
+            for t, hw, lso in rows[["time_ns", "high_watermark", "last_stable_offset"]].itertuples(index=False)]
+    return out
+
+
+def lso_figure(lags: dict[str, list[tuple[float, int]]], frame: Frame, windows: Sequence[FaultWindow],
+               events: Sequence[FaultEvent]) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(**base_layout(320))
+    for i, (name, points) in enumerate(sorted(lags.items(), key=lambda kv: natural_key(kv[0]))):
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in points], y=[y for _, y in points], name=name, mode="lines",
+            line={"color": SERIES_COLORS[i % len(SERIES_COLORS)], "shape": "hv"},
+            hovertemplate=f"{name}: %{{y}} offsets between the LSO and the high watermark at +%{{x}} s<extra></extra>"))
+    add_faults(fig, frame, windows, events)
+    fig.update_xaxes(range=[0, frame.seconds], showgrid=True, title_text="seconds since start")
+    fig.update_yaxes(title_text="HW - LSO (offsets)", rangemode="tozero")
+    return fig
+
+
+def drilldowns(examples: dict[str, list[Example]], txns: pd.DataFrame, writes: pd.DataFrame,
+               reads: pd.DataFrame, processes: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
+    """For each transactional anomaly's first examples: the transaction, its writes, the reads that saw them."""
+    if txns.empty or "txn" not in writes:
+        return []
+    levels = _isolation_levels(processes)
+    by_txn = txns.set_index("txn")
+    out = []
+    for anomaly in TXN_ANOMALIES:
+        for example in examples.get(anomaly, [])[:MAX_DRILLDOWNS]:
+            value = example.fields.get("value")
+            txn = example.fields.get("txn") or _txn_of(writes, value)
+            if txn is None or txn not in by_txn.index:
+                continue
+            out.append(_drilldown(anomaly, example, str(txn), by_txn.loc[txn], writes, reads, levels, t0))
+    return out
+
+
+def _txn_of(writes: pd.DataFrame, value: Any) -> str | None:
+    found = writes.loc[writes["value"] == value, "txn"].dropna()
+    return str(found.iloc[0]) if len(found) else None
+
+
+def _isolation_levels(processes: pd.DataFrame) -> dict[str, str]:
+    levels = {}
+    for process, config in processes[["process", "config"]].itertuples(index=False):
+        parsed = json.loads(config) if isinstance(config, str) and config else {}
+        levels[str(process)] = (parsed.get("isolation.level") or "read_uncommitted") \
+            if isinstance(parsed, dict) else "read_uncommitted"
+    return levels
+
+
+def _at(ns: Any, t0: int) -> str:
+    return "—" if ns is None or pd.isna(ns) else f"+{fmt.seconds_since(int(ns), t0):.3f} s"
+
+
+def _drilldown(anomaly: str, example: Example, txn: str, row: pd.Series, writes: pd.DataFrame,
+               reads: pd.DataFrame, levels: dict[str, str], t0: int) -> dict[str, Any]:
+    mine = writes[writes["txn"] == txn].sort_values("op_id")
+    values = set(mine["value"])
+    seen = reads[reads["value"].isin(values)].sort_values("poll_ns")
+    return {
+        "anomaly": anomaly, "number": example.number, "value": example.fields.get("value"), "txn": txn,
+        "anchor": f"txn-{anomaly}-{example.number}",
+        "transaction": [("process", row.get("process")), ("status", row.get("status")),
+                        ("intent", row.get("intent") or "—"), ("error", row.get("error") or "—"),
+                        ("begun", _at(row.get("begin_ns"), t0)), ("end asked", _at(row.get("end_ns"), t0)),
+                        ("outcome", _at(row.get("complete_ns"), t0))],
+        "writes": [{"value": w.value, "where": _where(w.topic, w.partition, w.offset), "status": w.status,
+                    "acked": _at(w.complete_ns, t0)} for w in mine.head(MAX_ROWS).itertuples(index=False)],
+        "writes_hidden": max(0, len(mine) - MAX_ROWS),
+        "reads": [{"value": r.value, "where": _where(r.topic, r.partition, r.offset), "process": r.process,
+                   "level": levels.get(str(r.process), "read_uncommitted"), "phase": r.phase,
+                   "polled": _at(r.poll_ns, t0)} for r in seen.head(MAX_ROWS).itertuples(index=False)],
+        "reads_hidden": max(0, len(seen) - MAX_ROWS),
+    }
+
+
+def _where(topic: Any, partition: Any, offset: Any) -> str:
+    if partition is None or pd.isna(partition):
+        return "—"
+    return f"{topic}/{int(partition)}" + ("" if offset is None or pd.isna(offset) else f"@{int(offset)}")
+
+
+def view(run: Any, frame: Frame, windows: Sequence[FaultWindow], events: Sequence[FaultEvent],
+         examples: dict[str, list[Example]]) -> dict[str, Any] | None:
+    """The section's context (None for a run without transactions), its figures under "figures"."""
+    txns = run.table("transactions")
+    if txns.empty:
+        return None
+    status = txns["status"].value_counts()
+    figures: dict[str, go.Figure] = {"transactions": outcomes_figure(txns, frame, windows, events)}
+    lags = lso_lag(run.table("observations"), frame)
+    if lags:
+        figures["lso"] = lso_figure(lags, frame, windows, events)
+    return {
+        "figures": figures,
+        "totals": [(label, fmt.count(int(status.get(s, 0)))) for s, label, _ in STATUS],
+        "producers": txns["process"].nunique(),
+        "hidden": max(0, txns["process"].nunique() - MAX_PRODUCERS),
+        "max_lag": [(name, max(y for _, y in points)) for name, points in sorted(lags.items())],
+        "drilldowns": drilldowns(examples, txns, run.table("writes"), run.table("reads"), run.table("processes"),
+                                 frame.t0),
+    }

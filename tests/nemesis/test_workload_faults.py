@@ -1,0 +1,68 @@
+"""pause-workload and replace-workload: their specs, and what they ask of the harness's WorkloadControl."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from nemesis.faults import fault_for
+from nemesis.spec import parse_fault
+from nemesis.targets import Resolver
+from nemesis.workload_faults import WORKLOAD
+from testbed.addressing import make_plan
+from testbed.errors import FaultError, SpecError
+
+
+class Control:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def pause(self, process: str) -> int:
+        self.calls.append(("pause", process))
+        return 4242
+
+    def resume(self, process: str) -> None:
+        self.calls.append(("resume", process))
+
+    def replace(self, process: str) -> str:
+        self.calls.append(("replace", process))
+        return f"{process}-r1"
+
+
+def resolver() -> Resolver:
+    return Resolver(make_plan("198.18.2.0/24", 3), random.Random(1), 0, None)
+
+
+def test_pause_is_undone_by_resume_and_a_replacement_stays() -> None:
+    control = Control()
+    env = SimpleNamespace(workloads=control)
+    pause = parse_fault("f", {"fault": "pause-workload", "process": "producer-az1-0"})
+    assert fault_for(pause) is WORKLOAD and pause.is_workload and pause.targets == ("producer-az1-0",)
+    injected = WORKLOAD.inject(pause, resolver(), env, "zombie")  # type: ignore[arg-type]
+    assert (injected.fault, injected.targets, injected.detail) == (
+        "pause-workload", {"process": "producer-az1-0"}, {"pid": 4242})
+    WORKLOAD.undo(injected, env)  # type: ignore[arg-type]
+    replace = parse_fault("f", {"fault": "replace-workload", "process": "producer-az1-0"})
+    again = WORKLOAD.inject(replace, resolver(), env, "replacement")  # type: ignore[arg-type]
+    assert again.targets == {"process": "producer-az1-0", "replacement": "producer-az1-0-r1"}
+    WORKLOAD.undo(again, env)  # type: ignore[arg-type]
+    assert control.calls == [("pause", "producer-az1-0"), ("resume", "producer-az1-0"),
+                             ("replace", "producer-az1-0")]
+
+
+def test_without_the_harness_workloads_it_says_so() -> None:
+    pause = parse_fault("f", {"fault": "pause-workload", "process": "producer-az1-0"})
+    with pytest.raises(FaultError, match="given none"):
+        WORKLOAD.inject(pause, resolver(), SimpleNamespace(workloads=None), "z")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ({"fault": "pause-workload"}, r"^f\.process: required for fault pause-workload"),
+    ({"fault": "pause-workload", "process": "consumer-az1-0"}, r"^f\.process: 'consumer-az1-0' is not a workload"),
+    ({"fault": "replace-workload", "process": "producer-az1-0", "target": "az1"}, r"^f\.target: unknown key"),
+])
+def test_bad_workload_fault_specs(raw: dict, says: str) -> None:
+    with pytest.raises(SpecError, match=says):
+        parse_fault("f", raw)
