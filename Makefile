@@ -88,8 +88,9 @@ test-versions:
 	$(PY) -m pytest -m versions $(PYTEST_FLAGS)
 
 # The transactions runs on a real cluster beyond the ones `make test` runs (txn-smoke no-fault, txn-coordinator-az
-# isolate): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing, txn-power-cut-cluster
-# (both flush settings; needs unsyncfs). `make test-<scenario>` runs one scenario's every configuration.
+# isolate, eos-pipeline exactly-once): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing,
+# txn-power-cut-cluster (both flush settings; needs unsyncfs), eos-pipeline at-least-once. `make test-<scenario>` runs
+# one scenario's every configuration.
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 

@@ -64,8 +64,10 @@ def producer_stop_timeout(spec: Spec) -> float:
 
 
 def transaction_timeout_s(spec: Spec) -> float:
-    """The longest transaction.timeout.ms of the run's transactional producers, in seconds (0: none)."""
-    return max((g.transaction_timeout_ms / 1000 for g in spec.producers if g.transactional), default=0.0)
+    """The longest transaction.timeout.ms of the run's transactional producers and transformers, in seconds (0: none)."""
+    timeouts = [g.transaction_timeout_ms for g in spec.producers if g.transactional]
+    timeouts += [t.transaction_timeout_ms for t in spec.transformers if t.transactional]
+    return max(timeouts, default=0) / 1000
 
 
 def execute_run(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
@@ -197,7 +199,9 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     # Consumers stop with the producers, not after them: what they read is the run's record of reads, and the
     # drains that follow read every partition to its end whatever the consumers had reached.
     stopping = time.monotonic()
-    workloads.stop_roles({"producer": producer_stop_timeout(spec), "consumer": STOP_GRACE_S})
+    workloads.stop_roles({"producer": producer_stop_timeout(spec), "consumer": STOP_GRACE_S,
+                          # a transformer ends its batch (a commit may take its transaction timeout) and leaves its group
+                          "transformer": transaction_timeout_s(spec) + 2 * STOP_GRACE_S})
     # Contract v2: the drain starts once every transaction has ended or its transaction timeout has passed. No
     # producer begins one after the stop was asked for, so its timeout from that moment covers every one (a
     # transaction whose outcome is unknown, or whose producer died, is then aborted or committed by its coordinator).
@@ -216,7 +220,7 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
 
 
 def _kill_workloads(workloads: WorkloadSet) -> None:
-    for role in ("producer", "consumer", "drain", "observer"):
+    for role in ("producer", "transformer", "consumer", "drain", "observer"):
         with contextlib.suppress(HarnessError):
             workloads.stop(role, 5.0)
     with contextlib.suppress(HarnessError):

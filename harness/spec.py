@@ -28,6 +28,7 @@ from harness.spec_checks import check_metadata_can, check_runtime_can, check_ver
 from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_targets import check_workload_targets
+from harness.spec_transformers import TransformerGroup, parse_transformers
 from harness.spec_types import NO_DEFAULT, Section
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
@@ -54,6 +55,7 @@ class ProducerGroup:
     txn_abort_share: float = 0.0
     transaction_timeout_ms: int = 10000
     fenced: Literal["renew", "exit"] = "renew"
+    topic: str | None = None  # None: the cluster's topic
 
 
 @dataclass(frozen=True)
@@ -95,11 +97,12 @@ class Spec:
     expect: Expectation
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     client: str | None = None  # clients.confluent_kafka: the client under test (None: the harness's own)
+    transformers: tuple[TransformerGroup, ...] = ()
 
     @property
     def transactional(self) -> bool:
-        """Whether any producer writes transactions (the drain then reads at both isolation levels)."""
-        return any(g.transactional for g in self.producers)
+        """Whether any producer or transformer writes transactions (the drain then reads at both isolation levels)."""
+        return any(g.transactional for g in self.producers) or any(t.transactional for t in self.transformers)
 
     @property
     def run_name(self) -> str:
@@ -176,6 +179,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"), metadata=metadata,
         kraft_controllers=v("kraft_controllers"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),
+        extra_topics=tuple(raw.get("extra_topics") or ()),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
         min_insync_replicas=v("min_insync_replicas"), unclean_leader_election=v("unclean_leader_election"),
         replica_lag_time_max_ms=v("replica_lag_time_max_ms"),
@@ -245,7 +249,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"), topic=p.get("topic"))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
@@ -314,6 +318,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     v = functools.partial(_value, SPEC, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
+    transformers = parse_transformers(resolved.get("workloads"), cluster, [g.topic for g in producers], _azs)
     check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
@@ -324,7 +329,8 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
-        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, client=client)
+        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, client=client,
+        transformers=transformers)
 
 
 def configurations_of(raw: dict[str, Any]) -> list[str | None]:

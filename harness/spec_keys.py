@@ -64,7 +64,11 @@ CLUSTER = Section({
                                 what="controller layout"),
     "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
                    + networks_text() + ")"),
-    "topic": Str("the topic every client writes and reads", _d.topic),
+    "topic": Str("the topic every client writes and reads (a transformer's output by default)", _d.topic),
+    "extra_topics": ListOf(Str("a topic name"), doc="further topics made like `topic` (partitions, replication, "
+                           "flush settings): created at bring-up, settled, observed, drained in every view and dumped "
+                           "per topic; a producer group writes one with its `topic`, a transformer reads one as its "
+                           "`input_topic` (default: none)"),
     "partitions": Int("the topic's partitions (with `replica_assignment`: its length, and must agree)",
                       _d.partitions, 1, 64),
     "replication_factor": Int("replicas per partition, at most `nodes` (with `replica_assignment`: "
@@ -116,6 +120,8 @@ PRODUCER = Section({
     "per_az": Int("producer processes in each of those AZs", 1, 1, 16),
     "rate": Num("sends per second of each process (0: as fast as it can)", 200, 0),
     "value_bytes": Int("pad each value to this many bytes (0: no padding)", 0, 0, 1_000_000),
+    "topic": Str("the topic these producers write: the cluster's `topic` (the default) or one of its "
+                 "`extra_topics` (a transformer's input, say)"),
     "transactional": Bool("each process a transactional producer (docs/history.md, contract v2): every send in "
                           "a transaction, its transactional.id `<run prefix>-<process>` kept across its restarts "
                           "(a new instance fences its zombie); needs acks all and idempotence (the default then)",
@@ -150,9 +156,33 @@ CONSUMER = Section({
 }, doc="a group of consumer processes reading while the run goes on (the `live` reads)", title="a consumer",
     ref="consumer")
 
+TRANSFORMER_MODES = ("exactly-once", "at-least-once")
+TRANSFORMER = Section({
+    "azs": ListOf(AZ, min_items=1, one_for_list=True, doc="the AZs whose client hosts run these transformers "
+                                                           "(default: every AZ)"),
+    "per_az": Int("transformer processes in each of those AZs, all in one consumer group", 1, 1, 16),
+    "input_topic": Str("the topic they read (one of the cluster's `extra_topics`, written by a producer group); "
+                       "required"),
+    "output_topic": Str("the topic they write one output per input to (default: the cluster's `topic`)"),
+    "group": Str("their consumer group (default faultline-t<index>)"),
+    "mode": Choice(TRANSFORMER_MODES, "exactly-once: the input offsets committed inside the output's transaction "
+                   "(send_offsets_to_transaction); at-least-once: committed after the outputs were acknowledged, "
+                   "no transaction", "exactly-once"),
+    "batch": Int("most inputs per poll, and so per transaction", 20, 1, 10_000),
+    "transaction_timeout_ms": Int("exactly-once: transaction.timeout.ms; the final drain waits this long after "
+                                  "the transformers stop", 10000, 1000, 900000),
+    "kill_every_s": Num("SIGKILL one transformer's client process this often, the group's members in turn, and "
+                        "start it again (0: never): with three members the first at `kill_first_s`, the second "
+                        "this much later, ...; each member every three times it", 0, 0),
+    "kill_first_s": Num("when the first of those kills comes (default: `kill_every_s`)", low=0),
+    "restart_delay_s": Num("how long a killed transformer stays down", 1.0, 0),
+}, doc="a group of consume-transform-produce processes (docs/history.md, `source`): one output per input",
+    title="a transformer", ref="transformer")
+
 WORKLOADS = Section({
     "producers": ListOf(PRODUCER, min_items=1, doc="at least one"),
     "consumers": ListOf(CONSUMER, doc="none, one or more"),
+    "transformers": ListOf(TRANSFORMER, doc="none, one or more groups"),
 }, doc="the client processes (the final drain is the harness's own)", title="workloads", nullable=True,
     ref="workloads")
 
@@ -211,4 +241,5 @@ CONFIGURATION = Section({
 SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run runs each (or those "
                                                    "`--configuration` names)", what="a mapping of configuration "
                                                    "names to configurations")
-SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, CLIENTS, WORKLOADS, PRODUCER, CONSUMER, EXPECT, CONFIGURATION)
+SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, CLIENTS, WORKLOADS, PRODUCER, CONSUMER, TRANSFORMER, EXPECT,
+                                 CONFIGURATION)

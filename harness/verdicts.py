@@ -103,6 +103,9 @@ def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str |
     run_dir, history_dir = folder.root, folder.history_dir
     started = time.monotonic()
     log.info("judging %s: replica dumps, checker, reports", run_dir)
+    for extra in spec.cluster.extra_topics:  # each extra topic's dump kept as replicas-<topic>.json, the topic's last
+        if check_replicas(folder, extra, spec.cluster.kafka_version, machine):
+            folder.replicas.replace(folder.replicas.with_name(f"replicas-{extra}.json"))
     if check_replicas(folder, spec.cluster.topic, spec.cluster.kafka_version, machine) and not keep_data:
         prune_node_data(folder)
     replicas_at = time.monotonic()

@@ -35,6 +35,7 @@ from workloads.config import (
     DrainConfig,
     ObserverConfig,
     ProducerConfig,
+    TransformerConfig,
     config_to_json,
 )
 from workloads.exits import DRAIN_INCOMPLETE, FENCED
@@ -70,7 +71,7 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
             for _ in range(group.per_az):
                 name = name_for("producer", az)
                 out.append(Workload(name, plan.client_of_az(az), "producer", ProducerConfig(
-                    process=name, role="producer", az=az, journal=folder.journal(name), topic=topic,
+                    process=name, role="producer", az=az, journal=folder.journal(name), topic=group.topic or topic,
                     bootstrap=cluster.bootstrap, partitions=partitions, rate=group.rate, value_prefix=f"{name}-",
                     value_size=group.value_bytes or None, kafka=dict(group.settings),
                     # The run's prefix and the process: the same id for every instance of the process (a new one
@@ -88,13 +89,29 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     group=cgroup.group if grouped else None,
                     commit=("sync" if cgroup.commit == "sync" else "auto") if grouped else None,
                     partitions=partitions, kafka={**cgroup.settings, "isolation.level": cgroup.isolation_level})))
+    for tgroup in spec.transformers:
+        members = [az for az in tgroup.azs for _ in range(tgroup.per_az)]
+        for index, az in enumerate(members):
+            name = name_for("transformer", az)
+            out.append(Workload(name, plan.client_of_az(az), "transformer", TransformerConfig(
+                process=name, role="transformer", az=az, journal=folder.journal(name), topic=tgroup.output_topic,
+                bootstrap=cluster.bootstrap, input_topic=tgroup.input_topic, group=tgroup.group,
+                mode="exactly-once" if tgroup.transactional else "at-least-once", partitions=partitions,
+                batch=tgroup.batch, transactional_id=f"{cluster.runtime.prefix}-{name}" if tgroup.transactional else None,
+                kafka={"transaction.timeout.ms": tgroup.transaction_timeout_ms} if tgroup.transactional else {},
+                # one member of the group killed every kill_every_s from kill_first_s, in turn: each every n times that
+                kill_every_s=tgroup.kill_every_s * len(members),
+                kill_first_s=(tgroup.kill_every_s if tgroup.kill_first_s is None else tgroup.kill_first_s)
+                + tgroup.kill_every_s * index,
+                restart_delay_s=tgroup.restart_delay_s)))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(
             process=name, role="observer", az=node.az, journal=folder.journal(name), topic=topic, bootstrap="",
             broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0,
             controller_port=kcfg.CONTROLLER_PORT if cluster.settings.kraft else None,
-            controller_id_base=kcfg.controller_id(cluster.settings, 0) if cluster.settings.kraft else 0)))
+            controller_id_base=kcfg.controller_id(cluster.settings, 0) if cluster.settings.kraft else 0,
+            extra_topics=cluster.settings.extra_topics)))
     return out
 
 
@@ -105,13 +122,16 @@ DRAIN_VIEWS = {"": "read_committed", "-ru": "read_uncommitted"}
 
 def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "",
                     both_views: bool = False) -> list[Workload]:
-    """One fresh fixed-assignment reader per AZ (two with `both_views`), from the earliest offset to the end."""
+    """One fresh fixed-assignment reader per AZ (two with `both_views`), from the earliest offset to the end; for
+    each extra topic of the cluster as many more, `drain-<az>-<topic>[-ru]`."""
     views = DRAIN_VIEWS if both_views else {"": DRAIN_VIEWS[""]}
+    topics = {"": cluster.topic, **{f"-{t}": t for t in cluster.settings.extra_topics}}
     return [Workload(name, host, "drain", DrainConfig(
-        process=name, role="drain", az=host.az, journal=cluster.folder.journal(name), topic=cluster.topic,
+        process=name, role="drain", az=host.az, journal=cluster.folder.journal(name), topic=topic,
         bootstrap=cluster.bootstrap, partitions=cluster.settings.partitions, timeout_s=timeout_s,
         kafka={"isolation.level": level}))
-        for host in cluster.plan.clients for view, level in views.items() for name in [f"drain-{host.az}{view}{suffix}"]]
+        for tag, topic in topics.items() for host in cluster.plan.clients for view, level in views.items()
+        for name in [f"drain-{host.az}{tag}{view}{suffix}"]]
 
 
 class WorkloadSet:

@@ -87,6 +87,7 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
     fields = dict(data)
     if fields.get("replica_assignment") is not None:
         fields["replica_assignment"] = tuple(tuple(r) for r in fields["replica_assignment"])
+    fields["extra_topics"] = tuple(fields.get("extra_topics") or ())
     return ClusterSettings(**fields)
 
 

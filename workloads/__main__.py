@@ -13,7 +13,15 @@ import traceback
 from pathlib import Path
 
 from workloads import exits
-from workloads.config import AnyConfig, ConfigError, ConsumerConfig, DrainConfig, ObserverConfig, load_config
+from workloads.config import (
+    AnyConfig,
+    ConfigError,
+    ConsumerConfig,
+    DrainConfig,
+    ObserverConfig,
+    TransformerConfig,
+    load_config,
+)
 from workloads.journal import Journal, JournalSink, NullJournal
 from workloads.stopping import StopFlag
 
@@ -36,6 +44,9 @@ def run(config: AnyConfig, journal: JournalSink, stop: StopFlag) -> int:
     if isinstance(config, DrainConfig):
         from workloads.drain import DrainWorkload
         return DrainWorkload(config, journal, stop).run()
+    if isinstance(config, TransformerConfig):  # its instances journal for themselves
+        from workloads.supervisor import run_transformer
+        return run_transformer(config, stop)
     if config.transactional_id is not None:
         from workloads.txn_producer import TxnProducerWorkload
         return TxnProducerWorkload(config, journal, stop).run()
@@ -58,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workload config {args[0]}: {exc}", file=sys.stderr)
         return exits.FAILED
     stop = StopFlag().install()
+    if isinstance(config, TransformerConfig):  # a supervisor: each instance it forks writes its own journal
+        from workloads.supervisor import run_transformer
+        return run_transformer(config, stop)
     try:
         journal = open_journal(config)
     except OSError as exc:

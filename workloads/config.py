@@ -21,9 +21,19 @@ every error names the key. Keys per role:
   (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
 - drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``.
 - observer: ``broker_id``, ``broker_address`` (``host:port``), optional
-  ``interval_s`` (default 1.0); KRaft: ``controller_port`` (its node's KRaft
-  controller, asked with DescribeQuorum for the controller) and
+  ``interval_s`` (default 1.0), ``extra_topics`` (further topics it asks
+  about); KRaft: ``controller_port`` (its node's KRaft controller, asked with
+  DescribeQuorum for the controller) and
   ``controller_id_base`` (controller node id minus broker id).
+- transformer (consume-transform-produce, workloads/transformer.py): ``topic``
+  is its output; ``input_topic`` (required, not the output), ``group``,
+  ``mode`` (``exactly-once``: input offsets committed in the transaction, needs
+  ``transactional_id``; ``at-least-once``: committed after the outputs were
+  acknowledged, no ``transactional_id``), ``partitions`` (of the output), optional
+  ``batch`` (most inputs per transaction, default 20), ``kafka`` (producer
+  settings), ``kill_every_s`` (SIGKILL its instance this often, 0 = never),
+  ``kill_first_s`` (the first kill, default `kill_every_s`), ``restart_delay_s``
+  (default 1.0).
 """
 
 from __future__ import annotations
@@ -34,14 +44,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Role = Literal["producer", "consumer", "drain", "observer"]
-ROLES: tuple[Role, ...] = ("producer", "consumer", "drain", "observer")
+Role = Literal["producer", "consumer", "drain", "observer", "transformer"]
+ROLES: tuple[Role, ...] = ("producer", "consumer", "drain", "observer", "transformer")
+TRANSFORMER_MODES = ("exactly-once", "at-least-once")
 KafkaValue = str | int | float | bool
 
 # Settings a workload derives itself; passing them through `kafka` would contradict its other keys.
 _ALWAYS_RESERVED = ("bootstrap.servers", "metadata.broker.list")
 RESERVED_SETTINGS: dict[str, tuple[str, ...]] = {
     "producer": (*_ALWAYS_RESERVED, "transactional.id"),
+    "transformer": (*_ALWAYS_RESERVED, "transactional.id"),
     "consumer": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store"),
     "drain": (*_ALWAYS_RESERVED, "group.id", "enable.auto.commit", "enable.auto.offset.store",
               "enable.partition.eof"),
@@ -106,9 +118,24 @@ class ObserverConfig(WorkloadConfig):
     interval_s: float = 1.0
     controller_port: int | None = None  # KRaft: the node's controller listener (DescribeQuorum)
     controller_id_base: int = 0  # KRaft: a controller's node id minus its node's broker id
+    extra_topics: tuple[str, ...] = ()
 
 
-AnyConfig = ProducerConfig | ConsumerConfig | DrainConfig | ObserverConfig
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig(WorkloadConfig):
+    input_topic: str
+    group: str
+    mode: Literal["exactly-once", "at-least-once"]
+    partitions: int
+    batch: int = 20
+    transactional_id: str | None = None
+    kafka: dict[str, KafkaValue] = field(default_factory=dict)
+    kill_every_s: float = 0.0
+    kill_first_s: float = 0.0
+    restart_delay_s: float = 1.0
+
+
+AnyConfig = ProducerConfig | ConsumerConfig | DrainConfig | ObserverConfig | TransformerConfig
 _MISSING = object()
 
 
@@ -253,10 +280,31 @@ def _observer(keys: _Keys, common: dict[str, Any]) -> ObserverConfig:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(f"broker_address: must be host:port, got {address!r}")
+    extra = keys.take("extra_topics", [])
+    if not isinstance(extra, list) or not all(isinstance(t, str) and t for t in extra):
+        raise ConfigError(f"extra_topics: must be a list of topic names, got {extra!r}")
     return ObserverConfig(**common, broker_id=keys.integer("broker_id"), broker_host=host,
                           broker_port=int(port), interval_s=keys.number("interval_s", 1.0, minimum=0.05),
                           controller_port=keys.integer("controller_port", None, minimum=1),
-                          controller_id_base=keys.integer("controller_id_base", 0))
+                          controller_id_base=keys.integer("controller_id_base", 0),
+                          extra_topics=tuple(extra))
+
+
+def _transformer(keys: _Keys, common: dict[str, Any]) -> TransformerConfig:
+    source = keys.string("input_topic")
+    if source == common["topic"]:
+        raise ConfigError(f"input_topic: {source!r} is also its output topic (topic)")
+    mode = keys.choice("mode", TRANSFORMER_MODES)
+    txn_id = keys.string("transactional_id", None, nullable=True)
+    if (mode == "exactly-once") != (txn_id is not None):
+        raise ConfigError(f"transactional_id: {'required' if txn_id is None else 'not allowed'} in mode {mode}")
+    return TransformerConfig(**common, input_topic=source, group=keys.string("group"), mode=mode,
+                             partitions=keys.integer("partitions", minimum=1),
+                             batch=keys.integer("batch", 20, minimum=1), transactional_id=txn_id,
+                             kafka=_kafka_settings(keys, "transformer"),
+                             kill_every_s=keys.number("kill_every_s", 0.0),
+                             kill_first_s=keys.number("kill_first_s", keys.raw.get("kill_every_s", 0.0)),
+                             restart_delay_s=keys.number("restart_delay_s", 1.0))
 
 
 def parse_config(raw: Any) -> AnyConfig:
@@ -273,6 +321,8 @@ def parse_config(raw: Any) -> AnyConfig:
         config = _consumer(keys, common)
     elif role == "drain":
         config = _drain(keys, common)
+    elif role == "transformer":
+        config = _transformer(keys, common)
     else:
         config = _observer(keys, common)
     unknown = keys.unknown()
@@ -296,4 +346,7 @@ def config_to_json(config: AnyConfig) -> dict[str, Any]:
     raw["journal"] = str(config.journal)
     if isinstance(config, ObserverConfig):
         raw["broker_address"] = f"{raw.pop('broker_host')}:{raw.pop('broker_port')}"
+        raw["extra_topics"] = list(raw["extra_topics"])
+        if not raw["extra_topics"]:  # an observer of one topic keeps its config file as it was
+            del raw["extra_topics"]
     return raw

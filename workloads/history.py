@@ -149,9 +149,12 @@ class _Transactions:
             if txn in self.rows:
                 raise HistoryError(f"{self.path}:{lineno}: transaction {txn} begun twice")
             self.rows[txn] = {"txn": txn, "intent": None, "status": "info", "error": None, "begin_ns": t,
-                              "end_ns": None, "complete_ns": None}
-        elif kind == "txn_end":
-            self._row(lineno, txn).update(intent=_field(self.path, lineno, rec, "intent"), end_ns=t)
+                              "end_ns": None, "complete_ns": None, "group": None, "consumed": None}
+        elif kind == "txn_end":  # a transformer's also names the group and the input offsets it committed
+            consumed = rec.get("consumed")
+            self._row(lineno, txn).update(intent=_field(self.path, lineno, rec, "intent"), end_ns=t,
+                                          group=rec.get("group"),
+                                          consumed=None if consumed is None else json.dumps(consumed))
         else:
             row = self._row(lineno, txn)
             if row["complete_ns"] is not None:
@@ -163,19 +166,24 @@ class _Transactions:
             table.row(process=self.header["process"], az=self.header.get("az"), **row)
 
 
+def _poll_rows(path: Path, lineno: int, rec: dict[str, Any], process: str, topic: str, az: str | None,
+               build: _Build) -> None:
+    seq, records = _field(path, lineno, rec, "seq"), rec["records"]
+    if not records:
+        return
+    partitions, offsets, keys, values, epochs = (list(column) for column in zip(*records, strict=True))
+    build.phases[rec["phase"]] += len(records)
+    build.tables["reads"].rows(len(records), process=process, seq=list(range(seq, seq + len(records))),
+               phase=rec["phase"], topic=topic, partition=partitions, offset=offsets, key=keys,
+               value=values, leader_epoch=epochs, poll_ns=rec["t"], az=az, group=rec.get("group"))
+
+
 def _reader(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
     process, topic, az = header["process"], header["topic"], header.get("az")
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "poll":
-            seq, records = _field(path, lineno, rec, "seq"), rec["records"]
-            if not records:
-                continue
-            partitions, offsets, keys, values, epochs = (list(column) for column in zip(*records, strict=True))
-            build.phases[rec["phase"]] += len(records)
-            build.tables["reads"].rows(len(records), process=process, seq=list(range(seq, seq + len(records))),
-                       phase=rec["phase"], topic=topic, partition=partitions, offset=offsets, key=keys,
-                       value=values, leader_epoch=epochs, poll_ns=rec["t"], az=az, group=rec.get("group"))
+            _poll_rows(path, lineno, rec, process, topic, az, build)
         elif kind == "drain_end":
             build.drains[process] = "complete" if rec.get("complete") else "incomplete"
     if header["role"] == "drain":
@@ -193,7 +201,13 @@ def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
                       controller=rec.get("controller"), high_watermark=high, last_stable_offset=stable)
 
 
-_ROLES = {"producer": _producer, "consumer": _reader, "drain": _reader, "observer": _observer}
+def _transformer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
+    from workloads.history_transformer import transformer_rows  # it builds on this module's pieces
+    transformer_rows(path, header, lines, build)
+
+
+_ROLES = {"producer": _producer, "consumer": _reader, "drain": _reader, "observer": _observer,
+          "transformer": _transformer}
 _ENDINGS = {"end", "drain_end"}
 
 

@@ -1,4 +1,4 @@
-"""The observer: every `interval_s`, its broker's own view of the topic, asked of that broker alone.
+"""The observer: every `interval_s`, its broker's own view of the topic (and any extra topics), asked of that broker alone.
 
 It runs inside the broker's node namespace and sends one Metadata request to
 its broker (testbed.kafka.wire.broker_view, after an ApiVersions request on the
@@ -43,19 +43,22 @@ class ObserverWorkload:
 
     def observe_once(self) -> None:
         c = self.config
+        topics = [c.topic, *c.extra_topics]
         try:
-            view = broker_view(c.broker_host, c.broker_port, [c.topic], timeout=min(2.0, max(0.2, c.interval_s)))
+            view = broker_view(c.broker_host, c.broker_port, topics, timeout=min(2.0, max(0.2, c.interval_s)))
         except (OSError, struct.error, ValueError) as exc:
             self.journal.append({"kind": "unreachable", "t": time.time_ns(), "observer": self.name,
                                  "error": f"{type(exc).__name__}: {exc}"})
             return
         t = time.time_ns()
-        seen = view.partitions.get(c.topic, [])
-        ends = self._ends([p.partition for p in seen])
         if c.controller_port is not None:
             view.controller = self._leading_controller()
-        partitions = [[c.topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error,
-                       *ends.get(p.partition, (None, None))] for p in seen]
+        partitions = []
+        for topic in topics:
+            seen = view.partitions.get(topic, [])
+            ends = self._ends(topic, [p.partition for p in seen])
+            partitions += [[topic, p.partition, p.leader, sorted(p.isr), p.leader_epoch, p.error,
+                            *ends.get(p.partition, (None, None))] for p in seen]
         self.journal.append({"kind": "observation", "t": t, "observer": self.name, "broker": c.broker_id,
                              "controller": view.controller, "partitions": partitions})
         self.observed += 1
@@ -70,13 +73,13 @@ class ObserverWorkload:
             return None
         return quorum.leader_id - c.controller_id_base if quorum.leading and quorum.leader_id is not None else None
 
-    def _ends(self, partitions: list[int]) -> dict[int, tuple[int | None, int | None]]:
+    def _ends(self, topic: str, partitions: list[int]) -> dict[int, tuple[int | None, int | None]]:
         """The broker's high watermark and last stable offset per partition it leads; none if it does not say."""
         c = self.config
         if not partitions:
             return {}
         try:
-            return end_offsets(c.broker_host, c.broker_port, c.topic, partitions,
+            return end_offsets(c.broker_host, c.broker_port, topic, partitions,
                                timeout=min(2.0, max(0.2, c.interval_s)))
         except (OSError, struct.error, ValueError):
             return {}

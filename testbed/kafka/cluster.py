@@ -326,21 +326,26 @@ class KafkaCluster:
                         registered, timeout, interval)
 
     def create_topic(self) -> None:
+        """Create the run's topics (`topic` and any `extra_topics`), each with the same layout and settings."""
         s = self.settings
         # librdkafka's own lines (e.g. a BGQUEUE notice on close) through logging: harness.log, not the terminal.
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000},
                             logger=logging.getLogger("rdkafka.admin"))
-        if s.replica_assignment is not None:
-            new = NewTopic(s.topic, num_partitions=len(s.replica_assignment),
-                           replica_assignment=[list(r) for r in s.replica_assignment], config=kcfg.flush_configs(s))
-        else:
-            new = NewTopic(s.topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                           config=kcfg.flush_configs(s))
-        future = admin.create_topics([new], operation_timeout=20, request_timeout=25)[s.topic]
-        try:
-            future.result(timeout=30)
-        except Exception as exc:  # KafkaException carries the broker's error
-            raise ClusterError(f"creating topic {s.topic}: {exc}") from exc
+        new = []
+        for topic in s.topics:
+            if s.replica_assignment is not None:
+                new.append(NewTopic(topic, num_partitions=len(s.replica_assignment),
+                                    replica_assignment=[list(r) for r in s.replica_assignment],
+                                    config=kcfg.flush_configs(s)))
+            else:
+                new.append(NewTopic(topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                                    config=kcfg.flush_configs(s)))
+        futures = admin.create_topics(new, operation_timeout=20, request_timeout=25)
+        for topic in s.topics:
+            try:
+                futures[topic].result(timeout=30)
+            except Exception as exc:  # KafkaException carries the broker's error
+                raise ClusterError(f"creating topic {topic}: {exc}") from exc
 
     def expected_replicas(self) -> int:
         if self.settings.replica_assignment is not None:
@@ -351,7 +356,7 @@ class KafkaCluster:
         """Each broker's own view, asked from the control plane (never cut off); KRaft: `kraft.with_active_controller`."""
         def ask(node: Host) -> BrokerView | None:
             try:
-                return broker_view(node.address, kcfg.BROKER_PORT, [self.topic], timeout=2.0)
+                return broker_view(node.address, kcfg.BROKER_PORT, list(self.settings.topics), timeout=2.0)
             except (OSError, ConnectionError, ValueError):
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
@@ -386,11 +391,11 @@ class KafkaCluster:
         agreed = {str(_leadership(v)) for v in views.values() if v is not None}
         first = next(iter(views.values()))
         assert first is not None
-        parts = first.partitions.get(self.topic, [])
         want = self.settings.partitions if self.settings.replica_assignment is None \
             else len(self.settings.replica_assignment)
-        full = len(parts) == want and all(
+        full = all(len(parts) == want and all(
             p.leader is not None and len(p.isr) == self.expected_replicas() for p in parts)
+            for parts in (first.partitions.get(topic, []) for topic in self.settings.topics))
         controllers = {v.controller for v in views.values() if v is not None}
         ok = len(agreed) == 1 and full and len(controllers) == 1 and None not in controllers
         return {k: v for k, v in views.items() if v is not None} if ok else None
@@ -399,7 +404,7 @@ class KafkaCluster:
         def ready() -> dict[str, BrokerView] | None:
             self.check_processes()
             return self.settled()
-        return wait_for(f"topic {self.topic} led everywhere with a full ISR, agreed by every broker",
+        return wait_for(f"topic {', '.join(self.settings.topics)} led everywhere with a full ISR, agreed by every broker",
                         ready, timeout, interval)
 
 

@@ -36,6 +36,9 @@ class ClusterSettings:
     kraft_controllers: str = "separate"
     network: str = default_network(DEFAULT_KIND)
     topic: str = "faultline"
+    # Further topics (a consume-transform-produce pipeline's input), made like `topic`: created at bring-up,
+    # settled, drained in every view, observed and dumped per topic.
+    extra_topics: tuple[str, ...] = ()
     partitions: int = 3
     replication_factor: int = 3
     min_insync_replicas: int = 2
@@ -62,8 +65,16 @@ class ClusterSettings:
     inventory: str | None = None
     known_hosts: str | None = None
 
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every topic of the run: `topic` first, then `extra_topics`."""
+        return (self.topic, *self.extra_topics)
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.extra_topics:  # a run of one topic keeps its manifest as it was
+            del out["extra_topics"]
+        return out
 
     @property
     def kraft(self) -> bool:
