@@ -34,8 +34,9 @@ from testbed.addressing import AddressPlan, Host, make_plan
 from testbed.errors import UsageError
 from testbed.files import write_text_atomic
 from testbed.kafka import config as kcfg
-from testbed.kafka.cluster import ROLES, java_argv, render_node_configs
+from testbed.kafka.cluster import ROLES
 from testbed.kafka.config import ClusterSettings
+from testbed.kafka.node_files import java_argv, render_node_configs
 from testbed.paths import REPO_ROOT
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, new_prefix

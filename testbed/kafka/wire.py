@@ -254,6 +254,18 @@ def txn_coordinator(host: str, port: int, transactional_id: str, timeout: float 
         return _parse_find_coordinator(_exchange(sock, _find_coordinator_request(transactional_id, TRANSACTION_KEY, 1)))
 
 
+def first_txn_coordinator(hosts: list[str], port: int, transactional_id: str, timeout: float = 2.0) -> int | None:
+    """The broker the first answering host names as `transactional_id`'s transaction coordinator, or None."""
+    for host in hosts:
+        try:
+            error, broker = txn_coordinator(host, port, transactional_id, timeout)
+        except (OSError, ConnectionError, ValueError, struct.error):
+            continue
+        if error == 0 and broker is not None:
+            return broker
+    return None
+
+
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:
     """Send a ZooKeeper four-letter command and return the whole answer."""
     with socket.create_connection((host, port), timeout=timeout) as sock:

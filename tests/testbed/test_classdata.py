@@ -15,7 +15,7 @@ import testbed.dist.kafka
 from testbed.dist import classdata
 from testbed.dist.classdata import ROLES, archive, build_key
 from testbed.dist.kafka import DEFAULT_VERSION, libs_dir
-from testbed.kafka.cluster import JIT_FLAGS
+from testbed.kafka.node_files import JIT_FLAGS
 from tests.conftest import REPO, faultline
 from tests.harness.leftovers import remaining
 

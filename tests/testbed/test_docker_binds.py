@@ -11,6 +11,7 @@ import pytest
 
 from testbed.addressing import make_plan
 from testbed.errors import RuntimeFailure
+from testbed.runfolder import ROLE_DATA
 from testbed.state import RunState
 
 pytest.importorskip("docker")
@@ -35,7 +36,7 @@ def test_a_local_daemons_node_containers_bind_their_data_directories_from_the_ru
     node, client = PLAN.node_of_az("az1"), PLAN.client_of_az("az1")
     binds = rt._binds(node)
     assert binds == {str(tmp_path / "nodes" / "az1-node" / d): {"bind": f"/faultline/run/nodes/az1-node/{d}",
-                                                                 "mode": "rw"} for d in ("zookeeper-data", "kafka-data")}
+                                                                 "mode": "rw"} for d in ROLE_DATA.values()}
     assert all(Path(d).is_dir() for d in binds)
     assert rt._binds(client) == {} and rt.data_dirs(client) == []
     rt.fetch(node, tmp_path / "nodes" / "az1-node" / "kafka-data")  # already here: the daemon is not asked
@@ -48,7 +49,7 @@ def test_a_remote_daemon_binds_nothing_and_cannot_lose_unsynced_writes(tmp_path:
     rt = runtime(tmp_path, "http://10.0.0.7:2375")
     node = PLAN.node_of_az("az1")
     assert rt._binds(node) == {} and rt.data_dirs(node) == []
-    dirs = [tmp_path / "nodes" / "az1-node" / d for d in ("zookeeper-data", "kafka-data")]
+    dirs = [tmp_path / "nodes" / "az1-node" / d for d in ROLE_DATA.values()]
     with pytest.raises(RuntimeFailure, match="^az1-node: the docker runtime loses unsynced writes only with a daemon "
                                              "on this machine"):
         rt.keep_unsynced(node, dirs, tmp_path / "logs")
