@@ -62,6 +62,7 @@ from workloads.lines import client_error_line, process_line
 from workloads.reading import text
 from workloads.settings import INT32_MAX, client_version
 from workloads.stopping import StopFlag
+from workloads.txn_producer import error_of
 
 SPAN = 10**9  # op ids and read seqs of instance n start at n * SPAN
 POLL_S = 0.2
@@ -73,11 +74,6 @@ class Fatal(Exception):
     def __init__(self, err: KafkaError) -> None:
         super().__init__(err.str())
         self.err = err
-
-
-def error_of(exc: KafkaException) -> KafkaError:
-    err = exc.args[0] if exc.args else None
-    return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
 
 
 def effective(config: TransformerConfig) -> dict[str, Any]:
