@@ -22,8 +22,11 @@ from testbed.state import RunState
 from tests.conftest import REPO, faultline
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
-# The average round trip, in ms, of five pings to ADDRESS.
-PING = "ping -c 5 -i 0.2 -q {address} | sed -n 's#^rtt[^=]*= [0-9.]*/\\([0-9.]*\\)/.*#\\1#p'"
+# The median time, in ms, of five TCP connects to ADDRESS's sshd: SYN and SYN-ACK, one round trip. (Not ping: its
+# reply is timestamped on arrival, before the receiver's INPUT rules hold it, so it would see one direction only.)
+CONNECT = ("import socket, statistics, time\ndef once():\n    t = time.monotonic()\n"
+           "    socket.create_connection(('{address}', 22), timeout=5).close()\n    return (time.monotonic() - t) * 1000\n"
+           "print(statistics.median(once() for _ in range(5)))")
 
 
 # Listens on 9999 for one connection, reads it to the end, closes it (run detached on the receiver by the test bed).
@@ -48,7 +51,7 @@ def test_slow_and_throttled_links_over_ssh_spare_the_harness_and_leave_nothing(t
     sender, receiver = plan.host("az1-node"), plan.host("az2-node")
 
     def rtt() -> float:
-        out = runtime.execute(sender, ["sh", "-c", PING.format(address=receiver.address)], timeout=30)
+        out = runtime.execute(sender, ["python3", "-c", CONNECT.format(address=receiver.address)], timeout=30)
         return float(out.stdout.strip())
 
     def transfer_s() -> float:
