@@ -156,7 +156,7 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
-        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.PAUSE}),
+        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.SHAPE_LINKS, Ability.PAUSE}),
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts,
         no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse"),

@@ -6,11 +6,12 @@ this project's code at `src/`, pid and status files at `pids/`. Kafka's jars
 and the client venv are cached under `<root>/cache/` between runs
 (`ssh_install`). Processes start detached with a pid file and
 FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
-chains, the control address exempt (`ssh_firewall`). A power-off SIGKILLs every
+chains, the control address exempt (`ssh_firewall`); slowed and throttled links
+are the host's own `tc` and delay process (`ssh_links`). A power-off SIGKILLs every
 process of the run on the host at once; the host's page cache survives (this
 runtime cannot cut a machine's power). Each host's clock offset is recorded at
 the start and the end (`ssh_clock`). Teardown kills the run's processes,
-removes its chains and its run directory on every host; the cache stays.
+removes its chains, its qdiscs and its run directory on every host; the cache stays.
 Must never: signal a process, remove a chain or delete a file without this
 run's prefix, or touch a host the inventory does not name.
 """
@@ -35,8 +36,9 @@ from testbed.errors import HarnessError, RuntimeFailure
 from testbed.inventory import Inventory, load_inventory
 from testbed.runfolder import RunFolder
 from testbed.runtime import ssh_clock, ssh_firewall, ssh_install
-from testbed.runtime.base import PREFIX_RE, Software
+from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
+from testbed.runtime.ssh_links import SshLinks, unshape_command
 from testbed.runtime.ssh_procs import SshProcess, find_script, kill_all_script, spawn_command
 from testbed.state import RunState
 
@@ -64,7 +66,8 @@ def on_hosts(hosts: list[Host], action: Callable[[Host], T]) -> dict[str, T]:
 
 
 class SshRuntime:
-    """Hosts of an inventory; implements Runtime, Firewalled and PowerCycled; its processes are Pausable."""
+    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper and PowerCycled; its processes are
+    Pausable."""
 
     kind = "ssh"
 
@@ -83,6 +86,7 @@ class SshRuntime:
         self._software: dict[str, Software] = {}
         self._processes: dict[str, SshProcess] = {}
         self._lock = threading.Lock()
+        self._links = SshLinks(self)
 
     # -- names -------------------------------------------------------------
     def conn(self, host: Host) -> SshConnection:
@@ -161,6 +165,7 @@ class SshRuntime:
         if left:
             raise RuntimeFailure(f"{host.name}: processes {left} of run {self.prefix} survived SIGKILL")
         conn.check(ssh_firewall.clean_command(self.prefix), sudo=True)
+        conn.check(unshape_command(self._links.records), sudo=True)  # its delay processes died with the others
         conn.check(f"rm -rf {shlex.quote(self.run_root)}", sudo=True)
 
     def power_off(self, host: Host) -> None:
@@ -250,6 +255,13 @@ class SshRuntime:
     def clear_firewall(self, host: Host) -> None:
         self.conn(host).check(ssh_firewall.clean_command(self.prefix), sudo=True)
 
+    # -- link shaping (`ssh_links`: tc and the delay process on the host) ----
+    def shape_links(self, host: Host, shaping: LinkShaping) -> None:
+        self._links.shape(host, shaping)
+
+    def clear_links(self, host: Host) -> None:
+        self._links.clear(host)
+
 
 def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None) -> None:
     """Every host reachable, its key accepted and host key known, java (and python3) present; else UsageError.
@@ -261,7 +273,8 @@ def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None) 
 
 
 def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:
-    """Remove what killed runs (or one run) left on the inventory's hosts: processes, chains, run directories."""
+    """Remove what killed runs (or one run) left on the inventory's hosts: processes (delay processes too), chains,
+    qdiscs, run directories."""
     pattern = prefix or "fl[0-9a-f]\\{6\\}"
     removed: list[str] = []
     keys = HostKeys(known_hosts, None)
@@ -275,6 +288,8 @@ def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str |
             removed += [f"{entry.name}: process {p}" for p in pids]
             removed += [f"{entry.name}: chain {c}" for c in
                         conn.check(ssh_firewall.clean_command(prefix), sudo=True).split()]
+            records = f"{inventory.root}/runs/{prefix or 'fl' + '[0-9a-f]' * 6}/tc"
+            removed += [f"{entry.name}: qdisc on {d}" for d in conn.check(unshape_command(records), sudo=True).split()]
             runs = shlex.quote(f"{inventory.root}/runs")
             gone = conn.check(f"cd {runs} 2>/dev/null || exit 0; for d in {prefix or 'fl??????'}; do "
                               f"case $d in fl[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]) "

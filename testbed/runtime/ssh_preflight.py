@@ -1,5 +1,6 @@
 """Before an ssh run creates anything: every host of the plan answers, accepts the key, shows a known host key,
-and has what the runtime cannot upload (java on nodes, python3 everywhere, venv on client hosts, iptables).
+and has what the runtime cannot upload (java on nodes, python3 everywhere, venv on client hosts, iptables; tc,
+CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled links).
 
 All hosts are checked at once; the first problem (in plan order) becomes one
 UsageError line naming the host and the cause. Only read-only commands run.
@@ -8,6 +9,7 @@ Must never: change anything on a host.
 
 from __future__ import annotations
 
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 import paramiko
@@ -24,7 +26,16 @@ NEEDS = {
     "client": (("python3", "python3 with venv, e.g. python3-venv"),),
 }
 COMMON = (("iptables-restore", "iptables (fault rules)"), ("tar", "tar"), ("sha256sum", "coreutils' sha256sum"),
-          ("setsid", "util-linux's setsid"))
+          ("setsid", "util-linux's setsid"), ("tc", "iproute2 (slow-link and throttle-link)"),
+          ("ip", "iproute2 (slow-link and throttle-link)"))
+# Prints the effective capabilities (hex) of a root shell there.
+CAPS = "sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status"
+CAP_NET_ADMIN = 12
+# The kernel modules slowed and throttled links need that the kernel plainly lacks: neither loaded nor built in nor
+# installed. Where /lib/modules says nothing (a container), nothing is reported: the first use would tell.
+MODULES = {"sch_htb": "HTB (throttle-link)", "nfnetlink_queue": "NFQUEUE (slow-link)"}
+KERNEL = ('k=/lib/modules/$(uname -r); for m in "$@"; do [ -d /sys/module/$m ] && continue; [ -d $k ] || continue; '
+          r'grep -qs "/$m\.ko" $k/modules.builtin $k/modules.dep || echo $m; done; exit 0')
 
 
 def check_host(host: Host, inventory: Inventory, keys: HostKeys) -> str | None:
@@ -54,11 +65,28 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys) -> str | None:
             status, _, err = conn.run("sudo -n true", retry=False)
             if status != 0:
                 return f"{where}: sudo: true, but 'sudo -n' asks for a password or is refused"
-        return None
+        return _kernel_problem(conn, where)
     except HarnessError as exc:
         return f"{entry.entry} ({host.name}): {exc}"
     finally:
         conn.close()
+
+
+def _kernel_problem(conn: SshConnection, where: str) -> str | None:
+    """What the host's kernel or privileges lack for fault rules and shaped links (read-only checks)."""
+    status, out, _ = conn.run(CAPS, retry=False, sudo=True)
+    caps = out.decode(errors="replace").strip()
+    try:
+        if status == 0 and not int(caps, 16) >> CAP_NET_ADMIN & 1:
+            return (f"{where}: no CAP_NET_ADMIN for its root (fault rules, tc and the delay process need it; "
+                    f"a container needs --cap-add NET_ADMIN)")
+    except ValueError:
+        pass  # no /proc/self/status to read: the first fault would tell
+    status, out, _ = conn.run(f"sh -c {shlex.quote(KERNEL)} kernel {' '.join(MODULES)}", retry=False)
+    missing = out.decode(errors="replace").split() if status == 0 else []
+    if missing:
+        return f"{where}: the kernel has no {', '.join(MODULES[m] for m in missing if m in MODULES)} ({' '.join(missing)})"
+    return None
 
 
 def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import yaml
 
 from harness.spec import load_specs, merge, parse_spec
 from testbed.errors import SpecError
+from testbed.runtime import kinds
 
 BASE: dict[str, Any] = {
     "name": "t",
@@ -281,10 +283,14 @@ def test_a_consumers_settings_reach_its_process(tmp_path: Path) -> None:
                              for w in consumers)  # type: ignore[union-attr]
 
 
-def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss() -> None:
+def test_a_runtime_that_cannot_shape_links_refuses_delays_and_rates_but_takes_loss(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     slow = {**BASE, "cluster": {"runtime": "ssh", "inventory": "hosts.yaml"},
             "nemesis": [{"at": 1, "fault": "lossy-link", "target": "az1", "loss": 0.3},
                         {"at": 2, "fault": "slow-link", "target": "az1", "delay_ms": 200}]}
+    assert parse_spec(slow).nemesis.items  # every runtime shapes links today
+    cannot = dataclasses.replace(kinds.kind("ssh"), abilities=kinds.kind("ssh").abilities - {kinds.Ability.SHAPE_LINKS})
+    monkeypatch.setitem(kinds._BY_NAME, "ssh", cannot)
     with pytest.raises(SpecError, match=r"^nemesis\[1\]\.fault: slow-link needs a runtime that can delay and "
                                         r"throttle links; the ssh runtime cannot"):
         parse_spec(slow)

@@ -42,8 +42,18 @@ def no_java_host(testbed: SshTestBed) -> str:
     return address
 
 
+@pytest.fixture(scope="module")
+def no_tc_host(testbed: SshTestBed) -> str:
+    """One more host, whose tc (iproute2) was removed: it cannot slow or throttle a link."""
+    address = "198.19.0.161"
+    testbed.add_host(address, "az3", "client")
+    testbed.roles.pop(address)
+    testbed.exec(address, "rm -f /usr/sbin/tc /sbin/tc /usr/bin/tc /bin/tc")
+    return address
+
+
 def test_bad_hosts_are_refused_in_one_line_and_nothing_starts(testbed: SshTestBed, no_java_host: str,
-                                                              tmp_path: Path) -> None:
+                                                              no_tc_host: str, tmp_path: Path) -> None:
     other_key = tmp_path / "other_key"
     paramiko.RSAKey.generate(2048).write_private_key_file(str(other_key))
     az1_node = next(a for a, r in testbed.roles.items() if r == ("az1", "node"))
@@ -61,10 +71,13 @@ def test_bad_hosts_are_refused_in_one_line_and_nothing_starts(testbed: SshTestBe
         (entries(testbed), wrong_keys, "its host key does not match the one on file"),
         (with_host(testbed, "az2", "node", address=no_java_host), testbed.known_hosts,
          f"({no_java_host}) root@{no_java_host}:22 (az2-node): no java on the host"),
+        (with_host(testbed, "az3", "client", address=no_tc_host), testbed.known_hosts,
+         f"({no_tc_host}) root@{no_tc_host}:22 (az3-client): no tc on the host (install iproute2"),
         (with_host(testbed, "az3", "node", az="az1"), testbed.known_hosts,
          f"({az3_node}): hosts[0] ({az1_node}) is already the node of az1"),
     ]
-    testbed.known_hosts.write_text(testbed.known_hosts.read_text() + testbed.host_keys(no_java_host))
+    testbed.known_hosts.write_text(testbed.known_hosts.read_text() + testbed.host_keys(no_java_host)
+                                   + testbed.host_keys(no_tc_host))
     before = traces(testbed)
     for i, (hosts, known_hosts, says) in enumerate(cases):
         inventory = testbed.write_inventory(tmp_path / f"inventory-{i}.yaml", hosts)

@@ -55,7 +55,7 @@ def test_the_abilities_as_the_runtimes_have_them() -> None:
     for name in ("docker", "ssh"):
         assert kind(name).can(Ability.POWER_CUT) and kind(name).can(Ability.PAUSE)
     assert kinds.can(Ability.LOSE_UNSYNCED) == ("netns", "docker")
-    assert kinds.can(Ability.SHAPE_LINKS) == ("netns", "docker")
+    assert kinds.can(Ability.SHAPE_LINKS) == ("netns", "docker", "ssh")
 
 
 def test_a_kind_that_keeps_the_page_cache_says_so_after_a_power_off() -> None:
