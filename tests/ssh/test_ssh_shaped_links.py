@@ -21,7 +21,7 @@ from testbed.sshbed import SshTestBed
 from testbed.state import RunState
 from tests.conftest import REPO, faultline
 
-pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.catalogue]  # `make test-docker`, not `make test` (~3.5 min)
 # The median time, in ms, of five TCP connects to ADDRESS's sshd: SYN and SYN-ACK, one round trip. (Not ping: its
 # reply is timestamped on arrival, before the receiver's INPUT rules hold it, so it would see one direction only.)
 CONNECT = ("import socket, statistics, time\ndef once():\n    t = time.monotonic()\n"
