@@ -104,9 +104,10 @@ def test_the_versions_campaign_plans_every_cell_with_an_expectation() -> None:
 
     proc = faultline("campaign", "campaigns/versions.yaml", "--plan", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
-    assert "17 of 17 runs fit" in proc.stdout and "0 matrix cells refused" in proc.stdout
+    assert "19 of 19 runs fit" in proc.stdout and "0 matrix cells refused" in proc.stdout
     assert "kafka-0_10_2_2.ck-1_9_2.acks-all.idem-false" in proc.stdout
     assert "hw-truncation [kafka-0-10-2]" in proc.stdout and "consumer-validation-duplicates [client-2-1-0]" in proc.stdout
+    assert "kraft-isolated-controller [kafka-3-6-2]" in proc.stdout and "kraft-isolated-controller [kafka-3-7-2]" in proc.stdout
 
 
 def test_hw_truncation_names_one_version_per_configuration() -> None:

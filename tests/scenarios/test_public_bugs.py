@@ -5,6 +5,12 @@ scenarios/versions/consumer-validation-duplicates.yaml with the client under tes
 release with the fix, hangs in a consumer's close after the leader moves: see the spec's notes). The
 repeats are counted again here from the history: a fixed-assignment consumer's live reads, per partition
 in poll order, whose offset does not increase.
+
+KAFKA-15489 (an isolated KRaft controller leader that keeps leading, fixed in 3.7):
+scenarios/versions/kraft-isolated-controller.yaml on Kafka 3.6.2, then 3.7.2. The longest stretch in which
+two observers' own controllers each believed they led is measured again here from the observations: the
+whole isolation (20 s) before the fix, at most about a second (the follower's fetch timeout against the
+leader's 1.5 of it) plus an observer period after.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from tests.conftest import REPO, faultline
 
 pytestmark = [pytest.mark.cluster, pytest.mark.versions]
 SPEC = REPO / "scenarios" / "versions" / "consumer-validation-duplicates.yaml"
+KRAFT_SPEC = REPO / "scenarios" / "versions" / "kraft-isolated-controller.yaml"
+HOLD_NS = 3_000_000_000  # an observer's view holds until its next observation, at most this long
 
 
 def repeats_from_history(run_dir: Path) -> int:
@@ -36,3 +44,43 @@ def test_librdkafka_4261_consumer_repeats_only_before_the_fix(tmp_path: Path, co
     counts = json.loads(verdict_file.read_text())["counts"]
     assert (counts["nonmonotonic-poll"] > 0) == affected, counts
     assert repeats_from_history(verdict_file.parent) == counts["nonmonotonic-poll"]
+
+
+def longest_controller_split_s(run_dir: Path) -> float:
+    """The longest stretch in which the observers named two or more different leading controllers at once."""
+    obs = pd.read_parquet(run_dir / "history" / "observations.parquet").sort_values("time_ns")
+    views: dict[str, list[tuple[int, float | None]]] = {}
+    for observer, rows in obs.groupby("observer"):
+        firsts = rows.groupby("time_ns")["controller"].first()
+        views[str(observer)] = [(int(t), None if pd.isna(c) else float(c)) for t, c in firsts.items()]
+    spans = []  # (start, end, controller) per observer view
+    for rows in views.values():
+        for (t, c), following in zip(rows, [*(r[0] for r in rows[1:]), None], strict=True):
+            end = t + HOLD_NS if following is None else min(following, t + HOLD_NS)
+            if c is not None:
+                spans.append((t, end, c))
+    events = sorted({t for s in spans for t in s[:2]})
+    longest = current = 0
+    for lo, hi in zip(events, events[1:], strict=False):
+        if len({c for start, end, c in spans if start <= lo and end >= hi}) >= 2:
+            current += hi - lo
+            longest = max(longest, current)
+        else:
+            current = 0
+    return longest / 1e9
+
+
+@pytest.mark.parametrize(("configuration", "affected"), [("kafka-3-6-2", True), ("kafka-3-7-2", False)])
+def test_kafka_15489_isolated_kraft_leader_keeps_leading_only_before_the_fix(tmp_path: Path, configuration: str,
+                                                                             affected: bool) -> None:
+    proc = faultline("run", str(KRAFT_SPEC), "--configuration", configuration, "--results", str(tmp_path),
+                     timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (verdict_file,) = list((tmp_path / "kraft-isolated-controller").rglob("verdict.json"))
+    verdict = json.loads(verdict_file.read_text())
+    split = longest_controller_split_s(verdict_file.parent)
+    if affected:
+        assert verdict["expectation"]["facts"]["two-controllers"], verdict["expectation"]
+        assert split >= 10, split
+    else:
+        assert split < 3, split
