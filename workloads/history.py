@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +74,44 @@ def _field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:
         raise HistoryError(f"{path}:{lineno}: {record.get('kind')} line without {name!r}") from None
 
 
+Outcome = tuple[str, str | None, int | None, int | None]  # status, error, offset, complete_ns
+UNKNOWN: Outcome = ("info", None, None, None)  # invoked, but the process ended before its outcome
+
+
+class _Outcomes:
+    """Each op's one outcome, from a producing journal's ``ack`` and ``outcome`` lines; an outcome for an op
+    that `invoked` does not hold (`never`: "invoked" or "sent"), or a second one, is a HistoryError."""
+
+    KINDS = ("ack", "outcome")
+
+    def __init__(self, path: Path, invoked: Container[int], never: str) -> None:
+        self.path, self.invoked, self.never = path, invoked, never
+        self.outcomes: dict[int, Outcome] = {}
+
+    def _settle(self, lineno: int, op: int, outcome: Outcome) -> None:
+        if op not in self.invoked:
+            raise HistoryError(f"{self.path}:{lineno}: outcome for op {op}, which was never {self.never}")
+        if op in self.outcomes:
+            raise HistoryError(f"{self.path}:{lineno}: a second outcome for op {op}")
+        self.outcomes[op] = outcome
+
+    def line(self, lineno: int, kind: str, rec: dict[str, Any]) -> None:
+        if kind == "ack":
+            t = _field(self.path, lineno, rec, "t")
+            ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
+            for op, offset in zip(ops, rec["offset"], strict=True):
+                self._settle(lineno, op, ("ok", None, offset if offset is not None and offset >= 0 else None, t))
+        else:
+            op = _field(self.path, lineno, rec, "op")
+            self._settle(lineno, op, (rec["status"], rec.get("error"), None, rec.get("t")))
+
+    def of(self, op: int) -> Outcome:
+        return self.outcomes.get(op, UNKNOWN)
+
+
 def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
     invoked: dict[int, int] = {}  # op -> invoke_ns; value, key and partition follow from the plan
-    outcomes: dict[int, tuple[str, str | None, int | None, int | None]] = {}
-
-    def settle(lineno: int, op: int, outcome: tuple[str, str | None, int | None, int | None]) -> None:
-        if op not in invoked:
-            raise HistoryError(f"{path}:{lineno}: outcome for op {op}, which was never invoked")
-        if op in outcomes:
-            raise HistoryError(f"{path}:{lineno}: a second outcome for op {op}")
-        outcomes[op] = outcome
-
+    outcomes = _Outcomes(path, invoked, "invoked")
     plan = ValuePlan.from_json(_field(path, 1, header, "values"))
     txn_of: dict[int, str] = {}  # op -> its transaction (transactional producers only)
     txns = _Transactions(path, header)
@@ -99,18 +126,11 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
                 txn_of.update(dict.fromkeys(ops_of, str(rec["txn"])))
         elif kind in _Transactions.KINDS:
             txns.line(lineno, kind, rec)
-        elif kind == "ack":
-            t = _field(path, lineno, rec, "t")
-            ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
-            for op, offset in zip(ops, rec["offset"], strict=True):
-                settle(lineno, op, ("ok", None, offset if offset is not None and offset >= 0 else None, t))
-        elif kind == "outcome":
-            op = _field(path, lineno, rec, "op")
-            settle(lineno, op, (rec["status"], rec.get("error"), None, rec.get("t")))
+        elif kind in _Outcomes.KINDS:
+            outcomes.line(lineno, kind, rec)
     ops = sorted(invoked)
     values = [plan.value(op) for op in ops]
-    unknown = ("info", None, None, None)  # invoked, but the process ended before its outcome
-    settled = [outcomes.get(op, unknown) for op in ops]
+    settled = [outcomes.of(op) for op in ops]
     statuses = [o[0] for o in settled]
     build.statuses.update(statuses)
     build.tables["writes"].rows(len(ops), process=header["process"], op_id=ops, topic=header["topic"],

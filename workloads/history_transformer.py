@@ -15,23 +15,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from workloads.history import HistoryError, Lines, _Build, _field, _poll_rows, _Transactions
+from workloads.history import HistoryError, Lines, _Build, _field, _Outcomes, _poll_rows, _Transactions
 
 
 def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
     process, az = header["process"], header.get("az")
     output, source_topic = header["topic"], _field(path, 1, header, "input_topic")
     invoked: dict[int, tuple[int, int, str, str | None]] = {}  # op -> (invoke_ns, partition, source, txn)
-    outcomes: dict[int, tuple[str, str | None, int | None, int | None]] = {}
+    outcomes = _Outcomes(path, invoked, "sent")
     txns = _Transactions(path, header)
     readers: set[str] = set()
-
-    def settle(lineno: int, op: int, outcome: tuple[str, str | None, int | None, int | None]) -> None:
-        if op not in invoked:
-            raise HistoryError(f"{path}:{lineno}: outcome for op {op}, which was never sent")
-        if op in outcomes:
-            raise HistoryError(f"{path}:{lineno}: a second outcome for op {op}")
-        outcomes[op] = outcome
 
     for lineno, rec in lines:
         kind = rec.get("kind")
@@ -49,15 +42,10 @@ def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _B
                 invoked[op] = (t, partition, source, txn)
         elif kind in _Transactions.KINDS:
             txns.line(lineno, kind, rec)
-        elif kind == "ack":
-            t = _field(path, lineno, rec, "t")
-            ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
-            for op, offset in zip(ops, rec["offset"], strict=True):
-                settle(lineno, op, ("ok", None, offset if offset is not None and offset >= 0 else None, t))
-        elif kind == "outcome":
-            settle(lineno, _field(path, lineno, rec, "op"), (rec["status"], rec.get("error"), None, rec.get("t")))
+        elif kind in _Outcomes.KINDS:
+            outcomes.line(lineno, kind, rec)
     ops = sorted(invoked)
-    settled = [outcomes.get(op, ("info", None, None, None)) for op in ops]
+    settled = [outcomes.of(op) for op in ops]
     build.statuses.update(o[0] for o in settled)
     build.tables["writes"].rows(len(ops), process=process, op_id=ops, topic=output, key=None,
                                 value=[f"{process}-{op}" for op in ops], partition=[invoked[op][1] for op in ops],
