@@ -29,7 +29,7 @@ from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_targets import check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
-from harness.spec_types import NO_DEFAULT, Section
+from harness.spec_types import NO_DEFAULT, Section, fail
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError, yaml_problem
@@ -109,9 +109,6 @@ class Spec:
         return self.name if self.configuration is None else f"{self.name}/{self.configuration}"
 
 
-def _fail(path: str, problem: str) -> SpecError:
-    return SpecError(f"{path}: {problem}")
-
 
 def _value(section: Section, raw: dict[str, Any], key: str) -> Any:
     """The key's value, else its default, else None (the types were checked against SPEC already)."""
@@ -125,7 +122,7 @@ def _azs(where: str, raw: dict[str, Any], nodes: int) -> tuple[str, ...]:
     valid = {f"{AZ_PREFIX}{i}" for i in range(1, nodes + 1)}
     for i, az in enumerate(value):
         if az not in valid:
-            raise _fail(f"{where}.azs[{i}]", f"unknown AZ {az!r} (this cluster has {', '.join(sorted(valid))})")
+            raise fail(f"{where}.azs[{i}]", f"unknown AZ {az!r} (this cluster has {', '.join(sorted(valid))})")
     return tuple(value)
 
 
@@ -136,11 +133,11 @@ def _assignment(where: str, raw: dict[str, Any], nodes: int) -> tuple[tuple[int,
         return None
     for i, replicas in enumerate(assignment):
         if len(set(replicas)) != len(replicas) or max(replicas) >= nodes or len(replicas) != len(assignment[0]):
-            raise _fail(f"{where}.replica_assignment[{i}]",
+            raise fail(f"{where}.replica_assignment[{i}]",
                         f"must list distinct broker ids in 0..{nodes - 1}, as many as every other partition")
     for key, fixed in (("partitions", len(assignment)), ("replication_factor", len(assignment[0]))):
         if key in raw and raw[key] != fixed:
-            raise _fail(f"{where}.{key}", f"{raw[key]} disagrees with replica_assignment, which gives {fixed}")
+            raise fail(f"{where}.{key}", f"{raw[key]} disagrees with replica_assignment, which gives {fixed}")
     return tuple(tuple(r) for r in assignment)
 
 
@@ -151,29 +148,29 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     runtime = raw.get("runtime", INVENTORY_KIND if inventory is not None else v("runtime"))
     hosts = kind(runtime)
     if hosts.needs_inventory != (inventory is not None):
-        raise _fail(f"{where}.inventory", f"the {runtime} runtime needs an inventory (--inventory FILE), and only it "
+        raise fail(f"{where}.inventory", f"the {runtime} runtime needs an inventory (--inventory FILE), and only it "
                     f"uses one" if hosts.needs_inventory else
                     f"an inventory names {INVENTORY_KIND} hosts, but the runtime is {runtime}")
     assignment = _assignment(where, raw, nodes)
     rf = len(assignment[0]) if assignment else v("replication_factor")
     if rf > nodes:
-        raise _fail(f"{where}.replication_factor", f"{rf} is more than the {nodes} nodes")
+        raise fail(f"{where}.replication_factor", f"{rf} is more than the {nodes} nodes")
     if v("min_insync_replicas") > rf:
-        raise _fail(f"{where}.min_insync_replicas", f"{v('min_insync_replicas')} is more than the replication "
+        raise fail(f"{where}.min_insync_replicas", f"{v('min_insync_replicas')} is more than the replication "
                     f"factor {rf}: every acks=all write would be refused")
     if v("controller") is not None and v("controller") >= nodes:
-        raise _fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
+        raise fail(f"{where}.controller", f"no broker {v('controller')} in a cluster of {nodes} nodes")
     try:
         row = release(v("kafka_version"))  # the version table's one line for a version faultline cannot run
     except DistributionError as exc:
-        raise _fail(f"{where}.kafka_version", str(exc).removeprefix(f"kafka_version {v('kafka_version')}: ")) from None
+        raise fail(f"{where}.kafka_version", str(exc).removeprefix(f"kafka_version {v('kafka_version')}: ")) from None
     metadata = raw.get("metadata") or default_metadata(v("kafka_version"))
     try:
         check_metadata(v("kafka_version"), metadata)
     except DistributionError as exc:
-        raise _fail(f"{where}.{'metadata' if 'metadata' in raw else 'kafka_version'}", str(exc)) from None
+        raise fail(f"{where}.{'metadata' if 'metadata' in raw else 'kafka_version'}", str(exc)) from None
     if hosts.node_javas is not None and row.java not in hosts.node_javas:
-        raise _fail(f"{where}.kafka_version", f"Kafka {v('kafka_version')} runs on Java {row.java}, which the "
+        raise fail(f"{where}.kafka_version", f"Kafka {v('kafka_version')} runs on Java {row.java}, which the "
                     f"{runtime} runtime's nodes do not have (use --runtime netns)")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"), metadata=metadata,
@@ -212,7 +209,7 @@ def client_settings(where: str, role: Role, raw: dict[str, Any] | None,
             settings["transaction.timeout.ms"] = transaction_timeout_ms
             check_transactional(settings)
     except SettingRefused as exc:
-        raise _fail(f"{where}.{exc.key}" if exc.key else where, exc.problem) from None
+        raise fail(f"{where}.{exc.key}" if exc.key else where, exc.problem) from None
     if "acks" in settings:
         settings["acks"] = normalize_acks(settings["acks"])
     return settings
@@ -243,7 +240,7 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
     transactional = bool(v("transactional"))
     for key in _TXN_ONLY:
         if key in p and not transactional:
-            raise _fail(f"{where}.{key}", "only for a transactional producer (transactional: true)")
+            raise fail(f"{where}.{key}", "only for a transactional producer (transactional: true)")
     return ProducerGroup(
         azs=_azs(where, p, nodes), per_az=v("per_az"), rate=float(v("rate")), value_bytes=v("value_bytes"),
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
@@ -262,17 +259,17 @@ def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[Produ
         where, v = f"workloads.consumers[{i}]", functools.partial(_value, CONSUMER, c)
         mode = v("mode")
         if mode == "assign" and ("group" in c or "commit" in c):
-            raise _fail(f"{where}.{'group' if 'group' in c else 'commit'}",
+            raise fail(f"{where}.{'group' if 'group' in c else 'commit'}",
                         "only a group consumer (mode: group) has a group and commits")
         if "isolation.level" in (c.get("settings") or {}):
-            raise _fail(f"{where}.settings.isolation.level", "set it with the consumer key isolation_level")
+            raise fail(f"{where}.settings.isolation.level", "set it with the consumer key isolation_level")
         consumers.append(ConsumerGroup(
             azs=_azs(where, c, nodes), per_az=v("per_az"), mode=mode,
             group=c.get("group", f"faultline-g{i}") if mode == "group" else None, commit=v("commit"),
             settings=client_settings(f"{where}.settings", "consumer", c.get("settings")),
             isolation_level=v("isolation_level")))
     if not producers:
-        raise _fail("workloads.producers", "a run needs at least one producer")
+        raise fail("workloads.producers", "a run needs at least one producer")
     return tuple(producers), tuple(consumers)
 
 
@@ -300,7 +297,7 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
     resolved, expect_raw = raw, raw.get("expect")
     if configuration is not None:
         if configuration not in configurations:
-            raise _fail("configurations", f"no configuration {configuration!r} "
+            raise fail("configurations", f"no configuration {configuration!r} "
                         f"(known: {', '.join(configurations) or 'none'})")
         conf = configurations[configuration] or {}
         resolved = merge(raw, conf.get("overrides") or {})

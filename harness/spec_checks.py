@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from harness.spec_types import fail
 from nemesis.links import needs_shaper
 from nemesis.schedule import RandomChaos, Schedule, StartEvent
 from testbed.dist.versions import release
-from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import Ability, can, kind
 from workloads.settings import canonical
@@ -20,9 +20,6 @@ from workloads.settings import canonical
 if TYPE_CHECKING:
     from harness.spec import ProducerGroup
 
-
-def _fail(path: str, problem: str) -> SpecError:
-    return SpecError(f"{path}: {problem}")
 
 
 def check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
@@ -35,7 +32,7 @@ def check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) ->
         for key, on in (("enable.idempotence", str(given.get("enable.idempotence", False)).lower() == "true"),
                         ("transactional.id", "transactional.id" in given)):
             if on:
-                raise _fail(f"workloads.producers[{i}].settings.{key}", f"Kafka {kafka_version} has no idempotent "
+                raise fail(f"workloads.producers[{i}].settings.{key}", f"Kafka {kafka_version} has no idempotent "
                             f"or transactional producers (they came with 0.11, KIP-98): drop it or choose 0.11 on")
 
 
@@ -45,14 +42,14 @@ def check_metadata_can(resolved: dict[str, Any], schedule: Schedule, cluster: Cl
     if not cluster.kraft:
         return
     if resolved.get("zookeeper_only"):
-        raise _fail("zookeeper_only", f"a ZooKeeper-only story, refused on KRaft (Kafka {cluster.kafka_version}, "
+        raise fail("zookeeper_only", f"a ZooKeeper-only story, refused on KRaft (Kafka {cluster.kafka_version}, "
                     f"metadata kraft): {resolved['zookeeper_only']}")
     if cluster.quorum_role is not None:
         return
     for i, item in enumerate(schedule.items):
         faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
         if any(getattr(f, "role", None) == "zookeeper" for f in faults):
-            raise _fail(f"nemesis[{i}].role", "zookeeper: combined KRaft nodes (kraft_controllers combined) have "
+            raise fail(f"nemesis[{i}].role", "zookeeper: combined KRaft nodes (kraft_controllers combined) have "
                         "no controller process apart from the broker; use kraft_controllers separate")
 
 
@@ -65,12 +62,12 @@ def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> 
         faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
         for fault in faults:
             if fault.fault == "power-off" and lose_unsynced and not record.can(Ability.LOSE_UNSYNCED):
-                raise _fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
+                raise fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
                             f"runtime that drops unsynced writes; the {runtime} runtime cannot: "
                             f"{record.power_off_note} (set cluster.lose_unsynced_writes: false to run it as a kill "
                             f"of the node's processes, or use --runtime {' or '.join(can(Ability.LOSE_UNSYNCED))})")
             if record.can(Ability.SHAPE_LINKS):
                 continue
             if fault.degrade is not None and needs_shaper(fault.degrade):
-                raise _fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
+                raise fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
                             f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.spec_types import fail
 from testbed.dist.clients import parse_client
-from testbed.errors import DistributionError, SpecError
+from testbed.errors import DistributionError
 from testbed.runtime.kinds import KINDS, kind
-
-
-def _fail(path: str, problem: str) -> SpecError:
-    return SpecError(f"{path}: {problem}")
 
 
 def parse_client_under_test(raw: dict[str, Any] | None, runtime: str) -> str | None:
@@ -24,9 +21,9 @@ def parse_client_under_test(raw: dict[str, Any] | None, runtime: str) -> str | N
     try:
         parse_client(version)
     except DistributionError as exc:
-        raise _fail("clients.confluent_kafka", str(exc).removeprefix(f"confluent_kafka {version}: ")) from None
+        raise fail("clients.confluent_kafka", str(exc).removeprefix(f"confluent_kafka {version}: ")) from None
     refusal = kind(runtime).no_client_venvs
     if refusal is not None:
-        raise _fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal} "
+        raise fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal} "
                     f"(use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})")
     return str(version)
