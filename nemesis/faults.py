@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from nemesis import links, shapes
 from nemesis.firewall import Firewall
 from nemesis.spec import FaultSpec
+from nemesis.stray import STRAY, STRAY_FAULT
 from nemesis.targets import Resolver
 from nemesis.workload_faults import WORKLOAD, WorkloadControl
 from testbed.addressing import AddressPlan, Host
@@ -318,6 +319,8 @@ LINK = LinkFault()
 
 
 def fault_for(spec: FaultSpec) -> Fault:
+    if spec.fault == STRAY:
+        return STRAY_FAULT
     if spec.is_workload:
         return WORKLOAD
     return PARTITION if spec.is_partition else LINK if spec.is_link else PROCESS

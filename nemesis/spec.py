@@ -24,6 +24,7 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
 | `pause-workload` | `process` (a producer, `producer-az1-0`): SIGSTOP it; undone by SIGCONT |
 | `replace-workload` | `process` (a transactional producer): start a second process with its config and its transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences the first; it runs to the end of the run (undo does nothing) |
+| `stray-transactional-produce` | `partition`: send one transactional record to that partition's leader under a fresh transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging transaction; a raw-protocol client, `nemesis.stray`); undo does nothing: no marker will ever close it |
 
 The degraded-link kinds (`nemesis.links`) take each value per direction: a
 number means both ways, a list of two `[forward, backward]` means from the
@@ -57,7 +58,8 @@ PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-rin
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
 LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
 WORKLOAD_FAULTS = ("pause-workload", "replace-workload")  # on a workload process (`nemesis.workload_faults`)
-FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS
+CLIENT_FAULTS = ("stray-transactional-produce",)  # the nemesis as a Kafka client of its own (`nemesis.stray`)
+FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS + CLIENT_FAULTS
 PROCESS_RE = re.compile(r"^producer-az[1-9]-[0-9]+$")
 # The value keys of each degraded-link kind, with their defaults (None: required).
 LINK_VALUES: dict[str, dict[str, float | None]] = {
@@ -88,6 +90,7 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     **{kind: ("between", "target", "ends", *values) for kind, values in LINK_VALUES.items()},
     "pause-workload": ("process",),
     "replace-workload": ("process",),
+    "stray-transactional-produce": (),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),

@@ -287,6 +287,9 @@ def _add_nemesis(path: Path, build: _Build) -> None:
             table.row(time_ns=_field(path, lineno, rec, "time_ns"), type=_field(path, lineno, rec, "type"),
                       fault=rec.get("fault"), targets=_json_text(rec.get("targets")),
                       detail=_json_text(rec.get("detail")))
+            if rec.get("type") == "start" and rec.get("fault") == "stray-transactional-produce":
+                from workloads.history_stray import stray_rows  # it builds on this module's pieces
+                stray_rows(path, lineno, rec, build)
     except JournalError as exc:
         raise HistoryError(str(exc)) from exc
     build.torn += int(reader.torn_tail)

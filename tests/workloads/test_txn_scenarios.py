@@ -95,3 +95,30 @@ def test_txn_power_cut_cluster(tmp_path: Path, configuration: str) -> None:
         assert counts["lost"] > 0, counts
     else:
         assert counts["lost"] == 0 and counts["torn-transaction"] == 0, counts
+
+
+def stray_write(run: Path) -> dict[str, Any]:
+    """The stray-transactional-produce fault's write as its nemesis `start` row journaled it."""
+    nemesis = pd.read_parquet(run / "history" / "nemesis.parquet")
+    start = nemesis[(nemesis["type"] == "start") & (nemesis["fault"] == "stray-transactional-produce")].iloc[0]
+    stray: dict[str, Any] = json.loads(start["detail"])["stray"]
+    return stray
+
+
+@pytest.mark.transactions
+@pytest.mark.parametrize("configuration, hangs", [("kafka-2-7", True), ("kafka-3-7-verified", False),
+                                                  ("kafka-3-7-unverified", True)])
+def test_hanging_transaction(tmp_path: Path, configuration: str, hangs: bool) -> None:
+    run, verdict = run_scenario(tmp_path, "hanging-transaction", configuration)
+    stray = stray_write(run)
+    counts = verdict["counts"]
+    if hangs:  # taken: partition 0's committed values behind the stray record are unreadable, and only there
+        assert (stray["status"], stray["error"]) == ("ok", None), stray
+        assert counts["unreadable"] > 0, counts
+        assert {e["partition"] for e in verdict["examples"]["unreadable"]} == {stray["partition"]}
+        assert all(e["offset"] > stray["offset"] for e in verdict["examples"]["unreadable"])
+    else:  # refused by partition verification, with the error code journaled
+        assert stray["status"] == "fail" and stray["error_code"] not in (0, None), stray
+        assert counts["unreadable"] == 0, verdict["examples"].get("unreadable")
+    writes = pd.read_parquet(run / "history" / "writes.parquet").set_index("value")
+    assert writes.loc[stray["value"], "status"] == stray["status"]
