@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nemesis.schedule import DEFAULT_CHAOS, HealEvent, StartEvent, StopEvent, parse_schedule
-from nemesis.spec import FAULT_KINDS, LINK_FAULTS, WORKLOAD_FAULTS, parse_fault
+from nemesis.spec import CLIENT_FAULTS, FAULT_KINDS, LINK_FAULTS, WORKLOAD_FAULTS, parse_fault
 from testbed.errors import SpecError
 
 
@@ -43,8 +43,9 @@ def test_parse_fault_alone_names_a_missing_fault() -> None:
 
 def test_every_default_chaos_fault_is_valid_and_every_kind_is_covered() -> None:
     kinds = {parse_fault(f"c[{i}]", f).fault for i, f in enumerate(DEFAULT_CHAOS)}
-    # Degraded links are opt-in: a default draw must run on every runtime, and docker cannot delay.
-    assert kinds == set(FAULT_KINDS) - {"split"} - set(LINK_FAULTS) - set(WORKLOAD_FAULTS)
+    # Degraded links are opt-in: a default draw must run on every runtime, and docker cannot delay. A stray
+    # transactional produce too: on Kafka 2.7 it hangs a partition for good (unreadable), which no safe run allows.
+    assert kinds == set(FAULT_KINDS) - {"split"} - set(LINK_FAULTS) - set(WORKLOAD_FAULTS) - set(CLIENT_FAULTS)
 
 
 @pytest.mark.parametrize(
