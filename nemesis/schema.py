@@ -38,7 +38,8 @@ def PER_DIRECTION(low: float, below: float | None = None) -> JsonSchema:  # noqa
 # Each fault key: its JSON shape and its meaning. `role` is narrowed per fault kind (ROLES_BY_FAULT).
 FAULT_KEYS: dict[str, JsonSchema] = {
     "partition": {"type": "integer", "minimum": 0, "default": 0,
-                  "description": "the partition that leader, follower and leader-controller refer to"},
+                  "description": "the partition that leader, follower and leader-controller refer to "
+                                 "(stray-transactional-produce: the partition it writes to)"},
     "target": {"anyOf": [*ONE_OR_MORE["anyOf"], {"const": "all"}],
                "description": "what the fault hits: one selector, or a list hit at once (isolate-az: one AZ); "
                               "process faults also take `all`: every node at one instant"},
