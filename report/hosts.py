@@ -41,8 +41,9 @@ def host_notes(run_dir: Path, nemesis: pd.DataFrame) -> list[str]:
     hosts = kind(state["runtime"])
     where = hosts.hosts_note(state)
     notes = [where] if where else []
-    if powered_off and hosts.power_off_note:
-        notes.append(hosts.power_off_note)
+    caveat = hosts.power_note(state) if powered_off else None
+    if caveat:
+        notes.append(caveat)
     if not hosts.own_clocks:
         return notes
     clocks = _read(folder.clocks)
