@@ -139,7 +139,21 @@ class Manifest:
             "observed": None if expectation is None else expectation.get("observed"),
             "outcome": outcome_of(verdict, expectation, not self.spec.expect.empty, failed),
         })
+        power = power_offs(self.path.parent)
+        if power:
+            self.doc["power_offs"] = power
         self.write()
+
+
+def power_offs(run_dir: Path) -> dict[str, str] | None:
+    """What a power-off was on each node host, where the runtime says so per host (ssh: state.json's `ssh.power`,
+    `unsyncfs`, `command` or `processes`); None elsewhere or when unreadable."""
+    try:
+        state = json.loads(RunFolder(run_dir).state.read_text(encoding="utf-8"))
+        power = state["ssh"]["power"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {str(h): str(k) for h, k in power.items()} if isinstance(power, dict) else None
 
 
 def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,
