@@ -247,7 +247,10 @@ class SshRuntime:
         return target
 
     def fetch(self, host: Host, path: Path) -> None:
-        """The host's copy of `path` into the run folder (a directory as one tar); nothing if it is not there."""
+        """The host's copy of `path` into the run folder (a directory as one tar); nothing if it is not there, or
+        while the host is off (a later fetch brings it)."""
+        if self.down(host):
+            return None
         source = Path(self.host_path(host, path))
         command = (f"cd {shlex.quote(str(source.parent))} 2>/dev/null && [ -e {shlex.quote(source.name)} ] "
                    f"&& tar -c {shlex.quote(source.name)} || true")
@@ -286,6 +289,8 @@ class SshRuntime:
 
     def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
                 input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        if self.down(host):
+            raise RuntimeFailure(f"{' '.join(argv)[:200]} on {host.name}: the host is powered off")
         conn = self.conn(host)
         status, out, err = conn.run(" ".join(shlex.quote(a) for a in argv), timeout=timeout,
                                     stdin=input_text.encode() if input_text is not None else None)
