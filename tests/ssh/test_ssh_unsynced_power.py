@@ -67,7 +67,7 @@ SPEC = {
     "workloads": {"producers": [{"azs": ["az2", "az3"], "rate": 50, "settings": {"acks": "all"}}],
                   "consumers": [{"azs": ["az2"], "mode": "assign"}]},
     "nemesis": [{"at": 4, "fault": "isolate-az", "target": "az1", "name": "cut-az1"},
-                {"at": 7, "fault": "power-off", "target": "az1", "name": "off-az1"},
+                {"at": 7, "fault": "power-off", "target": "az1-node", "name": "off-az1"},
                 {"at": 12, "stop": "off-az1"},
                 {"at": 20, "stop": "cut-az1"}],
 }
