@@ -24,9 +24,11 @@ from typing import Any
 
 from harness.spec import Spec
 from harness.versions import commit, software_versions
+from testbed.errors import UsageError
 from testbed.files import write_json_atomic
 from testbed.manifest import SCHEMA_VERSION, iso_utc
 from testbed.runfolder import RunFolder
+from testbed.runtime.kinds import kind
 
 log = logging.getLogger("faultline.manifest")
 
@@ -146,14 +148,13 @@ class Manifest:
 
 
 def power_offs(run_dir: Path) -> dict[str, str] | None:
-    """What a power-off was on each node host, where the runtime says so per host (ssh: state.json's `ssh.power`,
-    `unsyncfs`, `command` or `processes`); None elsewhere or when unreadable."""
+    """What a power-off was on each node host, where the runtime's hosts differ (ssh: `unsyncfs`, `command` or
+    `processes`, from state.json); None elsewhere or when unreadable."""
     try:
         state = json.loads(RunFolder(run_dir).state.read_text(encoding="utf-8"))
-        power = state["ssh"]["power"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return kind(state["runtime"]).power_offs(state)
+    except (OSError, ValueError, KeyError, TypeError, UsageError):
         return None
-    return {str(h): str(k) for h, k in power.items()} if isinstance(power, dict) else None
 
 
 def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,

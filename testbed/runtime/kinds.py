@@ -71,6 +71,8 @@ class RuntimeKind:
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
+    # What a power-off was on each node host, from the run's state, where hosts differ (ssh); None: all alike.
+    _power_offs: Callable[[Mapping[str, Any]], dict[str, str] | None] | None = None
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities
@@ -99,6 +101,11 @@ class RuntimeKind:
     def hosts_note(self, state: Mapping[str, Any]) -> str | None:
         """What a report says of where a run's hosts were, from its state.json (None: nothing to say)."""
         return self._hosts_note(state) if self._hosts_note else None
+
+    def power_offs(self, state: Mapping[str, Any]) -> dict[str, str] | None:
+        """What a power-off was on each node host of the run with this state.json (None: the kind's hosts are
+        alike, or nothing was recorded)."""
+        return self._power_offs(state) if self._power_offs else None
 
     def power_note(self, state: Mapping[str, Any]) -> str | None:
         """The caveat a report prints after a power-off of a run with this state.json (None: nothing to weigh)."""
@@ -155,6 +162,11 @@ _SSH_POWER_OFF = ("power-off on this runtime SIGKILLs every process of the run o
                   "unsyncfs and the inventory named no power command for it)")
 
 
+def _ssh_power_offs(state: Mapping[str, Any]) -> dict[str, str] | None:
+    power = (state.get("ssh") or {}).get("power")  # written by SshRuntime.create
+    return {str(h): str(k) for h, k in power.items()} if isinstance(power, dict) else None
+
+
 def _ssh_power(state: Mapping[str, Any]) -> str | None:
     power = (state.get("ssh") or {}).get("power")
     if power is None:  # a run from before the kinds of power-off were recorded
@@ -184,6 +196,7 @@ KINDS: tuple[RuntimeKind, ...] = (
         abilities=frozenset(Ability),
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
+        _power_offs=_ssh_power_offs,
         no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse"),
 )
 _BY_NAME = {k.name: k for k in KINDS}

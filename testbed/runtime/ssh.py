@@ -349,7 +349,7 @@ def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str |
                 raise RuntimeFailure(f"{entry.entry}: processes {left} survived SIGKILL")
             removed += [f"{entry.name}: process {p}" for p in pids]
             removed += [f"{entry.name}: unsyncfs mount {m}" for m in
-                        conn.check(detach_command(f"^{pattern}-"), sudo=True).split()]
+                        conn.check(detach_command(f"^{prefix or 'fl[0-9a-f]{6}'}-"), sudo=True).split()]
             removed += [f"{entry.name}: chain {c}" for c in
                         conn.check(ssh_firewall.clean_command(prefix), sudo=True).split()]
             records = f"{inventory.root}/runs/{prefix or 'fl' + '[0-9a-f]' * 6}/tc"

@@ -31,10 +31,21 @@ if TYPE_CHECKING:
     from testbed.runtime.ssh import SshRuntime
 
 MOUNT_WAIT_S = 10.0
-# $1 fstype, $2 a grep pattern of sources; prints each matching mount's target (mount points carry no spaces here).
-LIST = "awk -v t=\"$1\" '$3 == t {print $1, $2}' /proc/mounts | while read s m; do echo \"$s\" | grep -q \"$2\" && echo \"$m\"; done; exit 0"
-# Same arguments: every such mount lazily detached (its process dead or alive); prints what went.
-DETACH = LIST.replace('echo \"$m\"', 'umount -l \"$m\" && echo \"$m\"')
+# argv: fstype, a Python regex of sources. Lazily unmounts (umount2 MNT_DETACH: a dead process leaves its mount) every
+# such mount and prints its target; python3 because a minimal host has no umount (util-linux's `mount` package).
+DETACH = """
+import ctypes, re, sys
+libc = ctypes.CDLL(None, use_errno=True)
+kind, pattern = sys.argv[1], re.compile(sys.argv[2])
+for line in open("/proc/mounts"):
+    f = line.split()
+    if len(f) > 2 and f[2] == kind and pattern.search(f[0]):
+        target = f[1].replace("\\\\040", " ")
+        if libc.umount2(target.encode(), 2) == 0:
+            print(target)
+        else:
+            print("cannot detach %s: errno %d" % (target, ctypes.get_errno()), file=sys.stderr)
+"""
 # $1 fstype; then targets: exit 0 once every target is an unsyncfs mount, 1 after MOUNT_WAIT_S.
 WAIT = ('t=$1; shift; i=0; while [ $i -lt 1000 ]; do ok=1; for m in "$@"; do '
         'awk -v t="$t" -v m="$m" \'$3 == t && $2 == m {f=1} END {exit !f}\' /proc/mounts || ok=0; done; '
@@ -66,13 +77,10 @@ def fit_problem(machine: str, libc: str, needs: tuple[str, tuple[int, int]]) -> 
     return None
 
 
-def list_command(pattern: str) -> str:
-    return f"sh -c {shlex.quote(LIST)} list {FSTYPE} {shlex.quote(pattern)}"
-
-
 def detach_command(pattern: str) -> str:
-    """Lazily unmount every unsyncfs mount whose source matches the grep `pattern` (`^fl1a2b3c-`); prints them."""
-    return f"sh -c {shlex.quote(DETACH)} detach {FSTYPE} {shlex.quote(pattern)}"
+    """Lazily unmount every unsyncfs mount whose source matches the Python regex `pattern` (`^fl1a2b3c-`); prints
+    their targets."""
+    return f"python3 -c {shlex.quote(DETACH)} {FSTYPE} {shlex.quote(pattern)}"
 
 
 class SshDisks:

@@ -3,6 +3,7 @@ refusal of a node host that can neither run unsyncfs nor be powered off by a com
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,9 @@ import yaml
 from testbed.addressing import Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.inventory import load_inventory
-from testbed.runtime import ssh_power, ssh_preflight
+from testbed.runtime import ssh_power, ssh_preflight, unsynced
 from testbed.runtime.ssh_conn import HostKeys
-from testbed.runtime.ssh_unsynced import binary_needs, fit_problem
+from testbed.runtime.ssh_unsynced import binary_needs, detach_command, fit_problem
 
 FIT = "cap 00000000a82435fb\nfuse yes\nfs yes\nmachine x86_64\nlibc glibc 2.36\n"  # a docker root with SYS_ADMIN
 
@@ -144,3 +145,25 @@ def test_a_node_host_without_fuse_or_power_command_is_refused_before_a_power_cut
     assert "the inventory names no power_off/power_on command for it" in line and "(and 1 more host" in line
     client = Host("az1-client", "client", "az1", 1, "10.0.1.21")
     assert ssh_preflight.check_host(client, inv, keys, power_cuts=True) is None  # clients are never powered off
+
+
+@pytest.mark.fuse
+def test_the_detach_script_unmounts_a_cut_filesystem_of_the_prefix_only(tmp_path: Path) -> None:
+    """What a power-off runs on the host after the SIGKILL, here on this machine: the dead mount of the run's
+    prefix is detached (its unsynced file gone), another prefix's live mount is left alone."""
+    if not unsynced.available():
+        pytest.skip("needs root, /dev/fuse and build/bin/unsyncfs")
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    cut = unsynced.mount(ours, "fl0dead0-az1-node-kafka-data", {}, tmp_path / "ours.log")
+    kept = unsynced.mount(theirs, "fl0a11e0-az1-node-kafka-data", {}, tmp_path / "theirs.log")
+    try:
+        (ours / "unsynced").write_text("gone at the cut")
+        unsynced.signal_cut([cut])
+        assert cut.child is not None and cut.child.wait(10) == -9
+        done = subprocess.run(["sh", "-c", detach_command("^fl0dead0-")], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0 and done.stdout.split() == [str(ours)], done
+        assert str(ours) not in unsynced.mounted() and str(theirs) in unsynced.mounted()
+        assert list(ours.iterdir()) == []
+    finally:
+        unsynced.unmount([kept])
+        unsynced.detach([ours])
