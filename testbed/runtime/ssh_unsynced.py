@@ -149,6 +149,3 @@ class SshDisks:
         """Mount what the host's directories kept (only after a cut)."""
         if host.name in self._cut:
             self._mount(host)
-
-    def holds(self, host: Host) -> bool:
-        return host.name in self._dirs
