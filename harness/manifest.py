@@ -24,9 +24,11 @@ from typing import Any
 
 from harness.spec import Spec
 from harness.versions import commit, software_versions
+from testbed.errors import UsageError
 from testbed.files import write_json_atomic
 from testbed.manifest import SCHEMA_VERSION, iso_utc
 from testbed.runfolder import RunFolder
+from testbed.runtime.kinds import kind
 
 log = logging.getLogger("faultline.manifest")
 
@@ -139,7 +141,20 @@ class Manifest:
             "observed": None if expectation is None else expectation.get("observed"),
             "outcome": outcome_of(verdict, expectation, not self.spec.expect.empty, failed),
         })
+        power = power_offs(self.path.parent)
+        if power:
+            self.doc["power_offs"] = power
         self.write()
+
+
+def power_offs(run_dir: Path) -> dict[str, str] | None:
+    """What a power-off was on each node host, where the runtime's hosts differ (ssh: `unsyncfs`, `command` or
+    `processes`, from state.json); None elsewhere or when unreadable."""
+    try:
+        state = json.loads(RunFolder(run_dir).state.read_text(encoding="utf-8"))
+        return kind(state["runtime"]).power_offs(state)
+    except (OSError, ValueError, KeyError, TypeError, UsageError):
+        return None
 
 
 def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,

@@ -15,6 +15,7 @@ Must never: start, create or connect to anything.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from checkers.anomalies import ANOMALIES
-from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can
+from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
 from harness.spec_targets import check_workload_targets
@@ -319,6 +320,8 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
+    if powers_off(nemesis):
+        cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
     check_workload_targets(nemesis, producers)
     client = parse_client_under_test(resolved.get("clients"), cluster.runtime)

@@ -53,6 +53,13 @@ def check_metadata_can(resolved: dict[str, Any], schedule: Schedule, cluster: Cl
                         "no controller process apart from the broker; use kraft_controllers separate")
 
 
+def powers_off(schedule: Schedule) -> bool:
+    """Whether the nemesis may power a node off (a `power-off` event, or random chaos that can draw one)."""
+    return any(f.fault == "power-off" for item in schedule.items
+               for f in (item.faults if isinstance(item, RandomChaos) else
+                         (item.fault,) if isinstance(item, StartEvent) else ()))
+
+
 def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
     """Refuse a fault the spec's runtime cannot apply: delays and bandwidths need link shaping (a `LinkShaper`);
     a power-off that is to drop unsynced writes (`cluster.lose_unsynced_writes`, the default) needs a runtime

@@ -104,8 +104,8 @@ CLUSTER = Section({
     "zookeeper_force_sync": Bool("ZooKeeper's forceSync: fsync its transaction log before acknowledging",
                                  _d.zookeeper_force_sync),
     "lose_unsynced_writes": Bool("the nodes' data directories on unsyncfs, so a power-off drops every write not "
-                                 "fsynced (docs/unsyncfs.md); off: a power-off keeps the page cache (a runtime that cannot drop them, "
-                                 "ssh, refuses a spec with power-offs while it is on)",
+                                 "fsynced (docs/unsyncfs.md); off: a power-off keeps the page cache (on ssh, a node host "
+                                 "with neither FUSE nor a power command refuses a spec with power-offs while it is on)",
                                  _d.lose_unsynced_writes),
 }, doc="the cluster: nodes, runtime, Kafka version, the topic and broker settings", title="cluster",
     nullable=True, ref="cluster")

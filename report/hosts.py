@@ -1,11 +1,11 @@
 """What the report says about where the hosts were: the runtime's caveats a reader must weigh the verdict against.
 
-Each caveat is the runtime kind's record's (`testbed.runtime.kinds`). For docker:
-that a power-off there keeps the page cache (no unsyncfs in containers).
+Each caveat is the runtime kind's record's (`testbed.runtime.kinds`).
 
 Read from the run folder only (state.json, clocks.json). For the ssh runtime:
-how host keys were checked, that a power-off there kills processes but keeps
-the host's page cache, and any clock offset large enough to reorder events of
+how host keys were checked, what a power-off was on each node host (unsyncfs,
+its power command, or processes only), that the hosts whose power-off only
+killed processes kept their page cache, and any clock offset large enough to reorder events of
 different hosts in the timeline. Must never: fail the report (a missing or
 unreadable file is simply not mentioned).
 """
@@ -41,8 +41,9 @@ def host_notes(run_dir: Path, nemesis: pd.DataFrame) -> list[str]:
     hosts = kind(state["runtime"])
     where = hosts.hosts_note(state)
     notes = [where] if where else []
-    if powered_off and hosts.power_off_note:
-        notes.append(hosts.power_off_note)
+    caveat = hosts.power_note(state) if powered_off else None
+    if caveat:
+        notes.append(caveat)
     if not hosts.own_clocks:
         return notes
     clocks = _read(folder.clocks)

@@ -6,15 +6,20 @@
     port: 22
     sudo: false                    # true: root commands (iptables, mkdir of root) go through `sudo -n`
     root: /var/lib/faultline       # where faultline keeps its files on every host
+    power_timeout_s: 120           # bounds each power command, and the wait for sshd after power_on
     hosts:
       - {address: 10.0.1.11, az: az1, role: node}     # ZooKeeper server + broker of az1
       - {address: 10.0.1.21, az: az1, role: client}   # az1's producers and consumers
       - {address: 10.0.2.11, az: az2, role: node, ssh_address: 203.0.113.7, port: 2222}
+      - {address: 10.0.3.11, az: az3, role: node,      # a real power cut (run here, on the harness's machine)
+         power_off: "ipmitool -H bmc3 chassis power off", power_on: "ipmitool -H bmc3 chassis power on"}
       ...
 
 `address` is the host's address on the cluster's network (what Kafka binds to
 and fault rules name); `ssh_address` (default: `address`) is where the
-harness's SSH connection goes. Every error is one line naming the file and the
+harness's SSH connection goes. `power_off`/`power_on` (a node host's, both or
+neither) are command lines the harness runs on its own machine to cut and
+restore that host's power (testbed.runtime.ssh_power). Every error is one line naming the file and the
 entry. Pure besides reading the file and checking that key files exist.
 Must never: accept an inventory that gives an AZ two nodes, an address twice,
 or a key file that cannot be read.
@@ -34,11 +39,13 @@ import yaml
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import UsageError, yaml_problem
 
-TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "hosts"}
-HOST_KEYS = {"address", "ssh_address", "az", "role", "user", "key_file", "agent", "port", "sudo"}
+TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "power_timeout_s", "hosts"}
+HOST_KEYS = {"address", "ssh_address", "az", "role", "user", "key_file", "agent", "port", "sudo", "power_off",
+             "power_on", "power_timeout_s"}
 ROLES = ("node", "client")
 AZ_RE = re.compile(r"^az([1-9])$")
 DEFAULT_ROOT = "/var/lib/faultline"
+DEFAULT_POWER_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,9 @@ class SshHost:
     sudo: bool
     az: str
     role: str
+    power_off: str | None = None  # command lines run on the harness's machine (testbed.runtime.ssh_power)
+    power_on: str | None = None
+    power_timeout_s: float = DEFAULT_POWER_TIMEOUT_S
 
     @property
     def name(self) -> str:
@@ -171,7 +181,25 @@ def _host(path: Path, top: dict[str, Any], i: int, entry: Any) -> SshHost:
     sudo = get("sudo", False)
     if not isinstance(sudo, bool):
         raise fail(f"sudo: {sudo!r} must be true or false")
-    return SshHost(label, address, ssh_address, port, user, _key_file(path, get, fail), sudo, az, role)
+    power_off, power_on = (_power(entry, key, fail) for key in ("power_off", "power_on"))
+    if (power_off is None) != (power_on is None):
+        raise fail(f"{'power_on' if power_on is None else 'power_off'}: missing (power_off and power_on come together)")
+    if power_off is not None and role != "node":
+        raise fail("power_off: only node hosts are powered off (this is a client host)")
+    timeout = get("power_timeout_s", DEFAULT_POWER_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise fail(f"power_timeout_s: {timeout!r} must be a number of seconds above 0")
+    return SshHost(label, address, ssh_address, port, user, _key_file(path, get, fail), sudo, az, role,
+                   power_off, power_on, float(timeout))
+
+
+def _power(entry: dict[str, Any], key: str, fail: Any) -> str | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise fail(f"{key}: {value!r} must be a command line (run with sh -c on the harness's machine)")
+    return value
 
 
 def _key_file(path: Path, get: Any, fail: Any) -> str | None:

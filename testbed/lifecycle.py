@@ -102,7 +102,8 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
     plan = plan_of(settings)
     refuse_if_busy(live_active_cluster(machine))
     machine.ensure_kafka(settings.kafka_version)
-    machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts)
+    machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts,
+                      power_cuts=settings.lose_unsynced_writes and settings.power_offs)
     return plan
 
 

@@ -34,7 +34,7 @@ FinalLog = dict[int, dict[int, set[str]]]
 
 class Preflight(Protocol):
     def __call__(self, kind_name: str, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-                 known_hosts: str | None = None) -> None: ...
+                 known_hosts: str | None = None, power_cuts: bool = False) -> None: ...
 
 
 class ReplicaDump(Protocol):

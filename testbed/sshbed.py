@@ -2,7 +2,9 @@
 
 Each host is a container of faultline/base (Debian with openssh-server, a JRE,
 python3-venv, iptables; no Kafka, no project code) on an internal network of
-the project's own dockerd, with NET_ADMIN for its firewall. Its host keys are
+the project's own dockerd, with NET_ADMIN for its firewall; with `fuse`, its
+node hosts also get /dev/fuse, SYS_ADMIN and no AppArmor confinement, so
+unsyncfs can mount there (what a FUSE-capable machine offers). Its host keys are
 generated when it starts (`ssh-keygen -A`), so every test bed has new ones;
 one client key (made here with paramiko) is authorized on all of them. The
 harness reaches them through the network's bridge address, the control
@@ -58,13 +60,17 @@ class SshTestBed:
     def known_hosts(self) -> Path:
         return self.folder / "known_hosts"
 
-    def add_host(self, address: str, az: str, role: str) -> Any:
-        """Start one sshd container at `address` and wait until its sshd answers."""
-        name = f"{self.prefix}-{address.rsplit('.', 1)[1]}"
+    def add_host(self, address: str, az: str, role: str, fuse: bool = False) -> Any:
+        """Start one sshd container at `address` and wait until its sshd answers (`fuse`: able to mount FUSE)."""
+        name = self.container_name(address)
         api = self.client.api
+        rights: dict[str, Any] = {"cap_add": ["NET_ADMIN"]}
+        if fuse:
+            rights = {"cap_add": ["NET_ADMIN", "SYS_ADMIN"], "devices": ["/dev/fuse:/dev/fuse:rwm"],
+                      "security_opt": ["apparmor=unconfined"]}
         created = api.create_container(
             BASE_IMAGE, command=["sh", "-c", SSHD], name=name, hostname=f"{az}-{role}",
-            labels={"faultline.testbed": self.prefix}, host_config=api.create_host_config(cap_add=["NET_ADMIN"]),
+            labels={"faultline.testbed": self.prefix}, host_config=api.create_host_config(**rights),
             networking_config=api.create_networking_config(
                 {f"{self.prefix}-net": api.create_endpoint_config(ipv4_address=address)}))
         container = self.client.containers.get(created["Id"])
@@ -75,6 +81,16 @@ class SshTestBed:
         self.roles[address] = (az, role)
         _wait_port(address, 22)
         return container
+
+    def container_name(self, address: str) -> str:
+        return f"{self.prefix}-{address.rsplit('.', 1)[1]}"
+
+    def power_commands(self, address: str) -> dict[str, str]:
+        """Inventory `power_off`/`power_on` for the host: `docker kill`/`docker start` of its container (this
+        bed's prefix only), on the daemon of the harness's DOCKER_HOST, waiting until the container has stopped."""
+        name = self.container_name(address)
+        return {"power_off": f"docker kill {name} >/dev/null && docker wait {name} >/dev/null",
+                "power_on": f"docker start {name} >/dev/null"}
 
     def host_keys(self, address: str) -> str:
         """known_hosts lines for the host's keys, as its sshd made them."""
@@ -137,8 +153,9 @@ def build_base_image() -> None:
 
 
 @contextlib.contextmanager
-def sshd_testbed(client: docker.DockerClient, folder: Path, azs: int = 3) -> Iterator[SshTestBed]:
-    """`azs` AZs, each a node host and a client host, fresh: nothing but sshd, java and python3 on them."""
+def sshd_testbed(client: docker.DockerClient, folder: Path, azs: int = 3, fuse: bool = False) -> Iterator[SshTestBed]:
+    """`azs` AZs, each a node host and a client host, fresh: nothing but sshd, java and python3 on them (`fuse`: the
+    node hosts can mount FUSE)."""
     key_file = folder / "id_rsa"
     paramiko.RSAKey.generate(2048).write_private_key_file(str(key_file))
     prefix = new_prefix()
@@ -146,7 +163,7 @@ def sshd_testbed(client: docker.DockerClient, folder: Path, azs: int = 3) -> Ite
     bed = SshTestBed(client, prefix, folder, key_file)
     try:
         for i in range(1, azs + 1):
-            bed.add_host(f"198.19.0.{140 + i}", f"az{i}", "node")
+            bed.add_host(f"198.19.0.{140 + i}", f"az{i}", "node", fuse=fuse)
             bed.add_host(f"198.19.0.{150 + i}", f"az{i}", "client")
         bed.write_inventory(bed.inventory)
         bed.known_hosts.write_text("".join(bed.host_keys(a) for a in bed.containers))

@@ -33,7 +33,15 @@ from testbed.kafka.wire import BrokerView, broker_view, first_txn_coordinator, z
 from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
-from testbed.runtime.base import LosesUnsyncedWrites, PowerCycled, Process, Runtime, Software
+from testbed.runtime.base import (
+    PROCESSES_ONLY,
+    LosesUnsyncedWrites,
+    PowerCycled,
+    PowerKinds,
+    Process,
+    Runtime,
+    Software,
+)
 
 Role = Literal["zookeeper", "controller", "broker"]
 ROLES: tuple[Role, ...] = ("zookeeper", "broker")  # ZooKeeper mode's; a cluster's own are `cluster.roles`
@@ -217,6 +225,8 @@ class KafkaCluster:
         names = [self.process_name(node, role) for node in nodes for role in self.roles]
         if self.processes.kill(names):
             raise ClusterError(f"{', '.join(n.name for n in nodes)} survived power-off")
+        if isinstance(runtime, PowerKinds) and any(runtime.power_kind(n) == PROCESSES_ONLY for n in nodes):
+            return "power-off"  # a host whose power-off kept its page cache (ssh: neither unsyncfs nor a command)
         return "power-cut" if self.loses_unsynced_writes else "power-off"
 
     def power_on(self, node: Host) -> None:

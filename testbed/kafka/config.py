@@ -61,6 +61,9 @@ class ClusterSettings:
     zookeeper_force_sync: bool = True  # ZooKeeper's forceSync: fsync its transaction log before acknowledging
     # A power-off drops every write a node had not fsynced, where the runtime can (data dirs on unsyncfs).
     lose_unsynced_writes: bool = True
+    # The spec's nemesis may power nodes off (a `power-off` event, or chaos that can draw one): what a runtime whose
+    # hosts differ (ssh) checks before a run, and prepares its power-offs for.
+    power_offs: bool = False
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
     known_hosts: str | None = None

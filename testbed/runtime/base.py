@@ -215,6 +215,18 @@ class LosesUnsyncedWrites(Protocol):
         mounted now and again at every `power_on`; its own logs go to `log_dir`. Idempotent."""
 
 
+# What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).
+PROCESSES_ONLY = "processes"
+
+
+@runtime_checkable
+class PowerKinds(Protocol):
+    """A runtime whose hosts differ in what a power-off is (ssh: a power command, unsyncfs, or processes only)."""
+
+    def power_kind(self, host: Host) -> str:
+        """What a power-off of `host` is; PROCESSES_ONLY where its unsynced writes survive it."""
+
+
 P = TypeVar("P", bound=Process)
 
 

@@ -17,9 +17,10 @@ from testbed.state import RunState
 
 
 def preflight(kind_name: str, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-              known_hosts: str | None = None) -> None:
-    """Refuse, before anything is created, a plan this kind of runtime cannot lay out here."""
-    kind(kind_name).preflight(plan, kafka_version, inventory, known_hosts)
+              known_hosts: str | None = None, power_cuts: bool = False) -> None:
+    """Refuse, before anything is created, a plan this kind of runtime cannot lay out here (`power_cuts`: with
+    power-offs that must drop unsynced writes)."""
+    kind(kind_name).preflight(plan, kafka_version, inventory, known_hosts, power_cuts)
 
 
 def make_runtime(kind_name: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:

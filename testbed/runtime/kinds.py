@@ -44,7 +44,8 @@ PROTOCOLS: Mapping[Ability, type] = {
     Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable,
 }
 
-Preflight = Callable[[AddressPlan, str, "str | None", "str | None"], None]
+# (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go)
+Preflight = Callable[[AddressPlan, str, "str | None", "str | None", bool], None]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,11 @@ class RuntimeKind:
     # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
     # machine, testbed.dist.clients); None: they run this machine's files, so they can.
     no_client_venvs: str | None = None
+    # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
+    # None: `power_off_note`.
+    _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
+    # What a power-off was on each node host, from the run's state, where hosts differ (ssh); None: all alike.
+    _power_offs: Callable[[Mapping[str, Any]], dict[str, str] | None] | None = None
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities
@@ -77,9 +83,10 @@ class RuntimeKind:
         return cls
 
     def preflight(self, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-                  known_hosts: str | None = None) -> None:
-        """Refuse, before anything is created, a plan this kind cannot lay out here (UsageError, one line)."""
-        self._preflight(plan, kafka_version, inventory, known_hosts)
+                  known_hosts: str | None = None, power_cuts: bool = False) -> None:
+        """Refuse, before anything is created, a plan this kind cannot lay out here (UsageError, one line);
+        `power_cuts`: the run powers nodes off and must drop their unsynced writes."""
+        self._preflight(plan, kafka_version, inventory, known_hosts, power_cuts)
 
     def address_plan(self, network: str, nodes: int, inventory: str | None) -> AddressPlan:
         """The hosts' addresses: the inventory's, or laid out on `network`."""
@@ -95,6 +102,15 @@ class RuntimeKind:
         """What a report says of where a run's hosts were, from its state.json (None: nothing to say)."""
         return self._hosts_note(state) if self._hosts_note else None
 
+    def power_offs(self, state: Mapping[str, Any]) -> dict[str, str] | None:
+        """What a power-off was on each node host of the run with this state.json (None: the kind's hosts are
+        alike, or nothing was recorded)."""
+        return self._power_offs(state) if self._power_offs else None
+
+    def power_note(self, state: Mapping[str, Any]) -> str | None:
+        """The caveat a report prints after a power-off of a run with this state.json (None: nothing to weigh)."""
+        return self._power_note(state) if self._power_note else self.power_off_note
+
 
 def docker_sdk() -> bool:
     """Whether the Python docker SDK, which the docker runtime needs, is installed."""
@@ -105,13 +121,15 @@ def _no_inventory(name: str) -> UsageError:
     return UsageError(f"the {name} runtime needs an inventory (--inventory FILE or cluster.inventory)")
 
 
-def _netns_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+def _netns_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
+                     power_cuts: bool) -> None:
     from testbed.runtime.netns import NetnsRuntime
 
     NetnsRuntime.preflight(plan)
 
 
-def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
+                      power_cuts: bool) -> None:
     if not docker_sdk():
         raise UsageError("the docker runtime needs the Python docker SDK, which is not installed: "
                          "pip install 'faultline[docker]'")
@@ -120,23 +138,41 @@ def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | No
     DockerRuntime.preflight(plan, kafka_version)
 
 
-def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None) -> None:
+def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
+                   power_cuts: bool) -> None:
     from testbed.inventory import load_inventory
     from testbed.runtime.ssh import preflight
 
     if inventory is None:
         raise _no_inventory("ssh")
-    preflight(plan, load_inventory(inventory), known_hosts)
+    preflight(plan, load_inventory(inventory), known_hosts, power_cuts)
 
 
 def _ssh_hosts(state: Mapping[str, Any]) -> str:
     ssh = state.get("ssh") or {}  # written by SshRuntime.create
-    return f"hosts: ssh, from the inventory {ssh.get('inventory', '?')}; host keys {ssh.get('host_keys', '?')}"
+    power = ssh.get("power") or {}
+    return (f"hosts: ssh, from the inventory {ssh.get('inventory', '?')}; host keys {ssh.get('host_keys', '?')}"
+            + (f"; power-off per node host: {', '.join(f'{h} {k}' for h, k in sorted(power.items()))} (unsyncfs: "
+               f"processes and filesystems SIGKILLed, unsynced writes dropped; command: the inventory's power "
+               f"command; processes: SIGKILL only, page cache kept)" if power else ""))
 
 
 _SSH_POWER_OFF = ("power-off on this runtime SIGKILLs every process of the run on the host at once; the host keeps "
-                  "running, so its page cache survives and writes not yet fsynced are not lost (its hosts' data is "
-                  "not on unsyncfs, and faultline cannot cut a host's power)")
+                  "running, so its page cache survives and writes not yet fsynced are not lost (its data was not on "
+                  "unsyncfs and the inventory named no power command for it)")
+
+
+def _ssh_power_offs(state: Mapping[str, Any]) -> dict[str, str] | None:
+    power = (state.get("ssh") or {}).get("power")  # written by SshRuntime.create
+    return {str(h): str(k) for h, k in power.items()} if isinstance(power, dict) else None
+
+
+def _ssh_power(state: Mapping[str, Any]) -> str | None:
+    power = (state.get("ssh") or {}).get("power")
+    if power is None:  # a run from before the kinds of power-off were recorded
+        return _SSH_POWER_OFF
+    kept = sorted(h for h, k in power.items() if k == "processes")
+    return f"{', '.join(kept)}: {_SSH_POWER_OFF}" if kept else None
 
 KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
@@ -156,9 +192,11 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
-        abilities=frozenset({Ability.FIREWALL, Ability.POWER_CUT, Ability.SHAPE_LINKS, Ability.PAUSE}),
+        # lose unsynced writes: per node host, by its power command or unsyncfs (refused at preflight without either)
+        abilities=frozenset(Ability),
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
-        _preflight=_ssh_preflight, _hosts_note=_ssh_hosts,
+        _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
+        _power_offs=_ssh_power_offs,
         no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse"),
 )
 _BY_NAME = {k.name: k for k in KINDS}

@@ -7,11 +7,15 @@ and the client venv are cached under `<root>/cache/` between runs
 (`ssh_install`). Processes start detached with a pid file and
 FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
 chains, the control address exempt (`ssh_firewall`); slowed and throttled links
-are the host's own `tc` and delay process (`ssh_links`). A power-off SIGKILLs every
-process of the run on the host at once; the host's page cache survives (this
-runtime cannot cut a machine's power). Each host's clock offset is recorded at
-the start and the end (`ssh_clock`). Teardown kills the run's processes,
-removes its chains, its qdiscs and its run directory on every host; the cache stays.
+are the host's own `tc` and delay process (`ssh_links`). A power-off is, per node
+host (`ssh_power`, recorded in state.json's `ssh.power`): the inventory's power
+commands (the machine loses power; the harness waits for its sshd after
+power-on), or every process of the run SIGKILLed at once with the unsyncfs
+filesystems under the data directories (`ssh_unsynced`: unsynced writes dropped),
+or the processes alone (the page cache survives). Each host's clock offset is
+recorded at the start and the end (`ssh_clock`). Teardown kills the run's
+processes, detaches its unsyncfs mounts, removes its chains, its qdiscs and its
+run directory on every host; the cache stays.
 Must never: signal a process, remove a chain or delete a file without this
 run's prefix, or touch a host the inventory does not name.
 """
@@ -35,11 +39,12 @@ from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, RuntimeFailure
 from testbed.inventory import Inventory, load_inventory
 from testbed.runfolder import RunFolder
-from testbed.runtime import ssh_clock, ssh_firewall, ssh_install
+from testbed.runtime import ssh_clock, ssh_firewall, ssh_install, ssh_power
 from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
 from testbed.runtime.ssh_links import SshLinks, unshape_command
 from testbed.runtime.ssh_procs import SshProcess, find_script, kill_all_script, spawn_command
+from testbed.runtime.ssh_unsynced import SshDisks, detach_command
 from testbed.state import RunState
 
 log = logging.getLogger("faultline.runtime")
@@ -66,8 +71,8 @@ def on_hosts(hosts: list[Host], action: Callable[[Host], T]) -> dict[str, T]:
 
 
 class SshRuntime:
-    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper and PowerCycled; its processes are
-    Pausable."""
+    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper, PowerCycled and LosesUnsyncedWrites
+    (on the node hosts whose power-off is `command` or `unsyncfs`); its processes are Pausable."""
 
     kind = "ssh"
 
@@ -87,6 +92,10 @@ class SshRuntime:
         self._processes: dict[str, SshProcess] = {}
         self._lock = threading.Lock()
         self._links = SshLinks(self)
+        self._disks = SshDisks(self)
+        self._down: set[str] = set()  # hosts whose power command cut them off, until their power_on
+        self.lose_unsynced = bool(settings.get("lose_unsynced_writes", True))
+        self.power_offs = bool(settings.get("power_offs", False))
 
     # -- names -------------------------------------------------------------
     def conn(self, host: Host) -> SshConnection:
@@ -112,8 +121,24 @@ class SshRuntime:
                                "root": self.inventory.root,
                                "hosts": {h.name: self.inventory.host(h.name).target for h in self.plan.hosts}})
         on_hosts(list(self.plan.hosts), self._provision)
+        nodes = [h for h in self.plan.hosts if h.role == "node"]
+        power = on_hosts(nodes, self._choose_power)
+        self.state.update(ssh={**self.state.data["ssh"], "power": power})
         self._record_clocks("start")
 
+    def _choose_power(self, host: Host) -> str:
+        entry = self.inventory.host(host.name)
+        fuse = (self.lose_unsynced and self.power_offs and entry.power_off is None
+                and ssh_power.fuse_problem(self.conn(host)) is None)
+        return ssh_power.choose(entry, self.lose_unsynced, self.power_offs, fuse)
+
+    def power_kind(self, host: Host) -> str:
+        """What a power-off of `host` is: `unsyncfs`, `command` or `processes` (ssh_power)."""
+        return str((self.state.data.get("ssh", {}).get("power") or {}).get(host.name, ssh_power.PROCESSES))
+
+    def down(self, host: Host) -> bool:
+        """Whether `host` is off (its power command ran, its power_on not yet)."""
+        return host.name in self._down
     def _provision(self, host: Host) -> Software:
         conn = self.conn(host)
         q = shlex.quote(self.inventory.root)
@@ -160,22 +185,46 @@ class SshRuntime:
             conn.close()
 
     def _destroy_host(self, host: Host) -> None:
+        if host.name in self._down:  # its power_on never ran: bring it back to clean it
+            self.power_on(host)
         conn = self.conn(host)
         left = conn.check(kill_all_script(self.prefix), sudo=True).split()
         if left:
             raise RuntimeFailure(f"{host.name}: processes {left} of run {self.prefix} survived SIGKILL")
+        conn.check(detach_command(f"^{self.prefix}-"), sudo=True)  # the filesystems died with the processes
         conn.check(ssh_firewall.clean_command(self.prefix), sudo=True)
         conn.check(unshape_command(self._links.records), sudo=True)  # its delay processes died with the others
         conn.check(f"rm -rf {shlex.quote(self.run_root)}", sudo=True)
 
     def power_off(self, host: Host) -> None:
-        """Every process of the run on `host` SIGKILLed in one `kill` (the page cache survives)."""
+        """The host's power command; else every process of the run on `host` SIGKILLed in one `kill`, its unsyncfs
+        filesystems with them (their unsynced writes gone; without them the page cache survives)."""
+        if self.power_kind(host) == ssh_power.COMMAND:
+            self._down.add(host.name)
+            ssh_power.run_command(self.inventory.host(host.name), "power_off", self.prefix)
+            self.conn(host).close()
+            return
         left = self.conn(host).check(kill_all_script(self.prefix), sudo=True).split()
         if left:
             raise RuntimeFailure(f"{host.name}: processes {left} survived the power-off's SIGKILL")
+        self._disks.cut(host)
 
     def power_on(self, host: Host) -> None:
-        """Nothing to do: the machine never went down, only the run's processes did."""
+        """A host cut off by its power command: its power_on command, then wait for its sshd. A host on unsyncfs:
+        mount what survived. Nothing else (a no-op on a host that is up)."""
+        if host.name in self._down:
+            entry = self.inventory.host(host.name)
+            ssh_power.run_command(entry, "power_on", self.prefix)
+            took = ssh_power.wait_for_sshd(self.conn(host), entry.power_timeout_s)
+            log.info("ssh: %s is back %.1f s after its power_on command", host.name, took)
+            self._down.discard(host.name)
+        self._disks.power_on(host)
+
+    def keep_unsynced(self, host: Host, dirs: list[Path], log_dir: Path) -> None:
+        """On a host whose power-off is `unsyncfs`: mount it over the host's copies of `dirs` (idempotent). A host
+        with a power command keeps its data on its own disk, which loses what it did not fsync by itself."""
+        if self.power_kind(host) == ssh_power.UNSYNCFS:
+            self._disks.keep(host, dirs, log_dir)
 
     # -- software and files ------------------------------------------------
     def install(self, host: Host, kafka_version: str) -> Software:
@@ -198,7 +247,10 @@ class SshRuntime:
         return target
 
     def fetch(self, host: Host, path: Path) -> None:
-        """The host's copy of `path` into the run folder (a directory as one tar); nothing if it is not there."""
+        """The host's copy of `path` into the run folder (a directory as one tar); nothing if it is not there, or
+        while the host is off (a later fetch brings it)."""
+        if self.down(host):
+            return None
         source = Path(self.host_path(host, path))
         command = (f"cd {shlex.quote(str(source.parent))} 2>/dev/null && [ -e {shlex.quote(source.name)} ] "
                    f"&& tar -c {shlex.quote(source.name)} || true")
@@ -237,6 +289,8 @@ class SshRuntime:
 
     def execute(self, host: Host, argv: list[str], *, timeout: float = 30.0,
                 input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        if self.down(host):
+            raise RuntimeFailure(f"{' '.join(argv)[:200]} on {host.name}: the host is powered off")
         conn = self.conn(host)
         status, out, err = conn.run(" ".join(shlex.quote(a) for a in argv), timeout=timeout,
                                     stdin=input_text.encode() if input_text is not None else None)
@@ -248,28 +302,36 @@ class SshRuntime:
 
     # -- firewall ----------------------------------------------------------
     def set_firewall(self, host: Host, rules: str) -> None:
-        """One `iptables-restore --noflush` replacing the run's two chains (control address exempt first)."""
+        """One `iptables-restore --noflush` replacing the run's two chains (control address exempt first); nothing
+        on a host that is off (the nemesis gives it its rules back at power-on)."""
+        if self.down(host):
+            return
         text = ssh_firewall.restore_text(self.prefix, self.plan.control, rules)
         self.conn(host).check(ssh_firewall.install_command(self.prefix), stdin=text.encode(), sudo=True)
 
     def clear_firewall(self, host: Host) -> None:
+        if self.down(host):
+            return
         self.conn(host).check(ssh_firewall.clean_command(self.prefix), sudo=True)
 
     # -- link shaping (`ssh_links`: tc and the delay process on the host) ----
     def shape_links(self, host: Host, shaping: LinkShaping) -> None:
-        self._links.shape(host, shaping)
+        if not self.down(host):
+            self._links.shape(host, shaping)
 
     def clear_links(self, host: Host) -> None:
-        self._links.clear(host)
+        if not self.down(host):
+            self._links.clear(host)
 
 
-def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None) -> None:
-    """Every host reachable, its key accepted and host key known, java (and python3) present; else UsageError.
+def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, power_cuts: bool = False) -> None:
+    """Every host reachable, its key accepted and host key known, java (and python3) present, and with
+    `power_cuts` every node host able to drop unsynced writes (a power command or FUSE); else UsageError.
 
     Runs before anything is created, on every host at once; changes nothing on any host."""
     from testbed.runtime.ssh_preflight import check_hosts
 
-    check_hosts(plan, inventory, HostKeys(known_hosts, None))
+    check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts)
 
 
 def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:
@@ -286,6 +348,8 @@ def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str |
             if left:
                 raise RuntimeFailure(f"{entry.entry}: processes {left} survived SIGKILL")
             removed += [f"{entry.name}: process {p}" for p in pids]
+            removed += [f"{entry.name}: unsyncfs mount {m}" for m in
+                        conn.check(detach_command(f"^{prefix or 'fl[0-9a-f]{6}'}-"), sudo=True).split()]
             removed += [f"{entry.name}: chain {c}" for c in
                         conn.check(ssh_firewall.clean_command(prefix), sudo=True).split()]
             records = f"{inventory.root}/runs/{prefix or 'fl' + '[0-9a-f]' * 6}/tc"

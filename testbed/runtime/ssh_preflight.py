@@ -1,6 +1,7 @@
 """Before an ssh run creates anything: every host of the plan answers, accepts the key, shows a known host key,
 and has what the runtime cannot upload (java on nodes, python3 everywhere, venv on client hosts, iptables; tc,
-CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled links).
+CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled links; for power-offs that must drop
+unsynced writes, on each node host a power command in the inventory or FUSE that this machine's unsyncfs can use).
 
 All hosts are checked at once; the first problem (in plan order) becomes one
 UsageError line naming the host and the cause. Only read-only commands run.
@@ -18,6 +19,7 @@ from testbed.addressing import AddressPlan, Host
 from testbed.errors import HarnessError, UsageError
 from testbed.inventory import Inventory
 from testbed.runtime.ssh_conn import HostKeys, SshConnection, connect_error
+from testbed.runtime.ssh_power import fuse_problem
 
 # What each role needs on the host, as `command -v` names, with what to install when it is missing.
 NEEDS = {
@@ -38,7 +40,7 @@ KERNEL = ('k=/lib/modules/$(uname -r); for m in "$@"; do [ -d /sys/module/$m ] &
           r'grep -qs "/$m\.ko" $k/modules.builtin $k/modules.dep || echo $m; done; exit 0')
 
 
-def check_host(host: Host, inventory: Inventory, keys: HostKeys) -> str | None:
+def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: bool = False) -> str | None:
     """What is wrong with one host, in one phrase naming it; None when it is fit."""
     entry = inventory.host(host.name)
     conn = SshConnection(entry, keys)
@@ -65,7 +67,14 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys) -> str | None:
             status, _, err = conn.run("sudo -n true", retry=False)
             if status != 0:
                 return f"{where}: sudo: true, but 'sudo -n' asks for a password or is refused"
-        return _kernel_problem(conn, where)
+        problem = _kernel_problem(conn, where)
+        if problem is None and power_cuts and host.role == "node" and entry.power_off is None:
+            fuse = fuse_problem(conn)
+            if fuse is not None:
+                problem = (f"{where}: a power-off cannot drop its unsynced writes: {fuse}, and the inventory names "
+                           f"no power_off/power_on command for it (name one, or set cluster.lose_unsynced_writes: "
+                           f"false to run power-offs as kills that keep the page cache)")
+        return problem
     except HarnessError as exc:
         return f"{entry.entry} ({host.name}): {exc}"
     finally:
@@ -89,9 +98,9 @@ def _kernel_problem(conn: SshConnection, where: str) -> str | None:
     return None
 
 
-def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys) -> None:
+def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys, power_cuts: bool = False) -> None:
     with ThreadPoolExecutor(max_workers=len(plan.hosts), thread_name_prefix="preflight") as pool:
-        problems = list(pool.map(lambda h: check_host(h, inventory, keys), plan.hosts))
+        problems = list(pool.map(lambda h: check_host(h, inventory, keys, power_cuts), plan.hosts))
     found = [p for p in problems if p is not None]
     if found:
         more = f" (and {len(found) - 1} more host(s) with problems)" if len(found) > 1 else ""

@@ -121,6 +121,9 @@ class SshProcess:
     def alive(self) -> bool:
         if self._status is not None:
             return False
+        if self.runtime.down(self.host):  # its machine lost power, and it with it
+            self._status = -signal.SIGKILL
+            return False
         what, detail = self._query()
         if what == "end":
             # No status written: the keeper died with it, which only a SIGKILL of the whole run does.
@@ -132,7 +135,7 @@ class SshProcess:
         return None if self.alive() else self._status
 
     def signal(self, signum: int) -> None:
-        if self._status is not None:
+        if self._status is not None or self.runtime.down(self.host):
             return
         name = signal.Signals(signum).name.removeprefix("SIG")
         args = " ".join(shlex.quote(a) for a in (str(self.pid), self.started, self.runtime.prefix, name))
@@ -146,7 +149,7 @@ class SshProcess:
         self.signal(signal.SIGCONT)
 
     def paused(self) -> bool:
-        if self._status is not None:
+        if self._status is not None or self.runtime.down(self.host):
             return False
         what, detail = self._query()
         return what == "run" and detail in ("T", "t")

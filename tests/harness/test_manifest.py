@@ -84,3 +84,14 @@ def test_recover_finishes_the_manifest_the_killed_run_left(tmp_path: Path, monke
     assert (m["status"], m["started_at"], m["campaign_id"], m["recovered"]) == ("finished", started, "nightly", True)
     assert (m["exit_status"], m["valid"], m["outcome"], m["observed"]) == (1, False, "PASS", "lost = 3")
     assert m["duration_s"] >= 0
+
+
+def test_an_ssh_runs_manifest_says_what_each_node_hosts_power_off_was(tmp_path: Path) -> None:
+    (spec,) = load_specs(REPO / "scenarios" / "isolate-az-leader.yaml", "acks1")
+    manifest = Manifest(spec, tmp_path)
+    manifest.finish(None, None, None, failed=True)
+    assert "power_offs" not in json.loads((tmp_path / "run.json").read_text())  # netns, docker: nothing per host
+    power = {"az1-node": "unsyncfs", "az2-node": "command", "az3-node": "processes"}
+    RunFolder(tmp_path).state.write_text(json.dumps({"runtime": "ssh", "ssh": {"power": power}}))
+    manifest.finish(None, None, None, failed=True)
+    assert json.loads((tmp_path / "run.json").read_text())["power_offs"] == power

@@ -32,6 +32,19 @@ def test_ssh_notes_say_host_keys_power_off_and_large_clock_offsets(tmp_path: Pat
     assert "az2-node -0.250 s (±0.002) at the start" in notes[2] and "az1-node" not in notes[2]
 
 
+def test_ssh_notes_say_each_node_hosts_kind_of_power_off(tmp_path: Path) -> None:
+    power = {"az1-node": "unsyncfs", "az2-node": "command", "az3-node": "unsyncfs"}
+    (tmp_path / "state.json").write_text(json.dumps({"runtime": "ssh", "ssh": {"inventory": "/i.yaml",
+                                                                               "host_keys": "tofu", "power": power}}))
+    notes = host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]}))
+    assert "power-off per node host: az1-node unsyncfs, az2-node command, az3-node unsyncfs" in notes[0]
+    assert not any("page cache survives" in n for n in notes)  # every host dropped its unsynced writes
+    (tmp_path / "state.json").write_text(json.dumps({"runtime": "ssh", "ssh": {"power": {**power,
+                                                                                         "az2-node": "processes"}}}))
+    notes = host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]}))
+    assert any(n.startswith("az2-node: ") and "page cache survives" in n for n in notes)
+
+
 def test_small_offsets_are_said_as_a_bound(tmp_path: Path) -> None:
     (tmp_path / "state.json").write_text(json.dumps({"runtime": "ssh"}))
     (tmp_path / "clocks.json").write_text(json.dumps({"start": {"az1-node": {"offset_s": -0.0021, "bound_s": 0.001}}}))

@@ -34,7 +34,7 @@ def own_dockerd() -> Iterator[OwnDockerd]:
 def testbed(own_dockerd: OwnDockerd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshTestBed]:
     client = own_dockerd.client()
     try:
-        with sshd_testbed(client, tmp_path_factory.mktemp("ssh-testbed")) as bed:
+        with sshd_testbed(client, tmp_path_factory.mktemp("ssh-testbed"), fuse=True) as bed:
             yield bed
     finally:
         client.close()

@@ -52,6 +52,32 @@ def no_tc_host(testbed: SshTestBed) -> str:
     return address
 
 
+@pytest.fixture(scope="module")
+def no_fuse_host(testbed: SshTestBed) -> str:
+    """One more node host, without /dev/fuse or SYS_ADMIN: it cannot run unsyncfs."""
+    address = "198.19.0.162"
+    testbed.add_host(address, "az2", "node", fuse=False)
+    testbed.roles.pop(address)
+    testbed.known_hosts.write_text(testbed.known_hosts.read_text() + testbed.host_keys(address))
+    return address
+
+
+def test_a_power_cut_on_a_node_host_without_fuse_or_power_command_is_refused(
+        testbed: SshTestBed, no_fuse_host: str, tmp_path: Path) -> None:
+    inventory = testbed.write_inventory(tmp_path / "inventory.yaml", with_host(testbed, "az2", "node",
+                                                                              address=no_fuse_host))
+    before = traces(testbed)
+    proc = faultline("run", "scenarios/power-cut-cluster.yaml", "--configuration", "default-flush", "--inventory",
+                     str(inventory), "--known-hosts", str(testbed.known_hosts), "--results",
+                     str(tmp_path / "results"), timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert len(lines) == 1 and str(inventory) in lines[0], proc.stderr
+    assert f"({no_fuse_host}) root@{no_fuse_host}:22 (az2-node): a power-off cannot drop its unsynced writes: no " \
+           f"usable /dev/fuse" in lines[0] and "no power_off/power_on command" in lines[0], lines[0]
+    assert not (tmp_path / "results").exists() and traces(testbed) == before
+
+
 def test_bad_hosts_are_refused_in_one_line_and_nothing_starts(testbed: SshTestBed, no_java_host: str,
                                                               no_tc_host: str, tmp_path: Path) -> None:
     other_key = tmp_path / "other_key"

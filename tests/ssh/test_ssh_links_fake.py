@@ -76,6 +76,9 @@ class FakeRuntime:
     def conn(self, host: Host) -> LocalConn:
         return self.connection
 
+    def down(self, host: Host) -> bool:
+        return False
+
 
 class Links(SshLinks):
     def delay_argv(self, host: Host, queues: list[str]) -> list[str]:

@@ -54,14 +54,23 @@ def test_the_abilities_as_the_runtimes_have_them() -> None:
     assert kind("netns").abilities == frozenset(Ability)
     for name in ("docker", "ssh"):
         assert kind(name).can(Ability.POWER_CUT) and kind(name).can(Ability.PAUSE)
-    assert kinds.can(Ability.LOSE_UNSYNCED) == ("netns", "docker")
+    assert kinds.can(Ability.LOSE_UNSYNCED) == ("netns", "docker", "ssh")  # ssh: per host, checked at preflight
     assert kinds.can(Ability.SHAPE_LINKS) == ("netns", "docker", "ssh")
 
 
 def test_a_kind_that_keeps_the_page_cache_says_so_after_a_power_off() -> None:
     for record in KINDS:
-        assert (record.power_off_note is None) == record.can(Ability.LOSE_UNSYNCED), record.name
         assert record.power_off_note is None or "page cache survives" in record.power_off_note
+        assert record.power_note({}) == record.power_off_note, record.name
+    assert kind("netns").power_off_note is None and kind("docker").power_off_note is None
+    ssh = kind("ssh")  # per node host, from state.json: only hosts whose power-off kept their page cache
+    power = {"az1-node": "unsyncfs", "az2-node": "command", "az3-node": "processes"}
+    note = ssh.power_note({"ssh": {"power": power}})
+    assert note is not None and note.startswith("az3-node: ") and "page cache survives" in note
+    assert ssh.power_note({"ssh": {"power": {**power, "az3-node": "unsyncfs"}}}) is None
+    hosts = ssh.hosts_note({"ssh": {"inventory": "/i.yaml", "host_keys": "tofu", "power": power}})
+    assert hosts is not None and "power-off per node host: az1-node unsyncfs, az2-node command, az3-node processes" \
+        in hosts
 
 
 def test_one_kind_takes_its_hosts_from_an_inventory_and_the_others_from_a_network() -> None:
@@ -94,7 +103,8 @@ def test_the_address_plan_comes_from_the_network_or_the_inventory(tmp_path: Path
 def test_the_report_prints_the_kinds_caveats(tmp_path: Path) -> None:
     (tmp_path / "state.json").write_text('{"runtime": "ssh", "ssh": {"inventory": "/i.yaml", "host_keys": "tofu"}}')
     notes = host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]}))
-    assert notes == ["hosts: ssh, from the inventory /i.yaml; host keys tofu", kind("ssh").power_off_note]
+    assert notes == ["hosts: ssh, from the inventory /i.yaml; host keys tofu", kind("ssh").power_off_note]  # before
+    # the kinds of power-off were recorded: the page cache's caveat
     (tmp_path / "state.json").write_text('{"runtime": "bogus"}')
     assert host_notes(tmp_path, pd.DataFrame({"fault": ["power-off"]})) == []
 
