@@ -263,13 +263,14 @@ class SshRuntime:
         self._links.clear(host)
 
 
-def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None) -> None:
-    """Every host reachable, its key accepted and host key known, java (and python3) present; else UsageError.
+def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, kafka_version: str | None = None) -> None:
+    """Every host reachable, its key accepted and host key known, java (of a major `kafka_version` runs on) and
+    python3 present; else UsageError.
 
     Runs before anything is created, on every host at once; changes nothing on any host."""
     from testbed.runtime.ssh_preflight import check_hosts
 
-    check_hosts(plan, inventory, HostKeys(known_hosts, None))
+    check_hosts(plan, inventory, HostKeys(known_hosts, None), kafka_version)
 
 
 def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:
