@@ -126,3 +126,28 @@ def check_metadata(version: str, metadata: str) -> None:
                                 f"(KIP-833), use metadata: zookeeper or kafka_version 3.3 or later")
     raise DistributionError(f"Kafka {version} runs only on KRaft (ZooKeeper mode ended with 3.9): "
                             f"use metadata: kraft or leave it out")
+
+
+def java_major(version_output: str) -> int | None:
+    """The Java major of `java -version`'s output (`openjdk version "17.0.9"` is 17, `"1.8.0_392"` 8); None when
+    it names none."""
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
+
+
+def java_problem(version: str, major: int) -> str | None:
+    """Why a host whose `java` is `major` cannot run Kafka `version`'s nodes, in a few words; None when it can.
+
+    Only what is known to fail: 2.0 to 2.3 (the table's Java 11 rows) on Java 14 and later, where their ZooKeeper
+    client cannot resolve its server (ZOOKEEPER-3779, measured here on 17), and 4.x below Java 17 (Kafka 4.0's
+    brokers need 17, KIP-750)."""
+    row = release(version)
+    if row.java == 11 and major >= 14:
+        return (f"Kafka {version} needs Java 11 to 13 (its ZooKeeper client cannot resolve its server on 14 and "
+                f"later, ZOOKEEPER-3779), the host's java is {major}")
+    if row.since >= NEWEST_ZOOKEEPER and major < 17:
+        return f"Kafka {version} needs Java 17 or later (KIP-750), the host's java is {major}"
+    return None

@@ -145,7 +145,7 @@ def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None,
 
     if inventory is None:
         raise _no_inventory("ssh")
-    preflight(plan, load_inventory(inventory), known_hosts, power_cuts)
+    preflight(plan, load_inventory(inventory), known_hosts, power_cuts, kafka_version)
 
 
 def _ssh_hosts(state: Mapping[str, Any]) -> str:

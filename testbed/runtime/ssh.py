@@ -324,14 +324,16 @@ class SshRuntime:
             self._links.clear(host)
 
 
-def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, power_cuts: bool = False) -> None:
-    """Every host reachable, its key accepted and host key known, java (and python3) present, and with
-    `power_cuts` every node host able to drop unsynced writes (a power command or FUSE); else UsageError.
+def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, power_cuts: bool = False,
+              kafka_version: str | None = None) -> None:
+    """Every host reachable, its key accepted and host key known, java (of a major `kafka_version` runs on) and
+    python3 present, and with `power_cuts` every node host able to drop unsynced writes (a power command or
+    FUSE); else UsageError.
 
     Runs before anything is created, on every host at once; changes nothing on any host."""
     from testbed.runtime.ssh_preflight import check_hosts
 
-    check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts)
+    check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts, kafka_version)
 
 
 def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:

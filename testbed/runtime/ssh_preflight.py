@@ -1,7 +1,8 @@
 """Before an ssh run creates anything: every host of the plan answers, accepts the key, shows a known host key,
-and has what the runtime cannot upload (java on nodes, python3 everywhere, venv on client hosts, iptables; tc,
-CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled links; for power-offs that must drop
-unsynced writes, on each node host a power command in the inventory or FUSE that this machine's unsyncfs can use).
+and has what the runtime cannot upload (java on nodes, of a major the run's Kafka runs on; python3 everywhere,
+venv on client hosts, iptables; tc, CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled
+links; for power-offs that must drop unsynced writes, on each node host a power command in the inventory or
+FUSE that this machine's unsyncfs can use).
 
 All hosts are checked at once; the first problem (in plan order) becomes one
 UsageError line naming the host and the cause. Only read-only commands run.
@@ -16,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import paramiko
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.versions import java_major, java_problem
 from testbed.errors import HarnessError, UsageError
 from testbed.inventory import Inventory
 from testbed.runtime.ssh_conn import HostKeys, SshConnection, connect_error
@@ -40,8 +42,10 @@ KERNEL = ('k=/lib/modules/$(uname -r); for m in "$@"; do [ -d /sys/module/$m ] &
           r'grep -qs "/$m\.ko" $k/modules.builtin $k/modules.dep || echo $m; done; exit 0')
 
 
-def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: bool = False) -> str | None:
-    """What is wrong with one host, in one phrase naming it; None when it is fit."""
+def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: bool = False,
+               kafka_version: str | None = None) -> str | None:
+    """What is wrong with one host, in one phrase naming it; None when it is fit (its java able to run
+    `kafka_version` when one is given)."""
     entry = inventory.host(host.name)
     conn = SshConnection(entry, keys)
     try:
@@ -59,6 +63,9 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: boo
             status, out, err = conn.run("java -version", retry=False)
             if status != 0:
                 return f"{where}: java does not run: {(err or out).decode(errors='replace').strip()[-200:]}"
+            said = java_problem_of(kafka_version, (err + out).decode(errors="replace"))
+            if said:
+                return f"{where}: {said}"
         if host.role == "client":
             status, _, err = conn.run("python3 -c 'import venv, ensurepip'", retry=False)
             if status != 0:
@@ -98,9 +105,17 @@ def _kernel_problem(conn: SshConnection, where: str) -> str | None:
     return None
 
 
-def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys, power_cuts: bool = False) -> None:
+def java_problem_of(kafka_version: str | None, java_version_output: str) -> str | None:
+    """Why a node host whose `java -version` printed `java_version_output` cannot run `kafka_version`; None when
+    it can, or when either is unknown."""
+    major = java_major(java_version_output)
+    return java_problem(kafka_version, major) if kafka_version and major is not None else None
+
+
+def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys, power_cuts: bool = False,
+                kafka_version: str | None = None) -> None:
     with ThreadPoolExecutor(max_workers=len(plan.hosts), thread_name_prefix="preflight") as pool:
-        problems = list(pool.map(lambda h: check_host(h, inventory, keys, power_cuts), plan.hosts))
+        problems = list(pool.map(lambda h: check_host(h, inventory, keys, power_cuts, kafka_version), plan.hosts))
     found = [p for p in problems if p is not None]
     if found:
         more = f" (and {len(found) - 1} more host(s) with problems)" if len(found) > 1 else ""

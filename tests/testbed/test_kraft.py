@@ -10,7 +10,7 @@ import pytest
 from harness.spec import load_spec_file, load_specs, merge, parse_spec
 from testbed.addressing import make_plan
 from testbed.dist.versions import check_metadata, default_metadata, release
-from testbed.errors import DistributionError, SpecError
+from testbed.errors import ClusterError, DistributionError, SpecError
 from testbed.kafka import config as kcfg
 from testbed.kafka import kraft
 from testbed.kafka.kraft import active_controller, new_cluster_id
@@ -163,3 +163,41 @@ def test_combined_kraft_refuses_a_fault_on_the_quorum_process_alone() -> None:
         parse_spec(raw)
     raw["cluster"]["kraft_controllers"] = "separate"  # type: ignore[index]
     assert parse_spec(raw).cluster.quorum_role == "controller"
+
+
+class _SteeredCluster:
+    """What start_quorum asks of a cluster: its nodes and roles, start and kill (recorded)."""
+
+    def __init__(self) -> None:
+        self.nodes = make_plan("198.18.0.0/24", 3).nodes
+        self.roles = ("controller", "broker")
+        self.calls: list[tuple[str, int]] = []
+
+    def node(self, broker_id: int) -> object:
+        return next(n for n in self.nodes if n.broker_id == broker_id)
+
+    def start(self, node: object, role: str) -> None:
+        self.calls.append(("start", node.broker_id))  # type: ignore[attr-defined]
+
+    def kill(self, node: object, role: str) -> None:
+        self.calls.append(("kill", node.broker_id))  # type: ignore[attr-defined]
+
+
+def test_a_wrong_winner_has_every_controller_but_the_wanted_one_restarted(monkeypatch: pytest.MonkeyPatch) -> None:
+    winners = iter([1, 0, 2])
+    monkeypatch.setattr(kraft, "quorum_ready", lambda cluster: next(winners))
+    monkeypatch.setattr(kraft.time, "sleep", lambda s: None)
+    cluster = _SteeredCluster()
+    assert kraft.start_quorum(cluster, 2, float("inf"), 0.0) == 2  # type: ignore[arg-type]
+    assert cluster.calls == [("start", 2), ("start", 0), ("start", 1),  # the wanted one first
+                             ("kill", 0), ("kill", 1), ("start", 0), ("start", 1),  # 1 won: all but 2 again
+                             ("kill", 0), ("kill", 1), ("start", 0), ("start", 1)]  # 0 won: the same
+
+
+def test_a_wanted_controller_that_never_wins_is_one_error_after_three_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kraft, "quorum_ready", lambda cluster: 0)
+    monkeypatch.setattr(kraft.time, "sleep", lambda s: None)
+    cluster = _SteeredCluster()
+    with pytest.raises(ClusterError, match=r"broker 2's node did not become the active controller \(broker 0's did"):
+        kraft.start_quorum(cluster, 2, float("inf"), 0.0)  # type: ignore[arg-type]
+    assert cluster.calls.count(("kill", 2)) == 0 and cluster.calls.count(("kill", 0)) == kraft.STEER_ATTEMPTS

@@ -11,7 +11,7 @@ from harness.spec import load_spec_file, merge, parse_spec
 from testbed.addressing import make_plan
 from testbed.dist import java
 from testbed.dist.kafka import java_for, kafka_jar
-from testbed.dist.versions import BROKER_011_KEYS, TABLE, ZOOKEEPER_35_KEYS, release
+from testbed.dist.versions import BROKER_011_KEYS, TABLE, ZOOKEEPER_35_KEYS, java_major, java_problem, release
 from testbed.errors import DistributionError, SpecError
 from testbed.kafka.config import ClusterSettings, server_properties, zoo_cfg
 from testbed.kafka.replicas import parse_dump
@@ -22,6 +22,7 @@ from testbed.kafka.wire import (
     _parse_metadata,
     metadata_version,
 )
+from testbed.runtime.ssh_preflight import java_problem_of
 from tests.conftest import REPO, faultline
 
 
@@ -161,3 +162,23 @@ def test_dumps_before_2_2_one_line_per_record_are_parsed() -> None:
     replica = dumped[Path("/d/faultline-0/00000000000000000000.log")]
     assert replica.values == {0: "v-0", 1: "v-1"} and replica.epochs == set() and replica.invalid_batches == 1
     assert dumped[Path("/d/faultline-1/00000000000000000000.log")].values == {0: "producer-az1-0-0"}
+
+
+@pytest.mark.parametrize(("said", "major"), [
+    ('openjdk version "17.0.9" 2023-10-17\nOpenJDK Runtime Environment (build 17.0.9+9-Debian-1deb12u1)', 17),
+    ('java version "1.8.0_392"', 8), ('openjdk version "11" 2018-09-25', 11), ('openjdk version "21.0.1"', 21),
+    ("no version here", None),
+])
+def test_the_java_major_is_read_from_java_version(said: str, major: int | None) -> None:
+    assert java_major(said) == major
+
+
+def test_an_ssh_hosts_java_is_refused_only_where_the_version_is_known_to_fail_on_it() -> None:
+    assert java_problem("2.3.1", 17) == ("Kafka 2.3.1 needs Java 11 to 13 (its ZooKeeper client cannot resolve its "
+                                         "server on 14 and later, ZOOKEEPER-3779), the host's java is 17")
+    assert java_problem("4.1.1", 11) == "Kafka 4.1.1 needs Java 17 or later (KIP-750), the host's java is 11"
+    assert [java_problem(v, m) for v, m in (("2.3.1", 11), ("2.0.1", 13), ("4.1.1", 17), ("4.1.1", 21),
+                                            ("3.9.1", 11), ("0.10.2.2", 17), ("2.7.2", 17))] == [None] * 7
+    assert java_problem_of("2.0.1", 'openjdk version "17.0.9"').startswith("Kafka 2.0.1 needs Java 11 to 13")
+    assert java_problem_of(None, 'openjdk version "17.0.9"') is None
+    assert java_problem_of("2.0.1", "a java that names no version") is None
