@@ -45,6 +45,17 @@ def jvm_counters(spark: Any) -> dict[str, float]:
     }
 
 
+def _operators(info: dict[str, Any]) -> str:
+    """The operators a stage runs (its RDDs' scopes: Exchange, HashAggregate, BroadcastExchange, ...)."""
+    names = []
+    for rdd in info.get("RDD Info", []):
+        scope = json.loads(rdd.get("Scope") or "{}").get("name", "")
+        name = scope.split(" (")[0]
+        if name and name not in names and not name.startswith("WholeStageCodegen"):
+            names.append(name)
+    return ", ".join(reversed(names)) or info["Stage Name"].split(" at ")[0]
+
+
 def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int) -> None:
     """Per check window (wall-clock ms), its jobs and longest stages, from the event log."""
     stages, jobs = [], []
@@ -56,7 +67,7 @@ def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int) ->
             info = event["Stage Info"]
             acc = {a["Name"]: a.get("Value", 0) for a in info.get("Accumulables", [])}
             stages.append({
-                "id": info["Stage ID"], "name": info["Stage Name"].split(" at ")[0],
+                "id": info["Stage ID"], "name": _operators(info),
                 "start": info.get("Submission Time", 0) / 1e3, "end": info.get("Completion Time", 0) / 1e3,
                 "tasks": info["Number of Tasks"],
                 "run_s": int(acc.get("internal.metrics.executorRunTime", 0)) / 1e3,
