@@ -5,7 +5,9 @@ Times the steps of one process (Spark session start, each check: the first one c
 stages that took longest (wall time, executors' run and CPU time, GC, tasks); and the JVM's own
 counters (process CPU time, JIT compilation time, GC time, classes loaded).
 
-    .venv/bin/python bench/profile_checker.py HISTORY_DIR [--warm 1] [--top 12]
+    .venv/bin/python bench/profile_checker.py HISTORY_DIR [--warm 1] [--top 12] [--java="-XX:..."] [--conf K=V]
+
+Run it under the heavy lock (it starts Spark). The event log lives in a temporary folder, removed at exit.
 """
 
 from __future__ import annotations
@@ -96,8 +98,13 @@ def main() -> None:
     parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting to try (repeatable)")
     parser.add_argument("--java", default="", help="JVM options to try, added to the driver's")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="faultline-eventlog-") as logs:  # removed on every exit path
+        profile(args, Path(logs))
+
+
+def profile(args: Any, logs: Path) -> None:
+    """Run the checks of ``args`` with Spark's event log in ``logs``, then print the tables."""
     started = time.time()
-    logs = Path(tempfile.mkdtemp(prefix="faultline-eventlog-"))
     base = ss.settings
 
     def with_log(master: str) -> dict[str, str]:
@@ -115,15 +122,17 @@ def main() -> None:
     print(f"python start to session: {t - started:.1f} s + session start {time.time() - t:.1f} s")
     print("JVM after start:", jvm_counters(spark))
     windows = []
-    for i in range(1 + args.warm):
-        t = time.time()
-        verdict = check(args.history_dir, engine="spark")
-        label = "cold check" if i == 0 else f"warm check {i}"
-        windows.append((label, t, time.time()))
-        counts = {k: n for k, n in verdict["counts"].items() if n}
-        print(f"{label}: {time.time() - t:.1f} s  {counts}")
-        print("  JVM:", jvm_counters(spark))
-    ss.stop_session()
+    try:
+        for i in range(1 + args.warm):
+            t = time.time()
+            verdict = check(args.history_dir, engine="spark")
+            label = "cold check" if i == 0 else f"warm check {i}"
+            windows.append((label, t, time.time()))
+            counts = {k: n for k, n in verdict["counts"].items() if n}
+            print(f"{label}: {time.time() - t:.1f} s  {counts}")
+            print("  JVM:", jvm_counters(spark))
+    finally:
+        ss.stop_session()  # writes the event log out
     print(f"whole: {time.time() - started:.1f} s")
     (log,) = logs.iterdir()
     stage_table(log, windows, args.top)
