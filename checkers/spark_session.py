@@ -7,6 +7,15 @@ FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
 a cluster master). Any master URL works (``spark://host:7077`` for a standalone
 cluster); ``local[*]`` is the default.
 
+Two more are for measuring, not tuning: FAULTLINE_SPARK_JVM_OPTIONS (options
+added to the driver JVM's, none by default) and
+FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN (true by default). On 2 cores the JIT
+compiler's threads use about as much CPU as Spark's tasks at 10M operations,
+yet C1-only (-XX:TieredStopAtLevel=1), C2-only (-XX:-TieredCompilation),
+ParallelGC and whole-stage code generation off measured no better than the
+defaults beyond the shared machine's noise (BENCHMARKS.md, "third pass"), so
+the defaults stay.
+
 The JVM's own output (its incubator-module warning, Spark's start-up lines,
 anything log4j prints) never reaches the terminal: it is read from a pipe and
 logged line by line to the ``spark.jvm`` logger, which a run's harness.log
@@ -47,6 +56,8 @@ logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = off
 """
 
+JVM_OPTIONS = ""
+
 _session: SparkSession | None = None
 _master: str | None = None
 jvm_log = logging.getLogger("spark.jvm")
@@ -59,6 +70,11 @@ def _log_config() -> Path:
     return path
 
 
+def jvm_options() -> str:
+    """The driver JVM's options beyond the log configuration (FAULTLINE_SPARK_JVM_OPTIONS replaces them)."""
+    return os.environ.get("FAULTLINE_SPARK_JVM_OPTIONS", JVM_OPTIONS)
+
+
 def settings(master: str) -> dict[str, str]:
     """The Spark configuration the checker starts its session with."""
     conf = {
@@ -68,8 +84,9 @@ def settings(master: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "true",
+        "spark.sql.codegen.wholeStage": os.environ.get("FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN", "true"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()} {jvm_options()}".strip(),
     }
     if master.startswith("local") or any(f"//{h}:" in master for h in LOOPBACK):
         # Bind to loopback: the host may sit in network namespaces the harness builds (and a standalone

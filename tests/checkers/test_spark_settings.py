@@ -1,0 +1,25 @@
+"""The Spark session's settings: the defaults and the environment variables that replace them (no JVM started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkers import spark_session
+
+
+def test_defaults_add_no_jvm_option_and_keep_whole_stage_codegen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FAULTLINE_SPARK_JVM_OPTIONS", raising=False)
+    monkeypatch.delenv("FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN", raising=False)
+    conf = spark_session.settings("local[*]")
+    assert conf["spark.driver.extraJavaOptions"].split() == [f"-Dlog4j2.configurationFile=file:{spark_session._log_config()}"]
+    assert conf["spark.sql.codegen.wholeStage"] == "true"
+
+
+def test_measuring_knobs_reach_the_driver_jvm_and_the_sql_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAULTLINE_SPARK_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC")
+    monkeypatch.setenv("FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN", "false")
+    conf = spark_session.settings("local[*]")
+    options = conf["spark.driver.extraJavaOptions"].split()
+    assert options[0].startswith("-Dlog4j2.configurationFile=")  # the quiet log configuration is kept
+    assert options[1:] == ["-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC"]
+    assert conf["spark.sql.codegen.wholeStage"] == "false"
