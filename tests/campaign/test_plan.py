@@ -32,6 +32,12 @@ def test_the_repos_campaigns_plan() -> None:
     assert {c.scenario for c in nightly} == catalogue
     assert len(refused) == 8 and all("must be set to `all` when `enable.idempotence` is true" in r["reason"]
                                      for r in refused)
+    versions, refused = plan_cases(load_campaign(REPO / "campaigns" / "versions.yaml"), 1)
+    core = [c for c in versions if ".md-" in (c.configuration or "")]
+    # 11 configurations of the five core scenarios on 2.7.2 and 3.9.1 (ZooKeeper), 3.9.1 and 4.1.1 (KRaft), less
+    # the ZooKeeper-only stories' KRaft cells; 2.7.2 KRaft and 4.1.1 ZooKeeper refused in every matrix.
+    assert len(core) == 11 * 4 - 5 * 2 and len(versions) == 7 + 12 + len(core)
+    assert len(refused) == 11 * 2 + 5 * 2
 
 
 def test_durations() -> None:
