@@ -9,8 +9,8 @@
         - when: {acks: [0, 1]}                               # a list: any of these values
           expect: {observed: [two-leaders]}
 
-A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, a version (`kafka_version`, `client`:
-`VERSION_SETTINGS`), else a librdkafka producer
+A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, a version (`kafka_version`, `metadata`,
+`client`: `VERSION_SETTINGS`), else a librdkafka producer
 setting (every producer group of the scenario gets it; librdkafka itself checks each value). A cell's expectation is every matching rule's
 expectation together (a rule without `when` matches every cell); a cell no rule matches is an error,
 so that no cell runs without a stated expectation. Conditions are a value (equal), a list (one of) or
@@ -39,13 +39,14 @@ from workloads.settings_check import SettingRefused, check_settings
 CLUSTER_SETTINGS = {"min.insync.replicas": "min_insync_replicas",
                     "unclean.leader.election.enable": "unclean_leader_election",
                     "replica.lag.time.max.ms": "replica_lag_time_max_ms"}
-# Versions a matrix sweeps, by their grid names, and the spec key (section, key) that sets each: the broker and
-# the client under test (`client`: clients.confluent_kafka). The spec's own validation refuses a version it cannot run.
-VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "client": ("clients", "confluent_kafka")}
+# Versions a matrix sweeps, by their grid names, and the spec key (section, key) that sets each: the broker, its
+# metadata mode (zookeeper or kraft) and the client under test (`client`: clients.confluent_kafka). The spec's own validation refuses a version it cannot run.
+VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "metadata": ("cluster", "metadata"),
+                    "client": ("clients", "confluent_kafka")}
 # Short names for cell names (run folder names): readable and free of dots.
 SHORT = {"acks": "acks", "enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
          "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries",
-         "kafka_version": "kafka", "client": "ck"}
+         "kafka_version": "kafka", "metadata": "md", "client": "ck"}
 _COMPARISON = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {">=": operator.ge, "<=": operator.le, "==": operator.eq,
                                                      "!=": operator.ne, ">": operator.gt, "<": operator.lt}
@@ -113,9 +114,11 @@ def cell_label(cell: dict[str, Any]) -> str:
     return " ".join(f"{k}={_text(v)}" for k, v in cell.items())
 
 
-def cell_name(cell: dict[str, Any]) -> str:
-    """`acks-all.idem-true.minisr-2`: the cell's configuration name (and run folder name)."""
-    parts = (f"{SHORT.get(k, k.replace('.', '-'))}-{_text(v)}" for k, v in cell.items())
+def cell_name(cell: dict[str, Any], base: str | None = None) -> str:
+    """`acks-all.idem-true.minisr-2`: the cell's configuration name (and run folder name); a matrix that starts
+    from a configuration of its scenario puts that first (`acks1.kafka-3_9_1.md-kraft`), so that two matrices of
+    one scenario from different configurations never name two cells alike."""
+    parts = [*([base] if base else []), *(f"{SHORT.get(k, k.replace('.', '-'))}-{_text(v)}" for k, v in cell.items())]
     return ".".join(re.sub(r"[^A-Za-z0-9_-]", "_", part) for part in parts)
 
 

@@ -121,7 +121,7 @@ def _matrix_cases(index: int, entry: Matrix, overrides: dict[str, Any]) -> tuple
     cases, refused = [], []
     for cell in entry.cells():
         expect = entry.expectation(cell, f"entries[{index}].matrix.rules")
-        case = Case(index, MATRIX, name, cell_name(cell), entry.source, merge(overrides, entry.overrides),
+        case = Case(index, MATRIX, name, cell_name(cell, entry.configuration), entry.source, merge(overrides, entry.overrides),
                     entry.configuration, cell, expect)
         try:
             case.load()

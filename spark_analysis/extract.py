@@ -28,6 +28,8 @@ from checkers.sources import locate_history
 from checkers.tables import load_table
 from spark_analysis import schema as s
 from spark_analysis.instances import instance_rows
+from testbed.dist.versions import default_metadata
+from testbed.errors import DistributionError
 from testbed.runfolder import RunFolder
 
 NS = 1_000_000_000
@@ -95,6 +97,18 @@ def _cast(value: Any, kind: pa.DataType) -> Any:
     return float(value)
 
 
+def metadata_of(settings: dict[str, Any], kafka_version: str | None) -> str | None:
+    """`zookeeper` or `kraft`: run.json's `settings.broker.metadata`, else (a run from before KRaft came) what
+    its Kafka version gets by default (ZooKeeper below 4.0); null when neither is known."""
+    metadata = (settings.get("broker") or {}).get("metadata")
+    if metadata or not kafka_version:
+        return metadata
+    try:
+        return default_metadata(kafka_version)
+    except DistributionError:
+        return None
+
+
 def runs_row(run_id: str, manifest: dict[str, Any], verdict: dict[str, Any] | None, t0_ns: int | None,
              batch: str) -> dict[str, Any]:
     """The `runs` row of one run."""
@@ -112,6 +126,9 @@ def runs_row(run_id: str, manifest: dict[str, Any], verdict: dict[str, Any] | No
         "duration_s": manifest.get("duration_s"), "runtime": manifest.get("runtime"),
         "kafka_version": versions.get("kafka"), "librdkafka_version": versions.get("librdkafka"),
         "confluent_kafka_version": versions.get("confluent_kafka"), "faultline_version": versions.get("faultline"),
+        "metadata": metadata_of(settings, versions.get("kafka")),
+        "client_confluent_kafka_version": (versions.get("client_under_test") or versions).get("confluent_kafka"),
+        "client_librdkafka_version": (versions.get("client_under_test") or versions).get("librdkafka"),
         "commit": manifest.get("commit"), "seed": manifest.get("seed"),
         "producer_groups": len(settings.get("producers") or []),
         "faults": ",".join(manifest.get("faults") or []),

@@ -118,6 +118,36 @@ def one_run(spark: SparkSession, lake: str | Path, name: str, run_id: str) -> pd
 
 
 
+def version_label(runs: DataFrame) -> F.Column:
+    """`3.9.1 kraft`, with ` client 2.10.1` when the clients under test ran another confluent-kafka than the
+    harness's own: one column per cell of a version matrix."""
+    client = F.when(F.col("client_confluent_kafka_version") != F.col("confluent_kafka_version"),
+                    F.concat(F.lit(" client "), F.col("client_confluent_kafka_version"))).otherwise(F.lit(""))
+    return F.concat(F.coalesce(F.col("kafka_version"), F.lit("?")), F.lit(" "),
+                    F.coalesce(F.col("metadata"), F.lit("?")), client)
+
+
+def anomalies_by_version(runs: DataFrame) -> pd.DataFrame:
+    """Version x scenario: per scenario, configuration and version cell (Kafka, metadata mode, client under test),
+    the runs and their outcomes, and each anomaly's total count over them (long form: pivot it for a view)."""
+    return (runs.withColumn("version", version_label(runs))
+            .groupBy("scenario", "configuration", "version")
+            .agg(F.count("*").alias("runs"), _count_if(F.col("outcome") == "PASS").alias("pass"),
+                 _count_if(F.col("outcome") == "FAIL").alias("fail"), _count_if(F.col("outcome") == "ERROR").alias("error"),
+                 *(F.sum(count_column(a)).alias(count_column(a)) for a in ANOMALIES))
+            .orderBy("scenario", "configuration", "version").toPandas())
+
+
+def version_pivot(by_version: pd.DataFrame, anomaly: str) -> pd.DataFrame:
+    """One anomaly's counts as a table: a row per scenario [configuration], a column per version cell (blank: not
+    run there)."""
+    if by_version.empty:
+        return pd.DataFrame()
+    key = by_version["scenario"] + " [" + by_version["configuration"].fillna("-") + "]"
+    return by_version.assign(key=key).pivot_table(index="key", columns="version", values=count_column(anomaly),
+                                                  aggfunc="sum")
+
+
 def transactions_by_scenario(txns: DataFrame, runs: DataFrame) -> pd.DataFrame:
     """Per scenario and configuration: transactions committed, aborted and unknown, how many overlapped a fault,
     and how long they took from begin to outcome (median and p99, ms)."""

@@ -18,7 +18,8 @@ import pyarrow as pa
 from checkers.anomalies import ANOMALIES
 from checkers.schema import STATUSES, read_field
 
-SCHEMA_VERSION = 3  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`
+SCHEMA_VERSION = 4  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`;
+# 4: `metadata` and the client under test's versions in `runs` (the version x scenario view)
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
@@ -63,6 +64,9 @@ RUNS = pa.schema([
     pa.field("kafka_version", pa.string()),
     pa.field("librdkafka_version", pa.string()),
     pa.field("confluent_kafka_version", pa.string()),
+    pa.field("metadata", pa.string()),
+    pa.field("client_confluent_kafka_version", pa.string()),
+    pa.field("client_librdkafka_version", pa.string()),
     pa.field("faultline_version", pa.string()),
     pa.field("commit", pa.string()),
     pa.field("seed", pa.int64()),

@@ -21,6 +21,9 @@ from testbed.runfolder import RunFolder
 
 SCENARIOS = ("synthetic-isolate", "synthetic-split")
 ACKS = ("1", "all")
+# Broker versions and metadata modes in turn; the first has no `metadata` key, as a run.json from before KRaft.
+VERSIONS = (("2.7.2", None), ("3.9.1", "kraft"), ("4.1.1", "kraft"))
+CLIENT_UNDER_TEST = {"confluent_kafka": "2.10.1", "librdkafka": "2.10.1", "python": "3.10.13"}  # every fourth run
 
 
 def manifest(run_id: str, scenario: str, configuration: str, index: int, verdict: dict[str, Any],
@@ -28,13 +31,14 @@ def manifest(run_id: str, scenario: str, configuration: str, index: int, verdict
     acks = ACKS[index % len(ACKS)]
     idempotent = acks == "all" and index % 4 == 3
     passed = verdict["counts"]["lost"] == 0 if acks == "all" else True
+    kafka, metadata = VERSIONS[index % len(VERSIONS)]
     return {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "campaign_id": f"synthetic-{index // 50}",
         "scenario": scenario, "configuration": configuration, "status": "finished",
         "started_at": iso_utc(started.timestamp()), "ended_at": iso_utc(started.timestamp() + 60),
         "duration_s": 60.0, "runtime": "netns",
-        "versions": {"faultline": "0.1.0", "kafka": "2.7.2", "librdkafka": "2.16.1", "confluent_kafka": "2.16.1",
-                     "python": "3.11"},
+        "versions": {"faultline": "0.1.0", "kafka": kafka, "librdkafka": "2.16.1", "confluent_kafka": "2.16.1",
+                     "python": "3.11", **({"client_under_test": CLIENT_UNDER_TEST} if index % 4 == 1 else {})},
         "commit": "synthetic", "seed": index, "run_duration_s": 40.0,
         "settings": {
             "producers": [{"azs": ["az1", "az2", "az3"], "per_az": 1, "rate": 150.0, "value_bytes": 0,
@@ -45,7 +49,8 @@ def manifest(run_id: str, scenario: str, configuration: str, index: int, verdict
             "topic": {"name": "faultline", "partitions": 6, "replication_factor": 3, "min_insync_replicas": 2,
                       "replica_assignment": None},
             "broker": {"nodes": 3, "unclean_leader_election": False, "replica_lag_time_max_ms": 10000,
-                       "zookeeper_session_timeout_ms": 6000, "controller": None, "overrides": {}}},
+                       "zookeeper_session_timeout_ms": 6000, "controller": None, "overrides": {},
+                       **({"metadata": metadata} if metadata else {})}},
         "faults": ["isolate-az"], "exit_status": exit_status(verdict),
         "valid": verdict["valid"], "expected": "no lost" if acks == "all" else None,
         "observed": f"lost = {verdict['counts']['lost']}" if acks == "all" else None,

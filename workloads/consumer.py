@@ -6,13 +6,19 @@ librdkafka requires). `group` mode: subscribes with the configured group;
 commits are automatic (`auto`, journaled from the commit callback) or
 synchronous after each poll that returned records (`sync`, journaled from
 the call's result). Rebalances are journaled too. Runs until SIGTERM, then
-closes (leaving the group) and exits 0; a fatal client error exits 1.
+closes (leaving the group) and exits 0; a fatal client error exits 1. A close that
+has not returned within CLOSE_TIMEOUT_S (librdkafka 2.1 and 2.2 sometimes never return
+from it after leader moves) is journaled in the end line (`close: timeout`) and the
+process exits without it: every read was journaled before, and the harness gives a
+consumer STOP_GRACE_S (15 s) to stop.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -27,6 +33,7 @@ from workloads.settings import consumer_effective
 from workloads.stopping import StopFlag
 
 POLL_TIMEOUT_S = 0.2
+CLOSE_TIMEOUT_S = 8.0
 DISCOVERY_TIMEOUT_S = 60.0
 
 
@@ -116,12 +123,28 @@ class ConsumerWorkload:
                 if self.config.commit == "sync" and result.count:
                     self._commit_sync(consumer)
             self.journal.flush()
-        consumer.close()
-        self.journal.append({"kind": "end", "t": time.time_ns(), "records": self.recorder.seq, "fatal": self.fatal})
+        closed = close_within(consumer, CLOSE_TIMEOUT_S)
+        self.journal.append({"kind": "end", "t": time.time_ns(), "records": self.recorder.seq, "fatal": self.fatal,
+                             "close": "ok" if closed else "timeout"})
         self.journal.flush()
         print(json.dumps({"process": self.config.process, "role": "consumer", "records": self.recorder.seq}),
               flush=True)
+        code = exits.DONE
+        if not closed:
+            print(f"{self.config.process}: close() did not return within {CLOSE_TIMEOUT_S:.0f} s; exiting without it",
+                  file=sys.stderr)
         if self.fatal:
             print(f"{self.config.process}: {self.fatal}", file=sys.stderr)
-            return exits.FAILED
-        return exits.DONE
+            code = exits.FAILED
+        if not closed:
+            sys.stderr.flush()
+            os._exit(code)  # the client's threads are stuck in close: no interpreter shutdown waits for them
+        return code
+
+
+def close_within(consumer: Consumer, timeout_s: float) -> bool:
+    """consumer.close() in a thread of its own; False if it has not returned within `timeout_s`."""
+    closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
+    return not closer.is_alive()

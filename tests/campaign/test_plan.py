@@ -32,6 +32,12 @@ def test_the_repos_campaigns_plan() -> None:
     assert {c.scenario for c in nightly} == catalogue
     assert len(refused) == 8 and all("must be set to `all` when `enable.idempotence` is true" in r["reason"]
                                      for r in refused)
+    versions, refused = plan_cases(load_campaign(REPO / "campaigns" / "versions.yaml"), 1)
+    core = [c for c in versions if ".md-" in (c.configuration or "")]
+    # 11 configurations of the five core scenarios on 2.7.2 and 3.9.1 (ZooKeeper), 3.9.1 and 4.1.1 (KRaft), less
+    # the ZooKeeper-only stories' KRaft cells; 2.7.2 KRaft and 4.1.1 ZooKeeper refused in every matrix.
+    assert len(core) == 11 * 4 - 5 * 2 and len(versions) == 7 + 12 + len(core)
+    assert len(refused) == 11 * 2 + 5 * 2
 
 
 def test_durations() -> None:
@@ -161,3 +167,24 @@ def test_runtime_and_kafka_version_from_the_command_line_apply_to_every_run() ->
     assert plan.budget_s == 600 and plan.seed == 1
     default = make_plan(Options(REPO / "campaigns" / "quick.yaml", budget="5m"))
     assert {case.load().cluster.runtime for case in default.cases} == {"netns"} and default.budget_s == 300
+
+
+def test_a_matrix_sweeps_metadata_modes_and_names_its_cells_after_their_configuration(tmp_path: Path) -> None:
+    rules = [{"expect": {"absent": ["lost"]}}]
+    entries = [{"matrix": {"scenario": "isolate-az-leader", "configuration": configuration,
+                           "grid": {"kafka_version": ["2.7.2", "3.9.1", "4.1.1"], "metadata": ["zookeeper", "kraft"]},
+                           "rules": rules}} for configuration in ("acks1", "acksall")]
+    entries.append({"matrix": {"scenario": "unclean-election", "configuration": "unclean",
+                               "grid": {"kafka_version": ["3.9.1"], "metadata": ["zookeeper", "kraft"]}, "rules": rules}})
+    cases, refused = plan_cases(load_campaign(write_campaign(tmp_path, entries)), 0)
+    names = sorted(c.configuration or "" for c in cases)
+    assert names == sorted(f"{c}.kafka-{v}.md-{m}" for c in ("acks1", "acksall")
+                           for v, m in (("2_7_2", "zookeeper"), ("3_9_1", "zookeeper"), ("3_9_1", "kraft"),
+                                        ("4_1_1", "kraft"))) + ["unclean.kafka-3_9_1.md-zookeeper"]
+    assert len({c.key for c in cases}) == len(cases), "no two cells share a name"
+    spec = next(c for c in cases if c.configuration == "acks1.kafka-3_9_1.md-kraft").load()
+    assert (spec.cluster.kafka_version, spec.cluster.metadata) == ("3.9.1", "kraft")
+    reasons = {r["configuration"]: r["reason"] for r in refused}
+    assert "no production KRaft" in reasons["acks1.kafka-2_7_2.md-kraft"]
+    assert "runs only on KRaft" in reasons["acksall.kafka-4_1_1.md-zookeeper"]
+    assert "ZooKeeper-only story" in reasons["unclean.kafka-3_9_1.md-kraft"]

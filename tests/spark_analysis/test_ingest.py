@@ -57,6 +57,12 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
         assert row["valid"] == str(verdict["valid"]).lower() and row["outcome"] == manifest["outcome"]
         assert row["acks"] == manifest["settings"]["producers"][0]["settings"]["acks"]
         assert row["campaign_id"] == manifest["campaign_id"] and row["scenario"] == manifest["scenario"]
+        assert row["kafka_version"] == manifest["versions"]["kafka"]
+        # run.json's metadata mode; a run.json from before KRaft has none and ran ZooKeeper (2.7.2's default).
+        assert row["metadata"] == manifest["settings"]["broker"].get("metadata", "zookeeper")
+        client = manifest["versions"].get("client_under_test", manifest["versions"])
+        assert (row["client_confluent_kafka_version"], row["client_librdkafka_version"]) == (
+            client["confluent_kafka"], client["librdkafka"])
         instances = [r for r in lake_table(lake, "anomalies") if r["run_id"] == run_id]
         assert {a: sum(r["anomaly"] == a for r in instances) for a in ANOMALIES} == verdict["counts"]
         errors = {a: sum(r["anomaly"] == a and r["classified"] == "error" for r in instances) for a in ANOMALIES}
@@ -69,11 +75,13 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
         throughput = [r for r in lake_table(lake, "throughput") if r["run_id"] == run_id]
         assert sum(r["ok"] for r in throughput) == verdict["stats"]["ok"]
         assert sum(r["fail"] + r["info"] for r in throughput) == verdict["stats"]["fail"] + verdict["stats"]["info"]
+    assert {r["metadata"] for r in runs.values()} == {"zookeeper", "kraft"}
+    assert {r["client_confluent_kafka_version"] for r in runs.values()} == {"2.16.1", "2.10.1"}
     faults = lake_table(lake, "faults")
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 3
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 4
     # Hive partitions: scenario and day come back as columns, one folder each.
     assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
 
@@ -248,3 +256,33 @@ def test_the_notebooks_transactions_query(tmp_path: Path) -> None:
     assert (row["committed"], row["aborted"], row["unknown"]) == (
         verdict["stats"]["committed"], verdict["stats"]["aborted"], verdict["stats"]["unknown"])
     assert 0 < row["during_a_fault"] <= row["transactions"] and 0 < row["duration_ms_p50"] <= row["duration_ms_p99"]
+
+
+def test_a_run_json_without_a_known_version_has_no_metadata() -> None:
+    from spark_analysis.extract import metadata_of
+
+    assert metadata_of({"broker": {"metadata": "kraft"}}, "3.9.1") == "kraft"
+    assert metadata_of({"broker": {}}, "3.9.1") == "zookeeper" and metadata_of({}, "4.1.1") == "kraft"
+    assert metadata_of({}, None) is None and metadata_of({}, "9.9.9") is None
+
+
+@pytest.mark.spark
+def test_the_notebooks_version_by_scenario_view(results: Path, tmp_path: Path) -> None:
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    lake = tmp_path / "lake"
+    ingest(results, lake, io.StringIO())
+    runs = lake_table(lake, "runs")
+    by_version = q.anomalies_by_version(q.table(spark_session(), lake, "runs"))
+    assert set(by_version["version"]) == {"2.7.2 zookeeper", "3.9.1 kraft client 2.10.1", "4.1.1 kraft"}
+    assert by_version["runs"].sum() == len(runs)
+    for r in runs:
+        version = {"2.7.2": "2.7.2 zookeeper", "3.9.1": "3.9.1 kraft client 2.10.1", "4.1.1": "4.1.1 kraft"}[
+            r["kafka_version"]]
+        cell = by_version[(by_version["scenario"] == r["scenario"]) & (by_version["version"] == version)]
+        assert cell["lost"].sum() >= r["lost"] and cell["duplicate"].sum() >= r["duplicate"]
+    assert by_version["lost"].sum() == sum(r["lost"] for r in runs)
+    pivot = q.version_pivot(by_version, "lost")
+    assert pivot.shape == (len(by_version[["scenario", "configuration"]].drop_duplicates()), 3)
+    assert pivot.sum().sum() == sum(r["lost"] for r in runs)
