@@ -23,6 +23,7 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `slow-link` | `between` or `target`, `ends`, `delay_ms` (added one-way delay), `jitter_ms` (default 0) |
 | `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
 | `pause-workload` | `process` (a producer, `producer-az1-0`): SIGSTOP it; undone by SIGCONT |
+| `hold-request` | `process` (a producer with `proxy: true`), `api` (`EndTxn` default, `AddPartitionsToTxn`, `AddOffsetsToTxn`, `TxnOffsetCommit`, `Produce`): its request-holding proxy holds the next such request, and everything after it on that connection, until undone; then forwards it late on the same connection (the client may have given up and retried meanwhile). Starts once a request was caught |
 | `replace-workload` | `process` (a transactional producer): start a second process with its config and its transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences the first; it runs to the end of the run (undo does nothing) |
 
 The degraded-link kinds (`nemesis.links`) take each value per direction: a
@@ -56,8 +57,10 @@ from testbed.errors import SpecError
 PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
 LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
-WORKLOAD_FAULTS = ("pause-workload", "replace-workload")  # on a workload process (`nemesis.workload_faults`)
+WORKLOAD_FAULTS = ("pause-workload", "replace-workload", "hold-request")  # on a workload process (`nemesis.workload_faults`)
 FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS
+# The requests a `hold-request` may hold (Kafka's api keys), by the name the spec uses.
+HOLD_APIS = {"EndTxn": 26, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "TxnOffsetCommit": 28, "Produce": 0}
 PROCESS_RE = re.compile(r"^producer-az[1-9]-[0-9]+$")
 # The value keys of each degraded-link kind, with their defaults (None: required).
 LINK_VALUES: dict[str, dict[str, float | None]] = {
@@ -88,11 +91,12 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     **{kind: ("between", "target", "ends", *values) for kind, values in LINK_VALUES.items()},
     "pause-workload": ("process",),
     "replace-workload": ("process",),
+    "hold-request": ("process", "api"),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
     "kill": ("target",), "power-off": ("target",), "pause": ("target",), "graceful-stop": ("target",),
-    "pause-workload": ("process",), "replace-workload": ("process",),
+    "pause-workload": ("process",), "replace-workload": ("process",), "hold-request": ("process",),
 }
 
 Ends = Literal["az", "node"]
@@ -111,6 +115,7 @@ class FaultSpec:
     ends: Ends = "az"
     role: Role = "broker"
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
+    api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -202,6 +207,8 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
             raise SpecError(f"{path}.process: {raw['process']!r} is not a workload process; expected a producer "
                             f"such as producer-az1-0")
         fields["targets"] = (raw["process"],)
+    if "api" in raw:
+        fields["api"] = _choice(f"{path}.api", raw["api"], tuple(HOLD_APIS))
     if "one_way" in raw:
         if not isinstance(raw["one_way"], bool):
             raise SpecError(f"{path}.one_way: expected true or false, got {raw['one_way']!r}")

@@ -8,14 +8,18 @@ second process with the first one's configuration and transactional.id under
 a name of its own (`<process>-r<n>`: its own journal, values and transaction
 names), as a supervisor that believes the first dead would; its
 init_transactions() fences the first. The replacement runs to the end of the
-run: undoing the fault changes nothing.
+run: undoing the fault changes nothing. `hold-request` arms the request-holding
+proxy of a producer started with `proxy: true` (workloads/holdproxy.py): it
+starts once the proxy caught the next request of its `api` (held from then
+on, with whatever follows it on that connection) and is undone by forwarding
+what was held, late, on the same connection.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nemesis.spec import FaultSpec
+from nemesis.spec import HOLD_APIS, FaultSpec
 from nemesis.targets import Resolver
 from testbed.errors import FaultError
 
@@ -35,9 +39,15 @@ class WorkloadControl(Protocol):
     def replace(self, process: str) -> str:
         """Start a process with `process`'s configuration and transactional.id; the new process's name."""
 
+    def hold(self, process: str, api_key: int) -> dict[str, Any]:
+        """Arm `process`'s proxy and wait until it holds a request of `api_key`: what it caught."""
+
+    def release(self, process: str) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds, and wait until it did: when."""
+
 
 class WorkloadFault:
-    """pause-workload and replace-workload."""
+    """pause-workload, replace-workload and hold-request."""
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
         from nemesis.faults import Injected
@@ -47,12 +57,17 @@ class WorkloadFault:
         if spec.fault == "pause-workload":
             pid = control.pause(process)
             return Injected(key, spec.fault, {"process": process}, {"pid": pid})
+        if spec.fault == "hold-request":
+            caught = control.hold(process, HOLD_APIS[spec.api])
+            return Injected(key, spec.fault, {"process": process, "api": spec.api}, caught)
         replacement = control.replace(process)
         return Injected(key, spec.fault, {"process": process, "replacement": replacement})
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         if injected.fault == "pause-workload":
             _control(env, injected.fault).resume(injected.targets["process"])
+        elif injected.fault == "hold-request":
+            _control(env, injected.fault).release(injected.targets["process"])
 
 
 def _control(env: Any, fault: str) -> WorkloadControl:
