@@ -251,9 +251,11 @@ class WorkloadSet:
         held = self._order(process, {"action": "hold", "api_key": api_key}, "held", HOLD_WAIT_S)
         return {k: held[k] for k in ("api_key", "api_version", "correlation_id")} | {"held_ns": held["t"]}
 
-    def release(self, process: str) -> dict[str, Any]:
-        """Forward what `process`'s proxy holds; once it did, when."""
-        released = self._order(process, {"action": "release"}, "released", PAUSE_WAIT_S)
+    def release(self, process: str, after_api: int | None = None) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds (with `after_api`: right after its next request of that api key);
+        once it did, when."""
+        order: dict[str, Any] = {"action": "release", **({"after_api": after_api} if after_api is not None else {})}
+        released = self._order(process, order, "released", PAUSE_WAIT_S)
         return {"released_ns": released["t"]}
 
     def _order(self, process: str, order: dict[str, Any], answer: str, wait_s: float) -> dict[str, Any]:

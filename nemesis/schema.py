@@ -68,6 +68,10 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                 "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
     "api": {"enum": list(HOLD_APIS), "default": "EndTxn",
             "description": "hold-request: the request the producer's proxy holds (the next one of this kind)"},
+    "release_after": {"enum": list(HOLD_APIS),
+                      "description": "hold-request: once undone, forward the held request only right after the "
+                                     "client's next request of this kind went through (Produce: its next "
+                                     "transaction is open); default: at once"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
 }

@@ -42,8 +42,9 @@ class WorkloadControl(Protocol):
     def hold(self, process: str, api_key: int) -> dict[str, Any]:
         """Arm `process`'s proxy and wait until it holds a request of `api_key`: what it caught."""
 
-    def release(self, process: str) -> dict[str, Any]:
-        """Forward what `process`'s proxy holds, and wait until it did: when."""
+    def release(self, process: str, after_api: int | None = None) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds (with `after_api`: right after its next such request), and wait
+        until it did: when."""
 
 
 class WorkloadFault:
@@ -59,7 +60,9 @@ class WorkloadFault:
             return Injected(key, spec.fault, {"process": process}, {"pid": pid})
         if spec.fault == "hold-request":
             caught = control.hold(process, HOLD_APIS[spec.api])
-            return Injected(key, spec.fault, {"process": process, "api": spec.api}, caught)
+            after = HOLD_APIS[spec.release_after] if spec.release_after else None
+            return Injected(key, spec.fault, {"process": process, "api": spec.api},
+                            {**caught, "release_after": after})
         replacement = control.replace(process)
         return Injected(key, spec.fault, {"process": process, "replacement": replacement})
 
@@ -67,7 +70,7 @@ class WorkloadFault:
         if injected.fault == "pause-workload":
             _control(env, injected.fault).resume(injected.targets["process"])
         elif injected.fault == "hold-request":
-            _control(env, injected.fault).release(injected.targets["process"])
+            _control(env, injected.fault).release(injected.targets["process"], injected.detail.get("release_after"))
 
 
 def _control(env: Any, fault: str) -> WorkloadControl:

@@ -14,7 +14,9 @@ Control (the nemesis, through `harness.workloadset`): a JSON control file
 the proxy polls, `{"seq": n, "action": "hold", "api_key": 26}` arms a hold:
 the next request with that api key, on any connection, is held, and with it
 everything its client sends after it on that connection; every other
-connection (new ones included) flows. `{"seq": n, "action": "release"}`
+connection (new ones included) flows. `{"seq": n, "action": "release"}` (or, with
+`"after_api": k`, as soon as the client's next request of api key k went upstream on
+any connection: `0`, Produce, means the client's next transaction is open and writing)
 forwards what was held, in order, on the same upstream connection, whether or
 not the client has closed its side meanwhile (the upstream connection is kept
 open until the late answer came back or `LATE_ANSWER_S` passed; an answer for
@@ -120,6 +122,7 @@ class _Pipe:
                     self.held.append(frame)
                     return
         self._send(frame)
+        self.proxy.passed(frame)
 
     def release(self) -> None:
         """Called by the proxy: forward what is held now."""
@@ -185,6 +188,7 @@ class HoldProxy:
         self.holding: list[tuple[dict[str, Any], _Pipe]] = []
         self.lock = threading.Lock()
         self.seen_seq = -1
+        self.release_after: tuple[int, int] | None = None  # (order, api key): release once such a request passed
         self.sockets: list[socket.socket] = []
 
     def start(self) -> None:
@@ -259,12 +263,29 @@ class HoldProxy:
             with self.lock:
                 self.armed = {"seq": seq, "api_key": int(order["api_key"])}
             self.note(None, "armed", seq=seq, api_key=int(order["api_key"]))
-        elif order.get("action") == "release":
+        elif order.get("action") == "release" and order.get("after_api") is not None:
             with self.lock:
-                holding, self.holding = self.holding, []
                 self.armed = None
-            for hold, pipe in holding:
-                pipe.release()
-                self.note(hold, "released", release_seq=seq)
-            if not holding:
-                self.note(None, "released", seq=seq, release_seq=seq, nothing_held=True)
+                self.release_after = (seq, int(order["after_api"]))
+            self.note(None, "release-armed", seq=seq, after_api=int(order["after_api"]))
+        elif order.get("action") == "release":
+            self._release(seq)
+
+    def passed(self, frame: bytes) -> None:
+        """A request went upstream: the release that waits for one of its kind happens now."""
+        if self.release_after is None or len(frame) < 12 or request_header(frame)[0] != self.release_after[1]:
+            return
+        with self.lock:
+            waiting, self.release_after = self.release_after, None
+        if waiting is not None:
+            self._release(waiting[0])
+
+    def _release(self, seq: int) -> None:
+        with self.lock:
+            holding, self.holding = self.holding, []
+            self.armed = None
+        for hold, pipe in holding:
+            pipe.release()
+            self.note(hold, "released", release_seq=seq)
+        if not holding:
+            self.note(None, "released", seq=seq, release_seq=seq, nothing_held=True)

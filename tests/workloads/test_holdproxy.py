@@ -148,3 +148,24 @@ def test_a_stale_order_is_ignored(bed) -> None:  # type: ignore[no-untyped-def]
     proxy.command({"seq": 3, "action": "release"})
     proxy.command({"seq": 2, "action": "hold", "api_key": END_TXN})
     assert proxy.armed is None
+
+
+def test_release_after_waits_for_the_next_request_of_its_kind(bed) -> None:  # type: ignore[no-untyped-def]
+    broker, port, _, tmp = bed
+    order(tmp / "control", seq=1, action="hold", api_key=END_TXN)
+    wait_for(lambda: any(e["event"] == "armed" for e in events(tmp / "events.jsonl")))
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(request(END_TXN, 1))
+    wait_for(lambda: any(e["event"] == "held" for e in events(tmp / "events.jsonl")))
+    c.close()
+    order(tmp / "control", seq=2, action="release", after_api=0)
+    wait_for(lambda: any(e["event"] == "release-armed" for e in events(tmp / "events.jsonl")))
+    with socket.create_connection(("127.0.0.1", port)) as again:
+        again.sendall(request(24, 7))  # not the kind it waits for: still held
+        assert read_answers(again, 1) == [7]
+        time.sleep(0.1)
+        assert [n for _, _, n in broker.got] == [7]
+        again.sendall(request(0, 8))  # a Produce went upstream: the held EndTxn follows it
+        assert read_answers(again, 1) == [8]
+    wait_for(lambda: [(k, n) for _, k, n in broker.got] == [(24, 7), (0, 8), (END_TXN, 1)])
+    assert any(e["event"] == "released" and e["release_seq"] == 2 for e in events(tmp / "events.jsonl"))
