@@ -285,7 +285,7 @@ class HoldProxy:
             holding, self.holding = self.holding, []
             self.armed = None
         for hold, pipe in holding:
+            self.note(hold, "released", release_seq=seq)  # first: its late answer cannot be noted before it
             pipe.release()
-            self.note(hold, "released", release_seq=seq)
         if not holding:
             self.note(None, "released", seq=seq, release_seq=seq, nothing_held=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import threading
@@ -169,3 +170,31 @@ def test_release_after_waits_for_the_next_request_of_its_kind(bed) -> None:  # t
         assert read_answers(again, 1) == [8]
     wait_for(lambda: [(k, n) for _, k, n in broker.got] == [(24, 7), (0, 8), (END_TXN, 1)])
     assert any(e["event"] == "released" and e["release_seq"] == 2 for e in events(tmp / "events.jsonl"))
+
+
+def producer_config(**extra: object) -> dict[str, object]:
+    return {"process": "producer-az1-0", "role": "producer", "az": "az1", "journal": "/tmp/j.jsonl", "topic": "t",
+            "bootstrap": "127.0.0.1:19090", "partitions": 3, **extra}
+
+
+def test_a_producer_config_carries_its_proxy_and_round_trips() -> None:
+    from workloads.config import config_to_json, parse_config
+
+    proxy = {"listen": {"19090": "198.18.0.2:9094"}, "control": "/r/proxy/p.control", "events": "/r/proxy/p.events.jsonl"}
+    config = parse_config(producer_config(proxy=proxy))
+    assert config.proxy == proxy  # type: ignore[union-attr]
+    assert parse_config(config_to_json(config)) == config
+    assert "proxy" not in config_to_json(parse_config(producer_config()))  # a plain producer's file is as it was
+
+
+@pytest.mark.parametrize(("proxy", "says"), [
+    ({"listen": {}, "control": "/c", "events": "/e"}, "proxy.listen"),
+    ({"listen": {"x": "h:1"}, "control": "/c", "events": "/e"}, "proxy.listen"),
+    ({"listen": {"1": "h:1"}, "control": "c", "events": "/e"}, "proxy.control: must be an absolute path"),
+    ({"listen": {"1": "h:1"}}, "proxy: must be an object with listen, control and events"),
+])
+def test_a_bad_proxy_config_names_its_key(proxy: dict[str, object], says: str) -> None:
+    from workloads.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        parse_config(producer_config(proxy=proxy))
