@@ -246,16 +246,16 @@ class WorkloadSet:
         self.start([Workload(name, w.host, w.role, config)])
         return name
 
-    def hold(self, process: str, api_key: int) -> dict[str, Any]:
-        """Arm `process`'s proxy: once it holds the next request of `api_key`, what it caught (the `held` event)."""
-        held = self._order(process, {"action": "hold", "api_key": api_key}, "held", HOLD_WAIT_S)
-        return {k: held[k] for k in ("api_key", "api_version", "correlation_id")} | {"held_ns": held["t"]}
+    def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
+        """Arm `process`'s proxy: once it holds the next request of `kind`, what it caught (the `held` event)."""
+        held = self._order(process, {"action": "hold", **kind}, "held", HOLD_WAIT_S)
+        return {k: held[k] for k in ("api_key", "api_version", "correlation_id", "committed")} | {"held_ns": held["t"]}
 
-    def release(self, process: str, after_api: int | None = None) -> dict[str, Any]:
-        """Forward what `process`'s proxy holds (with `after_api`: right after its next request of that api key);
-        once it did, when."""
-        order: dict[str, Any] = {"action": "release", **({"after_api": after_api} if after_api is not None else {})}
-        released = self._order(process, order, "released", PAUSE_WAIT_S)
+    def release(self, process: str, before: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds (with `before`: just before its next request of that kind); once it
+        did, when."""
+        order: dict[str, Any] = {"action": "release", **({"before": before} if before is not None else {})}
+        released = self._order(process, order, "released", HOLD_WAIT_S if before is not None else PAUSE_WAIT_S)
         return {"released_ns": released["t"]}
 
     def _order(self, process: str, order: dict[str, Any], answer: str, wait_s: float) -> dict[str, Any]:

@@ -67,11 +67,12 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "process": {"type": "string", "pattern": PROCESS_RE.pattern,
                 "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
     "api": {"enum": list(HOLD_APIS), "default": "EndTxn",
-            "description": "hold-request: the request the producer's proxy holds (the next one of this kind)"},
-    "release_after": {"enum": list(HOLD_APIS),
-                      "description": "hold-request: once undone, forward the held request only right after the "
-                                     "client's next request of this kind went through (Produce: its next "
-                                     "transaction is open); default: at once"},
+            "description": "hold-request: the request the producer's proxy holds (the next one of this kind; "
+                                   "EndTxnCommit and EndTxnAbort: only an EndTxn that commits, aborts)"},
+    "release_before": {"enum": list(HOLD_APIS),
+                       "description": "hold-request: once undone, wait for the client's next request of this kind "
+                                      "and forward the held one just before it (its late answer awaited first); "
+                                      "default: at once"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
 }

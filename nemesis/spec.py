@@ -23,7 +23,7 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `slow-link` | `between` or `target`, `ends`, `delay_ms` (added one-way delay), `jitter_ms` (default 0) |
 | `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
 | `pause-workload` | `process` (a producer, `producer-az1-0`): SIGSTOP it; undone by SIGCONT |
-| `hold-request` | `process` (a producer with `proxy: true`), `api` (`EndTxn` default, `AddPartitionsToTxn`, `AddOffsetsToTxn`, `TxnOffsetCommit`, `Produce`): its request-holding proxy holds the next such request, and everything after it on that connection, until undone; then forwards it late on the same connection (the client may have given up and retried meanwhile); `release_after` (an `api` name, e.g. `Produce`): once undone, forward it only right after the client's next request of that kind went through (`Produce`: its next transaction is open and writing). Starts once a request was caught |
+| `hold-request` | `process` (a producer with `proxy: true`), `api` (`EndTxn` default, `EndTxnCommit`, `EndTxnAbort`, `AddPartitionsToTxn`, `AddOffsetsToTxn`, `TxnOffsetCommit`, `Produce`): its request-holding proxy holds the next such request, and everything after it on that connection, until undone; then forwards it late on the same connection (the client may have given up and retried meanwhile); `release_before` (an `api` name): once undone, wait for the client's next request of that kind and forward the held one just before it (its late answer awaited first). Starts once a request was caught |
 | `replace-workload` | `process` (a transactional producer): start a second process with its config and its transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences the first; it runs to the end of the run (undo does nothing) |
 
 The degraded-link kinds (`nemesis.links`) take each value per direction: a
@@ -59,8 +59,11 @@ PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
 LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
 WORKLOAD_FAULTS = ("pause-workload", "replace-workload", "hold-request")  # on a workload process (`nemesis.workload_faults`)
 FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS
-# The requests a `hold-request` may hold (Kafka's api keys), by the name the spec uses.
-HOLD_APIS = {"EndTxn": 26, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "TxnOffsetCommit": 28, "Produce": 0}
+# The requests a `hold-request` may hold or release before, by the name the spec uses: Kafka's api key, and for
+# EndTxn whether it commits (None: either).
+HOLD_APIS: dict[str, tuple[int, bool | None]] = {
+    "EndTxn": (26, None), "EndTxnCommit": (26, True), "EndTxnAbort": (26, False), "AddPartitionsToTxn": (24, None),
+    "AddOffsetsToTxn": (25, None), "TxnOffsetCommit": (28, None), "Produce": (0, None)}
 PROCESS_RE = re.compile(r"^producer-az[1-9]-[0-9]+$")
 # The value keys of each degraded-link kind, with their defaults (None: required).
 LINK_VALUES: dict[str, dict[str, float | None]] = {
@@ -91,7 +94,7 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     **{kind: ("between", "target", "ends", *values) for kind, values in LINK_VALUES.items()},
     "pause-workload": ("process",),
     "replace-workload": ("process",),
-    "hold-request": ("process", "api", "release_after"),
+    "hold-request": ("process", "api", "release_before"),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
@@ -116,7 +119,7 @@ class FaultSpec:
     role: Role = "broker"
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
-    release_after: str | None = None  # hold-request: once undone, forward it right after such a request passed
+    release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -210,8 +213,8 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["targets"] = (raw["process"],)
     if "api" in raw:
         fields["api"] = _choice(f"{path}.api", raw["api"], tuple(HOLD_APIS))
-    if "release_after" in raw:
-        fields["release_after"] = _choice(f"{path}.release_after", raw["release_after"], tuple(HOLD_APIS))
+    if "release_before" in raw:
+        fields["release_before"] = _choice(f"{path}.release_before", raw["release_before"], tuple(HOLD_APIS))
     if "one_way" in raw:
         if not isinstance(raw["one_way"], bool):
             raise SpecError(f"{path}.one_way: expected true or false, got {raw['one_way']!r}")

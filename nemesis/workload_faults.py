@@ -39,12 +39,13 @@ class WorkloadControl(Protocol):
     def replace(self, process: str) -> str:
         """Start a process with `process`'s configuration and transactional.id; the new process's name."""
 
-    def hold(self, process: str, api_key: int) -> dict[str, Any]:
-        """Arm `process`'s proxy and wait until it holds a request of `api_key`: what it caught."""
+    def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
+        """Arm `process`'s proxy and wait until it holds a request of `kind` (`api_key`, `committed`): what it
+        caught."""
 
-    def release(self, process: str, after_api: int | None = None) -> dict[str, Any]:
-        """Forward what `process`'s proxy holds (with `after_api`: right after its next such request), and wait
-        until it did: when."""
+    def release(self, process: str, before: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds (with `before`: just before its next request of that kind), and
+        wait until it did: when."""
 
 
 class WorkloadFault:
@@ -59,10 +60,10 @@ class WorkloadFault:
             pid = control.pause(process)
             return Injected(key, spec.fault, {"process": process}, {"pid": pid})
         if spec.fault == "hold-request":
-            caught = control.hold(process, HOLD_APIS[spec.api])
-            after = HOLD_APIS[spec.release_after] if spec.release_after else None
+            caught = control.hold(process, _kind(spec.api))
+            before = _kind(spec.release_before) if spec.release_before else None
             return Injected(key, spec.fault, {"process": process, "api": spec.api},
-                            {**caught, "release_after": after})
+                            {**caught, "release_before": before})
         replacement = control.replace(process)
         return Injected(key, spec.fault, {"process": process, "replacement": replacement})
 
@@ -70,7 +71,12 @@ class WorkloadFault:
         if injected.fault == "pause-workload":
             _control(env, injected.fault).resume(injected.targets["process"])
         elif injected.fault == "hold-request":
-            _control(env, injected.fault).release(injected.targets["process"], injected.detail.get("release_after"))
+            _control(env, injected.fault).release(injected.targets["process"], injected.detail.get("release_before"))
+
+
+def _kind(api: str) -> dict[str, Any]:
+    api_key, committed = HOLD_APIS[api]
+    return {"api_key": api_key, "committed": committed}
 
 
 def _control(env: Any, fault: str) -> WorkloadControl:

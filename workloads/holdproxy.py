@@ -14,9 +14,11 @@ Control (the nemesis, through `harness.workloadset`): a JSON control file
 the proxy polls, `{"seq": n, "action": "hold", "api_key": 26}` arms a hold:
 the next request with that api key, on any connection, is held, and with it
 everything its client sends after it on that connection; every other
-connection (new ones included) flows. `{"seq": n, "action": "release"}` (or, with
-`"after_api": k`, as soon as the client's next request of api key k went upstream on
-any connection: `0`, Produce, means the client's next transaction is open and writing)
+connection (new ones included) flows; `"committed": true|false` narrows an EndTxn hold
+to commits or aborts (the request's last field). `{"seq": n, "action": "release"}` (or,
+with `"before": {"api_key": k, "committed": ...}`, once the client's next request of that
+kind arrives, on any connection: the held request goes upstream first, its late answer
+is awaited (at most `BEFORE_WAIT_S`), then that request follows)
 forwards what was held, in order, on the same upstream connection, whether or
 not the client has closed its side meanwhile (the upstream connection is kept
 open until the late answer came back or `LATE_ANSWER_S` passed; an answer for
@@ -43,6 +45,7 @@ END_TXN = 26  # EndTxn's api key: its late answer's error code is noted
 POLL_S = 0.005  # how often the control file is looked at
 LATE_ANSWER_S = 10.0  # how long an upstream connection whose client left is kept for the late answer
 MAX_HOLD_S = 600.0  # a hold nobody releases ends by itself
+BEFORE_WAIT_S = 2.0  # how long a request that triggered a release waits for the held one's late answer
 
 
 def frames(buf: bytearray) -> list[bytes]:
@@ -63,6 +66,30 @@ def request_header(frame: bytes) -> tuple[int, int, int]:
     return api_key, version, correlation
 
 
+def end_txn_committed(frame: bytes) -> bool | None:
+    """Whether an EndTxn request (v0-v2: client_id, transactional_id, producer_id, producer_epoch, committed)
+    commits; None for another request or a version this does not read."""
+    api_key, version, _ = request_header(frame)
+    if api_key != END_TXN or version > 2:
+        return None
+    offset = 12
+    try:
+        for _ in range(2):  # client_id, transactional_id: int16 length (-1: null) and bytes
+            (n,) = struct.unpack_from(">h", frame, offset)
+            offset += 2 + max(n, 0)
+    except struct.error:
+        return None
+    offset += 8 + 2
+    return frame[offset] != 0 if offset < len(frame) else None
+
+
+def matches(frame: bytes, kind: dict[str, Any]) -> bool:
+    """Whether a request frame is of `kind` ({"api_key": k, optional "committed": bool for EndTxn})."""
+    if len(frame) < 12 or request_header(frame)[0] != kind["api_key"]:
+        return False
+    return kind.get("committed") is None or end_txn_committed(frame) == kind["committed"]
+
+
 def end_txn_error(frame: bytes) -> int | None:
     """The error code of an EndTxn response frame (v0-v2: header v0, throttle_time_ms, error_code)."""
     if len(frame) < 14:
@@ -78,6 +105,7 @@ class _Pipe:
         self.held: list[bytes] = []
         self.hold: dict[str, Any] | None = None  # the hold this connection carries, once it caught its request
         self.released = threading.Event()
+        self.answered = threading.Event()  # the held request's late answer came back
         self.client_open = True
         self.lock = threading.Lock()
 
@@ -121,8 +149,8 @@ class _Pipe:
                     self.hold = hold
                     self.held.append(frame)
                     return
+        self.proxy.before(frame)
         self._send(frame)
-        self.proxy.passed(frame)
 
     def release(self) -> None:
         """Called by the proxy: forward what is held now."""
@@ -160,6 +188,7 @@ class _Pipe:
                 if hold is not None and struct.unpack_from(">i", frame, 4)[0] == hold["correlation_id"]:
                     error = end_txn_error(frame) if hold["api_key"] == END_TXN else None
                     self.proxy.note(hold, "late-answer", error_code=error, to_client=client_open)
+                    self.answered.set()
             if client_open:
                 with contextlib.suppress(OSError):
                     self.client.sendall(b"".join(done))
@@ -188,7 +217,7 @@ class HoldProxy:
         self.holding: list[tuple[dict[str, Any], _Pipe]] = []
         self.lock = threading.Lock()
         self.seen_seq = -1
-        self.release_after: tuple[int, int] | None = None  # (order, api key): release once such a request passed
+        self.release_before: tuple[int, dict[str, Any]] | None = None  # (order, kind): release before such a request
         self.sockets: list[socket.socket] = []
 
     def start(self) -> None:
@@ -220,13 +249,13 @@ class HoldProxy:
 
     def take_arm(self, frame: bytes, pipe: _Pipe) -> dict[str, Any] | None:
         """The armed hold, if `frame` is the request it waits for (then it is no longer armed)."""
-        if len(frame) < 12:
-            return None
-        api_key, version, correlation = request_header(frame)
         with self.lock:
-            if self.armed is None or api_key != self.armed["api_key"]:
+            if self.armed is None or not matches(frame, self.armed):
                 return None
-            hold, self.armed = {**self.armed, "api_version": version, "correlation_id": correlation}, None
+            _, version, correlation = request_header(frame)
+            hold = {**self.armed, "api_version": version, "correlation_id": correlation,
+                    "committed": end_txn_committed(frame)}
+            self.armed = None
             self.holding.append((hold, pipe))
         self.note(hold, "held")
         return hold
@@ -260,32 +289,39 @@ class HoldProxy:
             return
         self.seen_seq = seq
         if order.get("action") == "hold":
+            kind = {"api_key": int(order["api_key"]), "committed": order.get("committed")}
             with self.lock:
-                self.armed = {"seq": seq, "api_key": int(order["api_key"])}
-            self.note(None, "armed", seq=seq, api_key=int(order["api_key"]))
-        elif order.get("action") == "release" and order.get("after_api") is not None:
+                self.armed = {"seq": seq, **kind}
+            self.note(None, "armed", seq=seq, **kind)
+        elif order.get("action") == "release" and order.get("before") is not None:
+            before = {"api_key": int(order["before"]["api_key"]), "committed": order["before"].get("committed")}
             with self.lock:
                 self.armed = None
-                self.release_after = (seq, int(order["after_api"]))
-            self.note(None, "release-armed", seq=seq, after_api=int(order["after_api"]))
+                self.release_before = (seq, before)
+            self.note(None, "release-armed", seq=seq, before=before)
         elif order.get("action") == "release":
             self._release(seq)
 
-    def passed(self, frame: bytes) -> None:
-        """A request went upstream: the release that waits for one of its kind happens now."""
-        if self.release_after is None or len(frame) < 12 or request_header(frame)[0] != self.release_after[1]:
+    def before(self, frame: bytes) -> None:
+        """A request is about to go upstream: if a release waits for one of its kind, the held requests go first,
+        and their late answers are awaited."""
+        waiting = self.release_before
+        if waiting is None or not matches(frame, waiting[1]):
             return
         with self.lock:
-            waiting, self.release_after = self.release_after, None
+            waiting, self.release_before = self.release_before, None
+            pipes = [pipe for _, pipe in self.holding]
         if waiting is not None:
-            self._release(waiting[0])
+            self._release(waiting[0], trigger=request_header(frame)[2])
+            for pipe in pipes:
+                pipe.answered.wait(BEFORE_WAIT_S)
 
-    def _release(self, seq: int) -> None:
+    def _release(self, seq: int, **detail: Any) -> None:
         with self.lock:
             holding, self.holding = self.holding, []
             self.armed = None
         for hold, pipe in holding:
-            self.note(hold, "released", release_seq=seq)  # first: its late answer cannot be noted before it
+            self.note(hold, "released", release_seq=seq, **detail)  # first: its late answer cannot be noted before it
             pipe.release()
         if not holding:
             self.note(None, "released", seq=seq, release_seq=seq, nothing_held=True)

@@ -30,9 +30,12 @@ def test_every_configuration_holds_endtxn_of_a_proxied_producer_on_a_proxied_clu
         spec = parse_spec(SPEC, configuration)
         assert spec.cluster.proxied_listener and spec.producers[0].proxy
         holds = [item.fault for item in spec.nemesis.items if hasattr(item, "fault")]
-        assert {(f.fault, f.api) for f in holds} == {("hold-request", "EndTxn")}
-    assert parse_spec(SPEC, "aligned").nemesis.items[0].fault.release_after == "Produce"
-    assert parse_spec(SPEC, "fixed").nemesis.items[0].fault.release_after is None
+        assert {f.fault for f in holds} == {"hold-request"}
+    starts = [i.fault for i in parse_spec(SPEC, "before-abort").nemesis.items if hasattr(i, "fault")]
+    assert {(f.api, f.release_before) for f in starts} == {("EndTxnCommit", "EndTxnAbort")}
+    first = parse_spec(SPEC, "before-produce").nemesis.items[0].fault
+    assert (first.api, first.release_before) == ("EndTxn", "Produce")
+    assert parse_spec(SPEC, "fixed").nemesis.items[0].fault.release_before is None
 
 
 def test_a_cluster_without_proxied_producers_has_no_second_listener() -> None:
@@ -64,7 +67,7 @@ def test_two_proxied_producers_in_one_az_are_refused() -> None:
 @pytest.mark.parametrize(("raw", "says"), [
     ({"fault": "hold-request"}, r"fault\.process: required for fault hold-request"),
     ({"fault": "hold-request", "process": "producer-az1-0", "api": "Fetch"}, r"fault\.api: 'Fetch' is not one of"),
-    ({"fault": "hold-request", "process": "producer-az1-0", "release_after": "x"}, r"fault\.release_after: 'x'"),
+    ({"fault": "hold-request", "process": "producer-az1-0", "release_before": "x"}, r"fault\.release_before: 'x'"),
     ({"fault": "hold-request", "process": "consumer-az1-0"}, r"fault\.process: 'consumer-az1-0' is not a workload"),
 ])
 def test_bad_hold_request_specs_name_their_key(raw: dict, says: str) -> None:

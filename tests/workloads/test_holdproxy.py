@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.holdproxy import END_TXN, HoldProxy, frames, request_header
+from workloads.holdproxy import END_TXN, HoldProxy, end_txn_committed, frames, request_header
 
 
 def request(api_key: int, correlation: int, body: bytes = b"x") -> bytes:
@@ -151,25 +151,41 @@ def test_a_stale_order_is_ignored(bed) -> None:  # type: ignore[no-untyped-def]
     assert proxy.armed is None
 
 
-def test_release_after_waits_for_the_next_request_of_its_kind(bed) -> None:  # type: ignore[no-untyped-def]
+def end_txn(correlation: int, committed: bool) -> bytes:
+    body = struct.pack(">h", 3) + b"txn" + struct.pack(">qh?", 1, 0, committed)
+    payload = struct.pack(">hhih", END_TXN, 1, correlation, 2) + b"id" + body  # header v1: client_id "id"
+    return struct.pack(">i", len(payload)) + payload
+
+
+def test_end_txn_committed_reads_the_last_field() -> None:
+    assert end_txn_committed(end_txn(1, True)) is True
+    assert end_txn_committed(end_txn(1, False)) is False
+    assert end_txn_committed(request(0, 1)) is None
+
+
+def test_release_before_sends_the_held_commit_ahead_of_the_next_abort(bed) -> None:  # type: ignore[no-untyped-def]
     broker, port, _, tmp = bed
-    order(tmp / "control", seq=1, action="hold", api_key=END_TXN)
+    order(tmp / "control", seq=1, action="hold", api_key=END_TXN, committed=True)
     wait_for(lambda: any(e["event"] == "armed" for e in events(tmp / "events.jsonl")))
     c = socket.create_connection(("127.0.0.1", port))
-    c.sendall(request(END_TXN, 1))
+    c.sendall(end_txn(1, False))  # an abort: not the kind held
+    assert read_answers(c, 1) == [1]
+    c.sendall(end_txn(2, True))
     wait_for(lambda: any(e["event"] == "held" for e in events(tmp / "events.jsonl")))
     c.close()
-    order(tmp / "control", seq=2, action="release", after_api=0)
+    order(tmp / "control", seq=2, action="release", before={"api_key": END_TXN, "committed": False})
     wait_for(lambda: any(e["event"] == "release-armed" for e in events(tmp / "events.jsonl")))
     with socket.create_connection(("127.0.0.1", port)) as again:
-        again.sendall(request(24, 7))  # not the kind it waits for: still held
-        assert read_answers(again, 1) == [7]
-        time.sleep(0.1)
-        assert [n for _, _, n in broker.got] == [7]
-        again.sendall(request(0, 8))  # a Produce went upstream: the held EndTxn follows it
-        assert read_answers(again, 1) == [8]
-    wait_for(lambda: [(k, n) for _, k, n in broker.got] == [(24, 7), (0, 8), (END_TXN, 1)])
-    assert any(e["event"] == "released" and e["release_seq"] == 2 for e in events(tmp / "events.jsonl"))
+        again.sendall(end_txn(7, True) + request(0, 8))  # neither is an abort: the held one stays
+        assert read_answers(again, 2) == [7, 8]
+        assert [n for _, _, n in broker.got] == [1, 7, 8]
+        again.sendall(end_txn(9, False))  # the abort: the held commit goes first, answered, then the abort
+        assert read_answers(again, 1) == [9]
+    assert [n for _, _, n in broker.got] == [1, 7, 8, 2, 9]
+    seen = events(tmp / "events.jsonl")
+    held = next(e for e in seen if e["event"] == "held")
+    assert held["committed"] is True and held["correlation_id"] == 2
+    assert any(e["event"] == "released" and e["trigger"] == 9 for e in seen)
 
 
 def producer_config(**extra: object) -> dict[str, object]:
