@@ -102,10 +102,10 @@ def proxy_events(run: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.transactions
-def test_txn_delayed_endtxn_aligned(tmp_path: Path) -> None:
+def test_txn_delayed_endtxn_before_abort(tmp_path: Path) -> None:
     """Seven EndTxns held past socket.timeout.ms: librdkafka times each out, disconnects and retries it on a new
-    connection; the stale one, forwarded after the next Produce, lands in the next transaction (error code 0)."""
-    run, verdict = run_scenario(tmp_path, "txn-delayed-endtxn", "aligned")
+    connection; each stale commit, forwarded just before the next abort, lands in that transaction (error code 0)."""
+    run, verdict = run_scenario(tmp_path, "txn-delayed-endtxn", "before-abort")
     events = proxy_events(run)
     held = [e for e in events if e["event"] == "held"]
     assert len(held) == 7 and {e["api_key"] for e in held} == {26}, events
