@@ -89,7 +89,8 @@ test-versions:
 
 # The transactions runs on a real cluster beyond the ones `make test` runs (txn-smoke no-fault, txn-coordinator-az
 # isolate, eos-pipeline exactly-once): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing,
-# txn-power-cut-cluster (both flush settings; needs unsyncfs), eos-pipeline at-least-once. `make test-<scenario>` runs
+# txn-power-cut-cluster (both flush settings; needs unsyncfs), eos-pipeline at-least-once, txn-delayed-endtxn
+# before-abort (netns). `make test-<scenario>` runs
 # one scenario's every configuration.
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
