@@ -90,7 +90,7 @@ test-versions:
 # The transactions runs on a real cluster beyond the ones `make test` runs (txn-smoke no-fault, txn-coordinator-az
 # isolate, eos-pipeline exactly-once): txn-smoke under a leader kill, txn-coordinator-az past-timeout, zombie-fencing,
 # txn-power-cut-cluster (both flush settings; needs unsyncfs), eos-pipeline at-least-once, hanging-transaction (2.7.2,
-# 3.7.2 with and without partition verification). `make test-<scenario>` runs
+# 3.7.2 with and without partition verification), txn-delayed-endtxn before-abort (netns). `make test-<scenario>` runs
 # one scenario's every configuration.
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)

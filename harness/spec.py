@@ -28,7 +28,7 @@ from checkers.anomalies import ANOMALIES
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
-from harness.spec_targets import check_workload_targets
+from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
 from harness.spec_types import NO_DEFAULT, Section, fail
 from nemesis.schedule import Schedule, parse_schedule
@@ -57,6 +57,7 @@ class ProducerGroup:
     transaction_timeout_ms: int = 10000
     fenced: Literal["renew", "exit"] = "renew"
     topic: str | None = None  # None: the cluster's topic
+    proxy: bool = False  # behind a request-holding proxy of its own (hold-request)
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,8 @@ def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
         settings=client_settings(f"{where}.settings", "producer", p.get("settings"),
                                  v("transaction_timeout_ms") if transactional else None),
         transactional=transactional, txn_size=v("txn_size"), txn_abort_share=float(v("txn_abort_share")),
-        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"), topic=p.get("topic"))
+        transaction_timeout_ms=v("transaction_timeout_ms"), fenced=v("fenced"), topic=p.get("topic"),
+        proxy=bool(v("proxy")))
 
 
 def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[ProducerGroup, ...], tuple[ConsumerGroup, ...]]:
@@ -324,6 +326,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
     check_workload_targets(nemesis, producers)
+    cluster = check_proxies(nemesis, producers, cluster)
     client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),

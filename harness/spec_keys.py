@@ -136,6 +136,10 @@ PRODUCER = Section({
                      "its transactional.id took over): renew (a new instance, as for any fatal error, which fences "
                      "the newer one in turn) or exit (it ends, exit status 0, as an application that knows it was "
                      "replaced; the run goes on without it)", "renew"),
+    "proxy": Bool("connect through a request-holding proxy the process runs in its own host's loopback (the "
+                  "brokers get a second listener, PROXIED, advertised there), so `hold-request` faults can hold "
+                  "one of its requests (docs/scenarios.md, txn-delayed-endtxn); one such process per AZ; netns only",
+                  False),
     "settings": CLIENT_SETTINGS,
 }, doc="a group of producer processes, one value per send, each value unique in the run", title="a producer",
     ref="producer")

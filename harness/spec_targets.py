@@ -1,5 +1,5 @@
-"""Faults that name workload processes (`txn-coordinator:<process>`, `pause-workload`, `replace-workload`),
-checked against the spec's workloads.
+"""Faults that name workload processes (`txn-coordinator:<process>`, `pause-workload`, `replace-workload`,
+`hold-request`), checked against the spec's workloads; producers behind a request-holding proxy (`proxy`).
 
 The nemesis validates a selector's syntax alone; whether `producer-az1-0` is
 one of the run's transactional producers depends on the spec's workloads,
@@ -9,6 +9,7 @@ counted per AZ over the groups in order).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Protocol
@@ -16,6 +17,8 @@ from typing import Protocol
 from nemesis.schedule import RandomChaos, Schedule, StartEvent
 from nemesis.spec import TXN_COORDINATOR
 from testbed.errors import SpecError
+from testbed.kafka.config import ClusterSettings
+from testbed.runtime.kinds import KINDS, kind
 
 
 class _Producers(Protocol):
@@ -27,6 +30,47 @@ class _Producers(Protocol):
 
     @property
     def transactional(self) -> bool: ...
+
+    @property
+    def proxy(self) -> bool: ...
+
+
+def proxied_names(producers: Sequence[_Producers]) -> set[str]:
+    """The producer processes that run behind a request-holding proxy."""
+    counters: dict[str, int] = defaultdict(int)
+    out = set()
+    for group in producers:
+        for az in group.azs:
+            for _ in range(group.per_az):
+                if group.proxy:
+                    out.add(f"producer-{az}-{counters[az]}")
+                counters[az] += 1
+    return out
+
+
+def check_proxies(schedule: Schedule, producers: Sequence[_Producers], cluster: ClusterSettings) -> ClusterSettings:
+    """SpecError for a proxy the runtime cannot run, two in one AZ (the brokers advertise one loopback port each),
+    or a `hold-request` on a producer without one; the cluster, with its PROXIED listener if any producer has one."""
+    proxied_azs: set[str] = set()
+    for i, group in enumerate(producers):
+        if not group.proxy:
+            continue
+        where = f"workloads.producers[{i}].proxy"
+        if not kind(cluster.runtime).request_proxy:
+            raise SpecError(f"{where}: the {cluster.runtime} runtime cannot run a request-holding proxy (use --runtime "
+                            f"{' or '.join(k.name for k in KINDS if k.request_proxy)})")
+        if group.per_az > 1 or proxied_azs & set(group.azs):
+            raise SpecError(f"{where}: at most one proxied producer per AZ (the brokers advertise one loopback "
+                            f"port each, which its proxy owns)")
+        proxied_azs |= set(group.azs)
+    proxied = proxied_names(producers)
+    for i, item in enumerate(schedule.items):
+        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
+        for fault in faults:
+            if fault.fault == "hold-request" and fault.targets[0] not in proxied:
+                raise SpecError(f"nemesis[{i}].process: {fault.targets[0]} has no request-holding proxy "
+                                f"(proxied producers: {', '.join(sorted(proxied)) or 'none'}; say proxy: true)")
+    return dataclasses.replace(cluster, proxied_listener=True) if proxied else cluster
 
 
 def producer_names(producers: Sequence[_Producers]) -> dict[str, bool]:

@@ -18,12 +18,13 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from harness.spec import Spec
 from testbed.addressing import Host
 from testbed.dist.clients import ClientEnv
 from testbed.errors import FaultError, HarnessError, WorkloadError
+from testbed.files import write_json_atomic
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
@@ -41,6 +42,7 @@ from workloads.config import (
 from workloads.exits import DRAIN_INCOMPLETE, FENCED
 
 PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
+HOLD_WAIT_S = 30.0  # a hold-request starts once the proxy caught its request: the producer sends one within this
 PAUSE_WAIT_S = 10.0  # a SIGSTOP or SIGCONT reaches every thread of a process within this
 # The roles that run the client under test (`clients.confluent_kafka`); the drain and the observers never do.
 UNDER_TEST = ("producer", "consumer")
@@ -70,14 +72,17 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
         for az in group.azs:
             for _ in range(group.per_az):
                 name = name_for("producer", az)
-                out.append(Workload(name, plan.client_of_az(az), "producer", ProducerConfig(
+                config = ProducerConfig(
                     process=name, role="producer", az=az, journal=folder.journal(name), topic=group.topic or topic,
                     bootstrap=cluster.bootstrap, partitions=partitions, rate=group.rate, value_prefix=f"{name}-",
                     value_size=group.value_bytes or None, kafka=dict(group.settings),
                     # The run's prefix and the process: the same id for every instance of the process (a new one
                     # fences the old), and no other run's.
                     transactional_id=cluster.transactional_id(name) if group.transactional else None,
-                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share, fenced=group.fenced)))
+                    txn_size=group.txn_size, txn_abort_share=group.txn_abort_share, fenced=group.fenced)
+                if group.proxy:
+                    config = dataclasses.replace(config, **_proxied(cluster, name))
+                out.append(Workload(name, plan.client_of_az(az), "producer", config))
     for cgroup in spec.consumers:
         for az in cgroup.azs:
             for _ in range(cgroup.per_az):
@@ -115,6 +120,20 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
     return out
 
 
+def _proxied(cluster: KafkaCluster, name: str) -> dict[str, Any]:
+    """A producer behind its own request-holding proxy: bootstrapped from the loopback ports the brokers advertise
+    on PROXIED, each forwarded to that broker's PROXIED listener (workloads/holdproxy.py)."""
+    ports = {kcfg.proxy_port(n.broker_id): f"{n.address}:{kcfg.PROXIED_PORT}" for n in cluster.nodes}
+    return {"bootstrap": ",".join(f"127.0.0.1:{p}" for p in ports),
+            "proxy": {"listen": {str(p): u for p, u in ports.items()}, "control": str(proxy_file(cluster.folder, name)),
+                      "events": str(proxy_file(cluster.folder, name, "events.jsonl"))}}
+
+
+def proxy_file(folder: RunFolder, process: str, what: str = "control") -> Path:
+    """Where `process`'s proxy reads its orders (`control`) and writes what it did (`events.jsonl`)."""
+    return folder.root / "proxy" / f"{process}.{what}"
+
+
 # The final drain's views: `drain-<az>` reads read_committed (librdkafka's default); with transactional writers a
 # second reader per AZ, `drain-<az>-ru`, reads read_uncommitted (contract v2: every partition read in both views).
 DRAIN_VIEWS = {"": "read_committed", "-ru": "read_uncommitted"}
@@ -146,6 +165,7 @@ class WorkloadSet:
         self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
         self.running: dict[str, Workload] = {}
         self._restarts: dict[str, int] = {}
+        self._orders = 0  # the last order given to a producer's proxy (hold-request)
 
     def start(self, workloads: list[Workload]) -> None:
         for w in workloads:
@@ -221,8 +241,40 @@ class WorkloadSet:
         n = 1 + sum(1 for name in self.running if name.startswith(f"{process}-r"))
         name = f"{process}-r{n}"
         config = dataclasses.replace(w.config, process=name, journal=self.folder.journal(name), value_prefix=f"{name}-")
+        if config.proxy is not None:  # the loopback ports are the first one's: the replacement connects directly
+            config = dataclasses.replace(config, proxy=None, bootstrap=self.cluster.bootstrap)
         self.start([Workload(name, w.host, w.role, config)])
         return name
+
+    def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
+        """Arm `process`'s proxy: once it holds the next request of `kind`, what it caught (the `held` event)."""
+        held = self._order(process, {"action": "hold", **kind}, "held", HOLD_WAIT_S)
+        return {k: held[k] for k in ("api_key", "api_version", "correlation_id", "committed")} | {"held_ns": held["t"]}
+
+    def release(self, process: str, before: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Forward what `process`'s proxy holds (with `before`: just before its next request of that kind); once it
+        did, when."""
+        order: dict[str, Any] = {"action": "release", **({"before": before} if before is not None else {})}
+        released = self._order(process, order, "released", HOLD_WAIT_S if before is not None else PAUSE_WAIT_S)
+        return {"released_ns": released["t"]}
+
+    def _order(self, process: str, order: dict[str, Any], answer: str, wait_s: float) -> dict[str, Any]:
+        w = self.running.get(process)
+        if w is None or not isinstance(w.config, ProducerConfig) or w.config.proxy is None:
+            raise FaultError(f"hold-request: {process} is not a running producer with a proxy (proxy: true)")
+        control, events = Path(w.config.proxy["control"]), Path(w.config.proxy["events"])
+        self._orders += 1
+        seq = self._orders
+        control.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(control, {"seq": seq, **order})
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            for line in (events.read_text().splitlines() if events.exists() else []):
+                event = json.loads(line)
+                if event.get("event") == answer and event.get("release_seq" if answer == "released" else "seq") == seq:
+                    return cast(dict[str, Any], event)
+            time.sleep(0.01)
+        raise FaultError(f"hold-request: {process}'s proxy did not report {answer} within {wait_s:.0f} s")
 
     def _pausable(self, process: str) -> Pausable:
         try:

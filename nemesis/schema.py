@@ -15,7 +15,15 @@ from typing import Any
 
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
-from nemesis.spec import FAULT_KINDS, KEYS_BY_FAULT, PROCESS_RE, REQUIRED, ROLES_BY_FAULT, SELECTOR_RE
+from nemesis.spec import (
+    FAULT_KINDS,
+    HOLD_APIS,
+    KEYS_BY_FAULT,
+    PROCESS_RE,
+    REQUIRED,
+    ROLES_BY_FAULT,
+    SELECTOR_RE,
+)
 
 JsonSchema = dict[str, Any]
 
@@ -59,6 +67,13 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "jitter_ms": {**PER_DIRECTION(0), "default": 0, "description": "random extra delay in ms (never reorders)"},
     "process": {"type": "string", "pattern": PROCESS_RE.pattern,
                 "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
+    "api": {"enum": list(HOLD_APIS), "default": "EndTxn",
+            "description": "hold-request: the request the producer's proxy holds (the next one of this kind; "
+                                   "EndTxnCommit and EndTxnAbort: only an EndTxn that commits, aborts)"},
+    "release_before": {"enum": list(HOLD_APIS),
+                       "description": "hold-request: once undone, wait for the client's next request of this kind "
+                                      "and forward the held one just before it (its late answer awaited first); "
+                                      "default: at once"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
 }

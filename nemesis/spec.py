@@ -23,6 +23,7 @@ Keys (every kind also takes `partition`, the partition that `leader`,
 | `slow-link` | `between` or `target`, `ends`, `delay_ms` (added one-way delay), `jitter_ms` (default 0) |
 | `throttle-link` | `between` or `target`, `ends`, `rate_kbit` (bandwidth, kilobits per second) |
 | `pause-workload` | `process` (a producer, `producer-az1-0`): SIGSTOP it; undone by SIGCONT |
+| `hold-request` | `process` (a producer with `proxy: true`), `api` (`EndTxn` default, `EndTxnCommit`, `EndTxnAbort`, `AddPartitionsToTxn`, `AddOffsetsToTxn`, `TxnOffsetCommit`, `Produce`): its request-holding proxy holds the next such request, and everything after it on that connection, until undone; then forwards it late on the same connection (the client may have given up and retried meanwhile); `release_before` (an `api` name): once undone, wait for the client's next request of that kind and forward the held one just before it (its late answer awaited first). Starts once a request was caught |
 | `replace-workload` | `process` (a transactional producer): start a second process with its config and its transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences the first; it runs to the end of the run (undo does nothing) |
 | `stray-transactional-produce` | `partition`: send one transactional record to that partition's leader under a fresh transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging transaction; a raw-protocol client, `nemesis.stray`); undo does nothing: no marker will ever close it |
 
@@ -57,9 +58,14 @@ from testbed.errors import SpecError
 PARTITION_FAULTS = ("isolate-az", "cut-link", "split", "bridge", "majorities-ring")
 PROCESS_FAULTS = ("kill", "power-off", "pause", "graceful-stop")
 LINK_FAULTS = ("lossy-link", "slow-link", "throttle-link")
-WORKLOAD_FAULTS = ("pause-workload", "replace-workload")  # on a workload process (`nemesis.workload_faults`)
+WORKLOAD_FAULTS = ("pause-workload", "replace-workload", "hold-request")  # on a workload process (`nemesis.workload_faults`)
 CLIENT_FAULTS = ("stray-transactional-produce",)  # the nemesis as a Kafka client of its own (`nemesis.stray`)
 FAULT_KINDS = PARTITION_FAULTS + PROCESS_FAULTS + LINK_FAULTS + WORKLOAD_FAULTS + CLIENT_FAULTS
+# The requests a `hold-request` may hold or release before, by the name the spec uses: Kafka's api key, and for
+# EndTxn whether it commits (None: either).
+HOLD_APIS: dict[str, tuple[int, bool | None]] = {
+    "EndTxn": (26, None), "EndTxnCommit": (26, True), "EndTxnAbort": (26, False), "AddPartitionsToTxn": (24, None),
+    "AddOffsetsToTxn": (25, None), "TxnOffsetCommit": (28, None), "Produce": (0, None)}
 PROCESS_RE = re.compile(r"^producer-az[1-9]-[0-9]+$")
 # The value keys of each degraded-link kind, with their defaults (None: required).
 LINK_VALUES: dict[str, dict[str, float | None]] = {
@@ -91,11 +97,12 @@ KEYS_BY_FAULT: dict[str, tuple[str, ...]] = {
     "pause-workload": ("process",),
     "replace-workload": ("process",),
     "stray-transactional-produce": (),
+    "hold-request": ("process", "api", "release_before"),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "isolate-az": ("target",), "cut-link": ("between",), "split": ("minority",),
     "kill": ("target",), "power-off": ("target",), "pause": ("target",), "graceful-stop": ("target",),
-    "pause-workload": ("process",), "replace-workload": ("process",),
+    "pause-workload": ("process",), "replace-workload": ("process",), "hold-request": ("process",),
 }
 
 Ends = Literal["az", "node"]
@@ -114,6 +121,8 @@ class FaultSpec:
     ends: Ends = "az"
     role: Role = "broker"
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
+    api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
+    release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -205,6 +214,10 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
             raise SpecError(f"{path}.process: {raw['process']!r} is not a workload process; expected a producer "
                             f"such as producer-az1-0")
         fields["targets"] = (raw["process"],)
+    if "api" in raw:
+        fields["api"] = _choice(f"{path}.api", raw["api"], tuple(HOLD_APIS))
+    if "release_before" in raw:
+        fields["release_before"] = _choice(f"{path}.release_before", raw["release_before"], tuple(HOLD_APIS))
     if "one_way" in raw:
         if not isinstance(raw["one_way"], bool):
             raise SpecError(f"{path}.one_way: expected true or false, got {raw['one_way']!r}")

@@ -47,6 +47,10 @@ def run(config: AnyConfig, journal: JournalSink, stop: StopFlag) -> int:
     if isinstance(config, TransformerConfig):  # its instances journal for themselves
         from workloads.supervisor import run_transformer
         return run_transformer(config, stop)
+    if config.proxy is not None:  # its connections go through a request-holding proxy of its own
+        from workloads.holdproxy import HoldProxy
+        HoldProxy({int(p): u for p, u in config.proxy["listen"].items()}, Path(config.proxy["control"]),
+                  Path(config.proxy["events"])).start()
     if config.transactional_id is not None:
         from workloads.txn_producer import TxnProducerWorkload
         return TxnProducerWorkload(config, journal, stop).run()

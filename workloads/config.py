@@ -15,7 +15,11 @@ every error names the key. Keys per role:
   transactional (contract v2): ``transactional_id`` (stable across the
   process's restarts, so a new instance fences its zombie), ``txn_size``
   (sends per transaction, default 10), ``txn_abort_share`` (the share of
-  transactions deliberately aborted, 0..1, default 0).
+  transactions deliberately aborted, 0..1, default 0); ``proxy`` (optional:
+  ``{"listen": {"<loopback port>": "<broker ip>:<PROXIED port>", ...},
+  "control": path, "events": path}``, the request-holding proxy this process
+  runs for itself, workloads/holdproxy.py; its ``bootstrap`` then names the
+  loopback ports).
 - consumer: ``mode`` (``assign`` or ``group``), ``group`` (group mode),
   ``commit`` (``auto`` or ``sync``, group mode), optional ``partitions``
   (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
@@ -91,6 +95,7 @@ class ProducerConfig(WorkloadConfig):
     txn_size: int = 10
     txn_abort_share: float = 0.0
     fenced: Literal["renew", "exit"] = "renew"  # once fenced: a new instance, or end the process (exits.FENCED)
+    proxy: dict[str, Any] | None = None  # the request-holding proxy it runs (hold-request faults), or None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,7 +253,23 @@ def _producer(keys: _Keys, common: dict[str, Any]) -> ProducerConfig:
                           transactional_id=keys.string("transactional_id", None, nullable=True),
                           txn_size=keys.integer("txn_size", 10, minimum=1),
                           txn_abort_share=keys.number("txn_abort_share", 0.0, maximum=1.0),
-                          fenced=keys.choice("fenced", ("renew", "exit"), "renew"))
+                          fenced=keys.choice("fenced", ("renew", "exit"), "renew"), proxy=_proxy(keys))
+
+
+def _proxy(keys: _Keys) -> dict[str, Any] | None:
+    value = keys.take("proxy", None)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"listen", "control", "events"}:
+        raise ConfigError(f"proxy: must be an object with listen, control and events, got {value!r}")
+    listen = value["listen"]
+    if not isinstance(listen, dict) or not listen or not all(
+            str(p).isdigit() and isinstance(u, str) and u.rpartition(":")[2].isdigit() for p, u in listen.items()):
+        raise ConfigError(f"proxy.listen: must map loopback ports to host:port, got {listen!r}")
+    for key in ("control", "events"):
+        if not isinstance(value[key], str) or not Path(value[key]).is_absolute():
+            raise ConfigError(f"proxy.{key}: must be an absolute path, got {value[key]!r}")
+    return {"listen": {str(p): u for p, u in listen.items()}, "control": value["control"], "events": value["events"]}
 
 
 def _consumer(keys: _Keys, common: dict[str, Any]) -> ConsumerConfig:
@@ -349,4 +370,6 @@ def config_to_json(config: AnyConfig) -> dict[str, Any]:
         raw["extra_topics"] = list(raw["extra_topics"])
         if not raw["extra_topics"]:  # an observer of one topic keeps its config file as it was
             del raw["extra_topics"]
+    if isinstance(config, ProducerConfig) and config.proxy is None:  # nor does a producer without a proxy
+        del raw["proxy"]
     return raw

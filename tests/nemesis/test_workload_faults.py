@@ -66,3 +66,34 @@ def test_without_the_harness_workloads_it_says_so() -> None:
 def test_bad_workload_fault_specs(raw: dict, says: str) -> None:
     with pytest.raises(SpecError, match=says):
         parse_fault("f", raw)
+
+
+class Holds:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, object]] = []
+
+    def hold(self, process: str, kind: dict) -> dict:
+        self.calls.append(("hold", process, kind))
+        return {"correlation_id": 7, "held_ns": 1}
+
+    def release(self, process: str, before: dict | None = None) -> dict:
+        self.calls.append(("release", process, before))
+        return {"released_ns": 2}
+
+
+def test_hold_request_arms_the_proxy_and_its_stop_releases_before_the_named_request() -> None:
+    control = Holds()
+    env = SimpleNamespace(workloads=control)
+    spec = parse_fault("f", {"fault": "hold-request", "process": "producer-az1-0", "api": "EndTxnCommit",
+                             "release_before": "EndTxnAbort"})
+    assert fault_for(spec) is WORKLOAD and spec.is_workload
+    injected = WORKLOAD.inject(spec, resolver(), env, "hold-1")  # type: ignore[arg-type]
+    assert injected.targets == {"process": "producer-az1-0", "api": "EndTxnCommit"}
+    assert injected.detail["correlation_id"] == 7
+    WORKLOAD.undo(injected, env)  # type: ignore[arg-type]
+    assert control.calls == [("hold", "producer-az1-0", {"api_key": 26, "committed": True}),
+                             ("release", "producer-az1-0", {"api_key": 26, "committed": False})]
+    plain = parse_fault("f", {"fault": "hold-request", "process": "producer-az1-0"})
+    WORKLOAD.undo(WORKLOAD.inject(plain, resolver(), env, "h"), env)  # type: ignore[arg-type]
+    assert control.calls[-2:] == [("hold", "producer-az1-0", {"api_key": 26, "committed": None}),
+                                  ("release", "producer-az1-0", None)]

@@ -122,3 +122,25 @@ def test_hanging_transaction(tmp_path: Path, configuration: str, hangs: bool) ->
         assert counts["unreadable"] == 0, verdict["examples"].get("unreadable")
     writes = pd.read_parquet(run / "history" / "writes.parquet").set_index("value")
     assert writes.loc[stray["value"], "status"] == stray["status"]
+def proxy_events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "proxy" / "producer-az1-0.events.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.transactions
+def test_txn_delayed_endtxn_before_abort(tmp_path: Path) -> None:
+    """Seven EndTxns held past socket.timeout.ms: librdkafka times each out, disconnects and retries it on a new
+    connection; each stale commit, forwarded just before the next abort, lands in that transaction (error code 0)."""
+    run, verdict = run_scenario(tmp_path, "txn-delayed-endtxn", "before-abort")
+    events = proxy_events(run)
+    held = [e for e in events if e["event"] == "held"]
+    assert len(held) == 7 and {e["api_key"] for e in held} == {26}, events
+    closed = {e["seq"] for e in events if e["event"] == "client-closed"}
+    assert closed == {e["seq"] for e in held}, events  # librdkafka gave up on every held EndTxn's connection
+    late = [e for e in events if e["event"] == "late-answer"]
+    assert len(late) == 7 and any(e["error_code"] == 0 for e in late), late  # a stale EndTxn was applied
+    log = (run / "logs" / "producer-az1-0.log").read_text()
+    assert log.count("Timed out EndTxnRequest in flight") >= 7
+    nemesis = pd.read_parquet(run / "history" / "nemesis.parquet")
+    holds = nemesis[nemesis["fault"] == "hold-request"]
+    assert sorted(holds["type"].value_counts().items()) == [("start", 7), ("stop", 7)]
+    assert verdict["stats"]["committed"] > 0
