@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,3 +35,24 @@ def faultline(
     if check and proc.returncode != 0:
         raise AssertionError(f"faultline {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc
+
+
+def run_dir_of(results: Path, name: str, configuration: str | None = None) -> Path:
+    """The run folder of scenario `name` (and its `configuration`) under a results root holding one run of it."""
+    (top,) = [p for p in (results / name).iterdir() if p.name != "latest"]
+    return top / configuration if configuration else top
+
+
+def assert_isolate_az_leader_on_kraft(proc: subprocess.CompletedProcess[str], results: Path, runtime: str) -> Path:
+    """The catalogue's isolate-az-leader (acks1 and acksall) on KRaft gave the netns verdicts: both PASS, acks1
+    lost and diverged, acksall neither, on `runtime` with metadata kraft. Returns acks1's run folder."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert [line.split()[0] for line in proc.stdout.splitlines() if "isolate-az-leader [" in line] == ["PASS"] * 2
+    counts = {c: json.loads((run_dir_of(results, "isolate-az-leader", c) / "verdict.json").read_text())["counts"]
+              for c in ("acks1", "acksall")}
+    assert counts["acks1"]["lost"] > 0 and counts["acks1"]["divergence"] > 0, counts
+    assert counts["acksall"]["lost"] == 0 and counts["acksall"]["divergence"] == 0, counts
+    run_dir = run_dir_of(results, "isolate-az-leader", "acks1")
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["runtime"] == runtime and state["settings"]["metadata"] == "kraft"
+    return run_dir

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, faultline
-from tests.docker.test_docker_runtime import ours, run_dir_of
+from tests.conftest import REPO, assert_isolate_az_leader_on_kraft, faultline
+from tests.docker.test_docker_runtime import ours
 
 pytestmark = [pytest.mark.docker, pytest.mark.catalogue]  # `make test-docker`, not `make test` (~4 min)
 
@@ -25,15 +25,7 @@ def test_isolate_az_leader_on_docker_with_kraft_loses_with_acks1_and_not_with_ac
     proc = faultline("run", "scenarios/isolate-az-leader.yaml", "--runtime", "docker", "--kafka-version",
                      KRAFT_VERSION, "--configuration", "acks1", "--configuration", "acksall", "--results",
                      str(tmp_path), timeout=1200)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert [line.split()[0] for line in proc.stdout.splitlines() if "isolate-az-leader [" in line] == ["PASS"] * 2
-    counts = {c: json.loads((run_dir_of(tmp_path, "isolate-az-leader", c) / "verdict.json").read_text())["counts"]
-              for c in ("acks1", "acksall")}
-    assert counts["acks1"]["lost"] > 0 and counts["acks1"]["divergence"] > 0, counts
-    assert counts["acksall"]["lost"] == 0 and counts["acksall"]["divergence"] == 0, counts
-    run_dir = run_dir_of(tmp_path, "isolate-az-leader", "acks1")
-    state = json.loads((run_dir / "state.json").read_text())
-    assert state["runtime"] == "docker" and state["settings"]["metadata"] == "kraft"
+    run_dir = assert_isolate_az_leader_on_kraft(proc, tmp_path, "docker")
     run = json.loads((run_dir / "run.json").read_text())
     assert run["versions"]["kafka"] == KRAFT_VERSION and run["versions"]["zookeeper"] == ""
     for node in ("az1-node", "az2-node", "az3-node"):  # a controller beside each broker, its log copied back
@@ -47,4 +39,4 @@ def test_isolate_az_leader_on_docker_with_kraft_loses_with_acks1_and_not_with_ac
     assert json.loads(start["detail"])["facts"]["controller"] == 2, start
     assert json.loads(start["targets"])["az"] == "az1", start
     assert json.loads((run_dir / "replicas.json").read_text())["agree"] is True
-    assert ours(state["prefix"]) == []
+    assert ours(json.loads((run_dir / "state.json").read_text())["prefix"]) == []

@@ -16,15 +16,10 @@ import pytest
 import yaml
 
 from testbed.runtime import unsynced
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, faultline, run_dir_of
 from tests.docker.conftest import machine_network
 
 pytestmark = pytest.mark.docker
-
-
-def run_dir_of(results: Path, name: str, configuration: str | None = None) -> Path:
-    (top,) = [p for p in (results / name).iterdir() if p.name != "latest"]
-    return top / configuration if configuration else top
 
 
 def ours(prefix: str) -> list[str]:

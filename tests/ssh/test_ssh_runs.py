@@ -17,17 +17,12 @@ import pytest
 import yaml
 
 from testbed.sshbed import SshTestBed
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, faultline, run_dir_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
 # The harness's sshd sessions (`sshd: root@notty`, `sshd: root [priv]`), not the listener (`sshd: /usr/sbin/sshd`).
 KILL_SESSIONS = "for p in $(pgrep -f '^sshd: root'); do kill -9 $p; done; echo killed"
-
-
-def run_dir_of(results: Path, name: str, configuration: str | None = None) -> Path:
-    (top,) = [p for p in (results / name).iterdir() if p.name != "latest"]
-    return top / configuration if configuration else top
 
 
 def ready_seconds(log: str) -> float:

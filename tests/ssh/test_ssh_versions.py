@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from testbed.sshbed import SshTestBed
-from tests.conftest import REPO, faultline
-from tests.ssh.test_ssh_runs import nothing_of_runs_left, run_dir_of
+from tests.conftest import REPO, assert_isolate_az_leader_on_kraft, faultline
+from tests.ssh.test_ssh_runs import nothing_of_runs_left
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.catalogue]  # `make test-docker` (~6 min)
 
@@ -27,15 +27,7 @@ def test_isolate_az_leader_over_ssh_on_kraft_loses_with_acks1_and_not_with_acks_
     proc = faultline("run", str(tmp_path / "isolate.yaml"), "--kafka-version", KRAFT_VERSION, "--inventory",
                      str(testbed.inventory), "--known-hosts", str(testbed.known_hosts), "--results", str(tmp_path),
                      timeout=1500)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert [line.split()[0] for line in proc.stdout.splitlines() if "isolate-az-leader [" in line] == ["PASS"] * 2
-    counts = {c: json.loads((run_dir_of(tmp_path, "isolate-az-leader", c) / "verdict.json").read_text())["counts"]
-              for c in ("acks1", "acksall")}
-    assert counts["acks1"]["lost"] > 0 and counts["acks1"]["divergence"] > 0, counts
-    assert counts["acksall"]["lost"] == 0 and counts["acksall"]["divergence"] == 0, counts
-    run_dir = run_dir_of(tmp_path, "isolate-az-leader", "acks1")
-    state = json.loads((run_dir / "state.json").read_text())
-    assert state["runtime"] == "ssh" and state["settings"]["metadata"] == "kraft"
+    run_dir = assert_isolate_az_leader_on_kraft(proc, tmp_path, "ssh")
     for node in ("az1-node", "az2-node", "az3-node"):  # a controller beside each broker, its log fetched back
         assert (run_dir / "nodes" / node / "logs" / "controller" / "server.log").stat().st_size > 0, node
     start = json.loads((run_dir / "journal" / "nemesis.jsonl").read_text().splitlines()[0])
