@@ -62,6 +62,7 @@ def no_fuse_host(testbed: SshTestBed) -> str:
     return address
 
 
+@pytest.mark.catalogue  # `make test-docker`: the refusal line is also checked without a bed (test_ssh_power_fake)
 def test_a_power_cut_on_a_node_host_without_fuse_or_power_command_is_refused(
         testbed: SshTestBed, no_fuse_host: str, tmp_path: Path) -> None:
     inventory = testbed.write_inventory(tmp_path / "inventory.yaml", with_host(testbed, "az2", "node",
