@@ -37,7 +37,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +114,8 @@ class _Pipe:
         threading.Thread(target=self._answers, daemon=True).start()
 
     def _requests(self) -> None:
-        buf = bytearray()
-        while True:
-            try:
-                data = self.client.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            buf += data
-            for frame in frames(buf):
+        for done in _received_frames(self.client):
+            for frame in done:
                 self._forward(frame)
         with self.lock:
             self.client_open = False
@@ -171,16 +163,7 @@ class _Pipe:
             self.upstream.sendall(frame)
 
     def _answers(self) -> None:
-        buf = bytearray()
-        while True:
-            try:
-                data = self.upstream.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            buf += data
-            done = frames(buf)
+        for done in _received_frames(self.upstream):
             with self.lock:
                 client_open = self.client_open
             hold = self.hold
@@ -200,6 +183,20 @@ class _Pipe:
             time.sleep(delay_s)
         _close(self.upstream)
         _close(self.client)
+
+
+def _received_frames(s: socket.socket) -> Iterator[list[bytes]]:
+    """The whole frames each read from `s` completes, until it closes or fails."""
+    buf = bytearray()
+    while True:
+        try:
+            data = s.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            return
+        buf += data
+        yield frames(buf)
 
 
 def _close(s: socket.socket) -> None:
