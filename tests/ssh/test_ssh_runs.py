@@ -32,9 +32,11 @@ def ready_seconds(log: str) -> float:
 
 
 def nothing_of_runs_left(bed: SshTestBed) -> None:
+    """No run folder, fault rule, unsyncfs mount or run process is left on any host of the bed."""
     for address in bed.containers:
         assert bed.exec(address, "ls /var/lib/faultline/runs 2>/dev/null || true").split() == [], address
         assert "fl" not in bed.exec(address, "iptables -S"), address
+        assert "unsyncfs" not in bed.exec(address, "cat /proc/mounts"), address
         assert bed.exec(address, "grep -l FAULTLINE_RUN /proc/[0-9]*/environ 2>/dev/null || true").strip() == "", \
             address
 

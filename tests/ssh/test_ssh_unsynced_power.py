@@ -20,16 +20,9 @@ import yaml
 
 from testbed.sshbed import SshTestBed
 from tests.conftest import REPO, faultline
+from tests.ssh.test_ssh_runs import nothing_of_runs_left
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.catalogue]
-
-
-def nothing_left(bed: SshTestBed) -> None:
-    for address in bed.containers:
-        assert bed.exec(address, "ls /var/lib/faultline/runs 2>/dev/null || true").split() == [], address
-        assert "unsyncfs" not in bed.exec(address, "cat /proc/mounts"), address
-        assert bed.exec(address, "grep -l FAULTLINE_RUN /proc/[0-9]*/environ 2>/dev/null || true").strip() == "", \
-            address
 
 
 def rederived(run_dir: Path, out: Path) -> dict[str, int]:
@@ -57,7 +50,7 @@ def test_power_cut_cluster_over_ssh_drops_unsynced_writes(testbed: SshTestBed, t
         manifest = json.loads((top / conf / "run.json").read_text())
         assert manifest["power_offs"] == {f"az{i}-node": "unsyncfs" for i in (1, 2, 3)}, conf
         assert "az1-node unsyncfs, az2-node unsyncfs, az3-node unsyncfs" in (top / conf / "report.html").read_text()
-    nothing_left(testbed)
+    nothing_of_runs_left(testbed)
 
 
 SPEC = {
@@ -114,4 +107,4 @@ def test_a_power_command_cycles_a_node_host_and_its_partition_holds(testbed: Ssh
     restarted = [dropping for started, dropping in seen if started != first_start]
     assert restarted, "the power command never restarted az1's node container"
     assert any(restarted), "the partition was not back on az1's node after its power-on"
-    nothing_left(testbed)
+    nothing_of_runs_left(testbed)
