@@ -28,7 +28,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from testbed.kafka.wire import _exchange, _Reader
+from testbed.kafka.wire import _exchange, _header, _Reader
 
 PRODUCE_API_KEY, PRODUCE_VERSION = 0, 3
 INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION = 22, 1
@@ -101,17 +101,13 @@ def record_batch(producer_id: int, epoch: int, base_sequence: int, records: list
     return struct.pack(">qi", 0, len(after_length)) + after_length
 
 
-def _header(api_key: int, version: int, correlation_id: int) -> bytes:
-    return struct.pack(">hhih", api_key, version, correlation_id, len(CLIENT_ID)) + CLIENT_ID
-
-
 def _string(s: str) -> bytes:
     raw = s.encode()
     return struct.pack(">h", len(raw)) + raw
 
 
 def _init_producer_id_request(transactional_id: str, timeout_ms: int, correlation_id: int) -> bytes:
-    body = _header(INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION, correlation_id)
+    body = _header(INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION, correlation_id, CLIENT_ID)
     body += _string(transactional_id) + struct.pack(">i", timeout_ms)
     return struct.pack(">i", len(body)) + body
 
@@ -134,7 +130,7 @@ def init_producer_id(host: str, port: int, transactional_id: str, transaction_ti
 
 def _produce_request(transactional_id: str | None, topic: str, partition: int, batch: bytes, timeout_ms: int,
                      correlation_id: int) -> bytes:
-    body = _header(PRODUCE_API_KEY, PRODUCE_VERSION, correlation_id)
+    body = _header(PRODUCE_API_KEY, PRODUCE_VERSION, correlation_id, CLIENT_ID)
     body += struct.pack(">h", -1) if transactional_id is None else _string(transactional_id)
     body += struct.pack(">hi", -1, timeout_ms)  # acks=all
     body += struct.pack(">i", 1) + _string(topic) + struct.pack(">i", 1)

@@ -76,8 +76,8 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def _header(api_key: int, version: int, correlation_id: int) -> bytes:
-    client = b"faultline-observer"
+def _header(api_key: int, version: int, correlation_id: int, client: bytes = b"faultline-observer") -> bytes:
+    """A request header v1: api key, version, correlation id and the client id `client`."""
     return struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client
 
 
