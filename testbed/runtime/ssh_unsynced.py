@@ -25,12 +25,11 @@ from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
 from testbed.runtime.base import RUN_ENV
 from testbed.runtime.ssh_procs import spawn_command
-from testbed.runtime.unsynced import FSTYPE, binary
+from testbed.runtime.unsynced import FSTYPE, MOUNT_WAIT_S, binary
 
 if TYPE_CHECKING:
     from testbed.runtime.ssh import SshRuntime
 
-MOUNT_WAIT_S = 10.0
 # argv: fstype, a Python regex of sources. Lazily unmounts (umount2 MNT_DETACH: a dead process leaves its mount) every
 # such mount and prints its target; python3 because a minimal host has no umount (util-linux's `mount` package).
 DETACH = """
@@ -47,7 +46,7 @@ for line in open("/proc/mounts"):
             print("cannot detach %s: errno %d" % (target, ctypes.get_errno()), file=sys.stderr)
 """
 # $1 fstype; then targets: exit 0 once every target is an unsyncfs mount, 1 after MOUNT_WAIT_S.
-WAIT = ('t=$1; shift; i=0; while [ $i -lt 1000 ]; do ok=1; for m in "$@"; do '
+WAIT = (f't=$1; shift; i=0; while [ $i -lt {round(MOUNT_WAIT_S / 0.01)} ]; do ok=1; for m in "$@"; do '
         'awk -v t="$t" -v m="$m" \'$3 == t && $2 == m {f=1} END {exit !f}\' /proc/mounts || ok=0; done; '
         '[ $ok = 1 ] && exit 0; sleep 0.01; i=$((i+1)); done; exit 1')
 GLIBC_RE = re.compile(rb"GLIBC_(\d+)\.(\d+)")
