@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -214,6 +217,39 @@ def read_table(source: TableSource, spec: TableSpec) -> pa.Table:
     for column in spec.unique:
         check_unique(table, column, describe)
     return table
+
+
+def pick_rows(source: TableSource, spec: TableSpec, values: Collection[str],
+              positions: Collection[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """The rows whose value is one of ``values`` or whose (topic, partition, offset) is one of ``positions``.
+
+    Every column of ``spec``, in canonical types (as read_table gives them); a batch at a time, so
+    only the picked rows are held. Batches are sieved by value and offset in Arrow; only the rows
+    that pass are compared with the positions in Python.
+    """
+    wanted_values, wanted_positions = set(values), set(positions)
+    value_set = pa.array(sorted(wanted_values), pa.string())
+    offset_set = pa.array(sorted({p[2] for p in wanted_positions}), pa.int64())
+    by_name = {c.name: c for c in spec.columns}
+    picked: list[dict[str, Any]] = []
+    for path, schema in check_schema(source, spec).items():
+        present = [c.name for c in spec.columns if schema.get_field_index(c.name) >= 0]
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=SUMMARY_BATCH, columns=present):
+                table = pa.Table.from_batches([batch])
+                sieve = [pc.is_in(_canonical_column(by_name[name], table.column(name), table.num_rows), value_set=s)
+                         for name, s in (("value", value_set), ("offset", offset_set)) if len(s)]
+                if not sieve:
+                    continue
+                table = table.filter(reduce(pc.or_kleene, sieve))
+                rows = pa.table([_canonical_column(c, table.column(c.name) if c.name in present else None,
+                                                   table.num_rows) for c in spec.columns],
+                                names=[c.name for c in spec.columns]).to_pylist()
+                picked += [row for row in rows if row["value"] in wanted_values
+                           or (row["topic"], row["partition"], row["offset"]) in wanted_positions]
+        except (OSError, pa.ArrowException) as exc:
+            raise HistoryError(str(path), f"cannot read rows ({str(exc).splitlines()[0]})") from exc
+    return picked
 
 
 @dataclass

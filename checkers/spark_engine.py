@@ -40,8 +40,8 @@ from checkers import txn_spark, txn_terms
 from checkers.classify import ClientConfig, Rule, rules
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError
-from checkers.parquet import RowSummary
-from checkers.schema import READS, WRITES
+from checkers.parquet import RowSummary, pick_rows
+from checkers.schema import READS, TABLES, WRITES
 from checkers.sources import TableSource
 from checkers.spark_session import spark_session
 from checkers.spark_tables import raise_bad_row, read_table, summarize
@@ -163,11 +163,12 @@ class SparkEngine:
         self.spark = spark_session(master)
         self.writes: DataFrame | None = None
         self.reads: DataFrame | None = None
+        self.sources: dict[str, TableSource] = {}
 
     def analyse(self, sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -> Analysis:
         w = read_table(self.spark, sources["writes"])
         r = read_table(self.spark, sources["reads"])
-        self.writes, self.reads = w, r
+        self.writes, self.reads, self.sources = w, r, sources
         stats, groups, names, read_summary = self._check_rows(w, r, sources)
         # contract v2 (None without transactions or sources): its columns ride on the v1 plan's one shuffle
         plan = txn_spark.prepare(self.spark, w, sources, configs, read_summary)
@@ -231,7 +232,8 @@ class SparkEngine:
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
         v2 = plan is not None
         facts = q.value_position_facts(w, r, parts, v2).persist(CACHE_LEVEL)
-        values = q.value_facts(facts, v2).persist(CACHE_LEVEL)
+        values = q.value_facts(facts, v2)
+        values = (plan.with_transactions(values) if plan is not None else values).persist(CACHE_LEVEL)
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)
@@ -257,6 +259,9 @@ class SparkEngine:
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         assert self.writes is not None and self.reads is not None, "evidence() before analyse()"
+        if all(self.sources[t].format == "parquet" for t in ("writes", "reads")):
+            # A streaming pyarrow pass picks the few rows with no Spark job (two full scans in Spark).
+            return Evidence(*(pick_rows(self.sources[t], TABLES[t], values, positions) for t in ("writes", "reads")))
 
         at = reduce(
             lambda acc, pos: (

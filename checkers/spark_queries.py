@@ -22,33 +22,30 @@ INSTANCE_TYPES = {
 }
 POS = ["topic", "partition", "offset"]
 STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
-WRITE_FACTS = ("w_process", "w_op_id", "w_status", "w_invoke_ns", "w_topic", "w_partition")
-# contract v2: a write's transaction as integers (checkers.txn_spark.Plan.writes), so the aggregations stay hash
-# aggregations: in a transaction, its status id, intent abort, end_ns, the transaction's id, txn without a row.
-TXN_FACTS = ("w_in_txn", "w_tstatus", "w_abort", "w_end_ns", "w_txn_id", "w_missing")
-# ... as the shuffle carries them: the four small ones packed into the bits of one int (TXN_BITS: name, shift, width;
-# a width-2 field holds its value plus one, 0 for null)
-PACKED_TXN_FACTS = ("w_txn_bits", "w_end_ns", "w_txn_id")
-TXN_BITS = (("w_in_txn", 0, 1), ("w_missing", 1, 1), ("w_abort", 2, 2), ("w_tstatus", 4, 2))
-LONG_FACTS = ("w_op_id", "w_invoke_ns", "w_end_ns", "w_txn_id")
-FINAL, LIVE = (2, 4), (1, 3)  # kinds of read: 1 live, 2 final; 3 and 4 the same by a read_committed process (v2)
+# A write's facts as the big shuffle and aggregations carry them: few fixed-width columns. w_who packs its
+# status id, process id and topic id into one long (WHO_BITS: name, shift, width).
+WRITE_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_partition")
+WHO_BITS = (("status", 0, 2), ("process", 2, 24), ("topic", 26, 24))
+LONG_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_txn_id")
+# Kinds of row, each a bit: 1 a write, 2 a live read, 4 a final read; 8 and 16 the same by a read_committed
+# process (v2). The (value, position) aggregation keeps which kinds it saw as one int (their bitwise or).
+FINAL_BITS, LIVE_BITS, RC_FINAL_BIT, UC_FINAL_BIT = (1 << 2) | (1 << 4), (1 << 1) | (1 << 3), 1 << 4, 1 << 2
 
 
-def pack_txn_bits(fields: dict[str, SparkColumn]) -> SparkColumn:
-    """TXN_BITS' fields as one int (each of ``fields`` an int column, the width-2 ones possibly null)."""
-    parts = [
-        (F.coalesce(fields[name] + 1, F.lit(0)) if width == 2 else fields[name]) * (1 << shift)
-        for name, shift, width in TXN_BITS
-    ]
-    return reduce(lambda x, y: x + y, parts).cast("int")
+def pack_who(fields: dict[str, SparkColumn]) -> SparkColumn:
+    """WHO_BITS' fields (int columns, never null for a write) as one long."""
+    return reduce(lambda x, y: x + y, [fields[name].cast("long") * (1 << shift) for name, shift, _ in WHO_BITS])
 
 
-def _unpack_txn_bits(bits: SparkColumn) -> dict[str, SparkColumn]:
-    out = {}
-    for name, shift, width in TXN_BITS:
-        field = F.shiftright(bits, shift).bitwiseAND((1 << width) - 1)
-        out[name] = F.when(field > 0, field - 1) if width == 2 else field
-    return out
+def unpack_who(who: SparkColumn) -> dict[str, SparkColumn]:
+    """WHO_BITS' fields of a w_who column (null where it is null)."""
+    return {name: F.shiftright(who, shift).bitwiseAND((1 << width) - 1).cast("int") for name, shift, width in WHO_BITS}
+
+
+def status_id(status: SparkColumn) -> SparkColumn:
+    """A status name's id (STATUS_IDS; null for another)."""
+    ((first, first_id), *rest) = STATUS_IDS.items()
+    return reduce(lambda acc, kv: acc.when(status == kv[0], kv[1]), rest, F.when(status == first, first_id))
 
 
 def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
@@ -60,31 +57,34 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
+def _has_bits(mask: SparkColumn, bits: int) -> SparkColumn:
+    return (mask.bitwiseAND(bits) != 0).cast("int")
+
+
 def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False) -> DataFrame:
     """One row per (value, position): flags f (in F) and l (read live), and the value's write.
 
     Writes and reads are shuffled together, once, by value. A write's row sits at its
     acknowledged position (the edge its offset proves), or at a null position when it has
-    none; its columns are carried as integers so the aggregation stays a hash aggregation.
-    With ``v2`` (contract v2), ``w`` carries PACKED_TXN_FACTS and ``r`` an ``rc`` flag (read by a
+    none; its columns are carried as WRITE_FACTS (integers) so the aggregation stays a hash
+    aggregation, and the kinds of row seen are one int of bits. With ``v2`` (contract v2), ``w``
+    carries w_txn_id (checkers.txn_spark.Plan.writes) and ``r`` an ``rc`` flag (read by a
     read_committed process, kinds 3 and 4): the rows add frc and fru (in F by a read_committed
-    process or not), rc_poll (the first poll of a read_committed read) and the write's transaction.
+    process or not), rc_poll (the first poll of a read_committed read) and w_txn_id.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
-    status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), STATUS_IDS.items(), F)
-    write_v2: list[SparkColumn | str] = [*PACKED_TXN_FACTS, F.lit(None).cast("long").alias("rc_poll")]
+    status = status_id(F.col("status"))
+    write_v2: list[SparkColumn | str] = ["w_txn_id", F.lit(None).cast("long").alias("rc_poll")]
     read_v2: list[SparkColumn | str] = [F.when(F.col("rc") == 1, F.col("poll_ns")).alias("rc_poll")]
-    kind = F.when(F.col("phase") == "final", 2).otherwise(1)
-    kind = kind + 2 * F.col("rc") if v2 else kind
+    kind = F.when(F.col("phase") == "final", 4).otherwise(2)
+    kind = kind * (1 + 3 * F.col("rc")) if v2 else kind
     writes = w.select(
         "value",
         *[F.when(acked, F.col(c)).alias(c) for c in POS],
-        F.lit(0).alias("kind"),
-        F.col("process").alias("w_process"),
+        F.lit(1).alias("kind"),
+        pack_who({"status": status, "process": F.col("process"), "topic": F.col("topic")}).alias("w_who"),
         F.col("op_id").alias("w_op_id"),
-        status.alias("w_status"),
         F.col("invoke_ns").alias("w_invoke_ns"),
-        F.col("topic").alias("w_topic"),
         F.col("partition").cast("int").alias("w_partition"),
         *(write_v2 if v2 else []),
     )
@@ -94,28 +94,25 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
         kind.alias("kind"),
         *[
             F.lit(None).cast("long" if c in LONG_FACTS else "int").alias(c)
-            for c in (*WRITE_FACTS, *(PACKED_TXN_FACTS if v2 else ()))
+            for c in (*WRITE_FACTS, *(["w_txn_id"] if v2 else []))
         ],
         *(read_v2 if v2 else []),
     )
-    kind = F.col("kind")
-    txn_aggs = [
-        F.max((kind == FINAL[1]).cast("int")).alias("frc"),
-        F.max((kind == FINAL[0]).cast("int")).alias("fru"),
-        F.min("rc_poll").alias("rc_poll"),
-        *[F.max(c).alias(c) for c in PACKED_TXN_FACTS],
-    ]
+    mask = F.col("mask")
+    txn_cols: list[SparkColumn | str] = [_has_bits(mask, RC_FINAL_BIT).alias("frc"),
+                                         _has_bits(mask, UC_FINAL_BIT).alias("fru"), "rc_poll", "w_txn_id"]
     return (
         writes.unionByName(reads)
         .repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
-            F.max(kind.isin(*FINAL).cast("int")).alias("f"),
-            F.max(kind.isin(*LIVE).cast("int")).alias("l"),
-            F.sum((kind == 0).cast("int")).alias("n_writes"),
+            F.bit_or("kind").alias("mask"),
+            F.sum((F.col("kind") == 1).cast("int")).alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
-            *(txn_aggs if v2 else []),
+            *([F.min("rc_poll").alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id")] if v2 else []),
         )
+        .select("value", *POS, _has_bits(mask, FINAL_BITS).alias("f"), _has_bits(mask, LIVE_BITS).alias("l"),
+                "n_writes", *WRITE_FACTS, *(txn_cols if v2 else []))
     )
 
 
@@ -123,14 +120,11 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
 
     ``facts`` is partitioned by value already, so this needs no shuffle. With ``v2``: in_frc,
-    in_fru, rc_poll and the write's TXN_FACTS too.
+    in_fru, rc_poll and w_txn_id too (checkers.txn_spark.Plan.with_transactions adds the rest).
     """
-    status = F.col("w_status")
     txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
-                *[F.max(c).alias(c) for c in PACKED_TXN_FACTS]]
-    unpacked = _unpack_txn_bits(F.col("w_txn_bits"))
-    txn_cols: list[SparkColumn | str] = ["in_frc", "in_fru", "rc_poll",
-                                         *[unpacked.get(c, F.col(c)).alias(c) for c in TXN_FACTS]]
+                F.max("w_txn_id").alias("w_txn_id")]
+    who = unpack_who(F.col("w_who"))
     return (
         facts.groupBy("value")
         .agg(
@@ -150,13 +144,13 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
             "placed",
             "n_writes",
             F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
-            F.col("w_process").alias("process"),
+            who["process"].alias("process"),
             F.col("w_op_id").alias("op_id"),
-            F.get(F.array(*[F.lit(name) for name in STATUS_IDS]), status).alias("status"),
+            F.get(F.array(*[F.lit(name) for name in STATUS_IDS]), who["status"]).alias("status"),
             F.col("w_invoke_ns").alias("invoke_ns"),
-            F.col("w_topic").alias("topic"),
+            who["topic"].alias("topic"),
             F.col("w_partition").alias("partition"),
-            *(txn_cols if v2 else []),
+            *(["in_frc", "in_fru", "rc_poll", "w_txn_id"] if v2 else []),
         )
     )
 

@@ -4,10 +4,10 @@ spec/history.md, "Transactions and exactly-once (contract v2)"; checkers.txn_pan
 reference these queries are tested against. They ride on the v1 plan (checkers.spark_engine)
 rather than beside it: `prepare` returns None for a history with no transaction and no `source`
 value (no v2 work at all); otherwise a `Plan` whose `writes` gives each write its transaction as
-integers (a broadcast join with `transactions`) and whose `reads` flags the reads of
-read_committed processes, so the v1 engine's one shuffle by value and its per-value facts carry
-what v2 needs (in F by a read_committed process or not, the first read_committed poll, the
-transaction's status, intent, end and id). The restated v1 anomalies and the per-value v2 ones
+id (a broadcast join with `transactions`) and whose `reads` flags the reads of read_committed
+processes, so the v1 engine's one shuffle by value and its per-value facts carry what v2 needs (in
+F by a read_committed process or not, the first read_committed poll, the transaction's id);
+`with_transactions` joins the transaction's status, intent and end to the per-value rows. The restated v1 anomalies and the per-value v2 ones
 are then conditions on that one per-value table (`conditions`), poll-skip is restated inside the
 v1 poll query, and `frames` adds torn-transaction, reprocessed and skipped-input, all lazy, in
 the engine's one job. A `writes.txn` without its `transactions` row is found in the same job and
@@ -18,7 +18,6 @@ counted by the row-check pass, not by a job. Must never: use a Python UDF or col
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column as SparkColumn
@@ -80,23 +79,42 @@ class Plan:
         rc = sorted(self.terms.read_committed)
         return r.withColumn("rc", (F.col("process").isin(*rc) if rc else F.lit(False)).cast("int"))
 
-    def writes(self, w: DataFrame) -> DataFrame:
-        """``w`` with spark_queries.PACKED_TXN_FACTS: its transaction as integers."""
-        txn = F.col("txn")
+    def _ids(self) -> DataFrame | None:
+        """The transactions as integers: w_txn_id (an id per row), its status id, intent abort and end_ns."""
         if self.t is None:
-            joined = w.withColumns({"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
-                                    "w_end_ns": F.lit(None).cast("long"), "w_txn_id": F.lit(None).cast("long")})
-        else:
-            status = reduce(lambda acc, kv: acc.when(F.col("status") == kv[0], kv[1]), q.STATUS_IDS.items(), F)
-            tx = self.t.select("txn", F.monotonically_increasing_id().alias("w_txn_id"), status.alias("w_tstatus"),
-                               (F.col("intent") == "abort").cast("int").alias("w_abort"),
-                               F.col("end_ns").alias("w_end_ns"))
-            rows = self.terms.transactions.num_rows if self.terms.transactions is not None else 0
-            joined = w.join(F.broadcast(tx) if rows <= BROADCAST_ROWS else tx, "txn", "left")
-        bits = q.pack_txn_bits({"w_in_txn": txn.isNotNull().cast("int"),
-                                "w_missing": (txn.isNotNull() & F.col("w_txn_id").isNull()).cast("int"),
-                                "w_abort": F.col("w_abort"), "w_tstatus": F.col("w_tstatus")})
-        return joined.withColumn("w_txn_bits", bits)
+            return None
+        tx = self.t.select("txn", F.monotonically_increasing_id().alias("w_txn_id"),
+                           q.status_id(F.col("status")).alias("w_tstatus"),
+                           (F.col("intent") == "abort").cast("int").alias("w_abort"), F.col("end_ns").alias("w_end_ns"))
+        rows = self.terms.transactions.num_rows if self.terms.transactions is not None else 0
+        return F.broadcast(tx) if rows <= BROADCAST_ROWS else tx
+
+    def writes(self, w: DataFrame) -> DataFrame:
+        """``w`` with w_txn_id: its transaction's id, -1 for a `txn` without a `transactions` row, null for none.
+
+        Only the id travels through the big shuffle; with_transactions joins the rest back to the per-value rows.
+        """
+        tx = self._ids()
+        in_txn = F.col("txn").isNotNull()
+        if tx is None:
+            return w.withColumn("w_txn_id", F.when(in_txn, F.lit(-1)).cast("long"))
+        joined = w.join(tx.select("txn", F.col("w_txn_id").alias("_id")), "txn", "left")
+        return joined.withColumn("w_txn_id", F.when(in_txn, F.coalesce(F.col("_id"), F.lit(-1))).cast("long"))
+
+    def with_transactions(self, values: DataFrame) -> DataFrame:
+        """Per-value rows (spark_queries.value_facts(v2=True)) with their write's transaction as columns.
+
+        w_in_txn and w_missing (a `txn` without its row) as ints; w_tstatus (status id), w_abort and w_end_ns from
+        the transaction's row (null for none).
+        """
+        txn_id = F.col("w_txn_id")
+        flags = {"w_in_txn": txn_id.isNotNull().cast("int"), "w_missing": (txn_id == -1).cast("int")}
+        tx = self._ids()
+        if tx is None:
+            nulls = {"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
+                     "w_end_ns": F.lit(None).cast("long")}
+            return values.withColumns({**flags, **nulls})
+        return values.join(tx.drop("txn"), "w_txn_id", "left").withColumns(flags)
 
     def conditions(self) -> dict[str, SparkColumn]:
         """The per-value anomalies on a row of spark_queries.value_facts(v2=True): v1's, restated with transactions."""
