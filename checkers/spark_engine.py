@@ -3,8 +3,9 @@
 Built to scale: no Python UDFs and no collect() of anything larger than
 the examples (or SMALL_INSTANCES instance rows). Processes, topics and
 statuses travel as small integers (dictionaries taken from the row-check
-pass), so the big aggregations keep fixed-width buffers and stay hash
-aggregations. Every write, read and acknowledged offset is shuffled once,
+pass), a write's three packed into one long and the kinds of row seen at a
+(value, position) kept as one int of bits, so the big aggregations keep few
+fixed-width buffers and stay hash aggregations. Every write, read and acknowledged offset is shuffled once,
 by value, and aggregated twice without another shuffle: into the *edges*,
 distinct (value, position) pairs flagged "in F" and "read live", and into
 the per-value facts, which carry the value's write (no join). Positions
@@ -15,7 +16,9 @@ functions. The intermediate tables are cached for the one job that computes
 are few (up to SMALL_INSTANCES, the usual case) they are fetched whole as
 Arrow and examples picked here, otherwise one more job ranks each anomaly and
 fetches only its examples. Contract v2 (checkers.txn_spark) adds its columns
-to the same shuffle and per-value table rather than a plan of its own.
+to the same shuffle and per-value table rather than a plan of its own. The
+examples' evidence rows of a Parquet history are picked by a streaming
+pyarrow pass (checkers.parquet.pick_rows), not by two more Spark scans.
 The per-anomaly queries are in checkers.spark_queries; this module plans
 and runs them.
 """
