@@ -178,7 +178,9 @@ def value_instances(v: DataFrame, table: dict[str, Rule], conditions: dict[str, 
     """
     conditions = value_conditions() if conditions is None else conditions
     tags = F.array_compact(F.array(*[F.when(cond, F.lit(name)) for name, cond in conditions.items()]))
-    tagged = v.select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
+    # Most values show no anomaly: the conditions sieve them out before the tags are built and exploded.
+    shows_any = reduce(lambda x, y: x | y, conditions.values())
+    tagged = v.filter(shows_any).select("value", "process", "invoke_ns", F.explode(tags).alias("anomaly"))
     error = reduce(lambda acc, name: acc.when(F.col("anomaly") == name, error_expr(table[name])), conditions, F)
     # Phantoms and vanished reads are judged by no process; report none.
     process = F.when(F.col("anomaly").isin(a.PHANTOM, a.VANISHED_READ), F.lit(None)).otherwise(

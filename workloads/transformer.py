@@ -41,6 +41,8 @@ instance ends its batch, leaves the group and exits 0.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
@@ -57,6 +59,7 @@ from confluent_kafka import (
 from workloads import exits
 from workloads.classify import classify_delivery
 from workloads.config import TransformerConfig
+from workloads.consumer import CLOSE_TIMEOUT_S, close_within
 from workloads.journal import Journal
 from workloads.lines import client_error_line, process_line
 from workloads.reading import text
@@ -369,8 +372,14 @@ class Instance:
                     self._rewind()
             self._serve(0)
             self._journal_outcomes()
-        self.consumer.close()
+        # Bounded as the consumer's is (workloads.consumer.close_within): librdkafka may never return from close().
+        closed = close_within(self.consumer, CLOSE_TIMEOUT_S)
         self.journal.append({"kind": "end", "t": time.time_ns(), "transactions": self.txns,
-                             "ops": self.next_op - self.instance * SPAN})
+                             "ops": self.next_op - self.instance * SPAN, "close": "ok" if closed else "timeout"})
         self.journal.flush()
+        if not closed:
+            print(f"{self.c.process}: close() did not return within {CLOSE_TIMEOUT_S:.0f} s; exiting without it",
+                  file=sys.stderr, flush=True)
+            self.journal.close()
+            os._exit(exits.DONE)  # the client's threads are stuck in close: no interpreter shutdown waits for them
         return exits.DONE
