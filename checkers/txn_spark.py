@@ -1,18 +1,19 @@
 """Contract v2 in the Spark engine: the restated v1 anomalies and the six new ones as DataFrame operations.
 
-spec/history.md, "Transactions and exactly-once (contract v2)"; checkers.txn_pandas is the
-reference these queries are tested against. They ride on the v1 plan (checkers.spark_engine)
-rather than beside it: `prepare` returns None for a history with no transaction and no `source`
-value (no v2 work at all); otherwise a `Plan` whose `writes` gives each write its transaction as
-id (a broadcast join with `transactions`) and whose `reads` flags the reads of read_committed
-processes, so the v1 engine's one shuffle by value and its per-value facts carry what v2 needs (in
-F by a read_committed process or not, the first read_committed poll, the transaction's id);
-`with_transactions` joins the transaction's status, intent and end to the per-value rows. The restated v1 anomalies and the per-value v2 ones
-are then conditions on that one per-value table (`conditions`), poll-skip is restated inside the
-v1 poll query, and `frames` adds torn-transaction, reprocessed and skipped-input, all lazy, in
-the engine's one job. A `writes.txn` without its `transactions` row is found in the same job and
-named afterwards (`raise_missing`, one small job only then). The read_committed final reads are
-counted by the row-check pass, not by a job. Must never: use a Python UDF or collect more than a row.
+spec/history.md, "Transactions and exactly-once (contract v2)"; checkers.txn_pandas is the reference
+these queries are tested against. They ride on the v1 plan (checkers.spark_engine) rather than
+beside it: `prepare` returns None for a history with no transaction and no `source` value (no v2
+work at all); otherwise a `Plan` whose `writes` gives each write its transaction as id (a broadcast
+join with `transactions`) and whose `reads` flags the reads of read_committed processes, so the v1
+engine's one shuffle by value and its per-value facts carry what v2 needs (in F by a read_committed
+process or not, the first read_committed poll, the transaction's id); `with_transactions` joins the
+transaction's status, intent and end to the per-value rows. The restated v1 anomalies and the
+per-value v2 ones are then conditions on that one per-value table (`conditions`), poll-skip is
+restated inside the v1 poll query, and `frames` adds torn-transaction, reprocessed and
+skipped-input, all lazy, in the engine's one job. A `writes.txn` without its `transactions` row is
+found in the same job and named afterwards (`raise_missing`, one small job only then). The
+read_committed final reads are counted by the row-check pass, not by a job. Must never: use a Python
+UDF or collect more than a row.
 """
 
 from __future__ import annotations
