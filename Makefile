@@ -15,7 +15,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions lint \
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign lint \
 	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -80,7 +80,12 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue and not versions and not transactions" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign" $(PYTEST_FLAGS)
+
+# A short real campaign end to end (two scenarios, a two-cell matrix, a random-chaos seed; ~2 minutes), its
+# index.html opened in headless Chromium: kept out of `make test`, as the long runs are.
+test-campaign:
+	$(PY) -m pytest -m campaign $(PYTEST_FLAGS)
 
 # Kafka versions other than the default on a real cluster (docs/runtimes.md, "Kafka versions"): kept out of
 # `make test`; the first run fetches each version's jars (and Java 11 where the version table asks for it).

@@ -19,7 +19,7 @@ from report.browser import view_page
 from tests.campaign.pages import JUNIT_SCHEMA, links, text_of
 from tests.conftest import faultline
 
-pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+pytestmark = [pytest.mark.cluster, pytest.mark.browser, pytest.mark.campaign]  # `make test-campaign`, not `make test`
 
 CAMPAIGN: dict[str, Any] = {
     "name": "short", "budget": "12m", "engine": "pandas", "overrides": {"settle_timeout_s": 60},
