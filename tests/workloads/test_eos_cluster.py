@@ -20,12 +20,26 @@ from tests.conftest import faultline
 pytestmark = pytest.mark.cluster
 
 
+# Kafka 2.7 sometimes leaves a restarted follower's partitions "marked as failed" after its fetch saw a newer leader
+# epoch than its own LeaderAndIsr state ("Will await the new LeaderAndIsr state before resuming fetching"), and no new
+# state comes: the ISRs never fill again and the run's verdict is unknown for that reason alone. The campaign's rule
+# applies: such a run is run once more (a second stall fails the test).
+UNSETTLED = "waiting for the cluster to settle"
+
+
 def run_pipeline(tmp_path: Path, configuration: str) -> tuple[Path, dict[str, Any]]:
-    proc = faultline("run", "scenarios/eos-pipeline.yaml", "--configuration", configuration, "--results",
-                     str(tmp_path), timeout=900)
+    for attempt in ("first", "again"):
+        results = tmp_path / attempt
+        proc = faultline("run", "scenarios/eos-pipeline.yaml", "--configuration", configuration, "--results",
+                         str(results), timeout=900)
+        run = (results / "eos-pipeline" / "latest" / configuration).resolve()
+        path = run / "verdict.json"
+        verdict = json.loads(path.read_text()) if path.is_file() else {}
+        if attempt == "first" and verdict.get("valid") == "unknown" and UNSETTLED in verdict.get("reason", ""):
+            continue
+        break
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]  # the configuration's expectations held
-    run = (tmp_path / "eos-pipeline" / "latest" / configuration).resolve()
-    return run, json.loads((run / "verdict.json").read_text())
+    return run, verdict
 
 
 def outputs_and_inputs(run: Path) -> tuple[pd.DataFrame, set[str]]:
