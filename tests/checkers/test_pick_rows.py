@@ -42,6 +42,5 @@ def test_rows_by_value_and_by_position_in_canonical_types_across_files(tmp_path:
     engine = pandas_engine.PandasEngine()
     engine.analyse(sources, {})
     expected = engine.evidence(["c", "e"], [("t", 0, 1)])
-    key = sorted
-    assert key(map(str, picked_reads)) == key(map(str, expected.reads))
+    assert sorted(map(str, picked_reads)) == sorted(map(str, expected.reads))
     assert pick_rows(sources["writes"], WRITES, [], []) == []
