@@ -58,7 +58,7 @@ def _operators(info: dict[str, Any]) -> str:
     return ", ".join(reversed(names)) or info["Stage Name"].split(" at ")[0]
 
 
-def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int) -> None:
+def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int, timeline: bool = False) -> None:
     """Per check window (wall-clock ms), its jobs and longest stages, from the event log."""
     stages, jobs = [], []
     files = sorted(f for f in log.iterdir() if f.name.startswith("events")) if log.is_dir() else [log]
@@ -69,7 +69,7 @@ def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int) ->
             info = event["Stage Info"]
             acc = {a["Name"]: a.get("Value", 0) for a in info.get("Accumulables", [])}
             stages.append({
-                "id": info["Stage ID"], "name": _operators(info),
+                "id": info["Stage ID"], "name": _operators(info), "site": info["Stage Name"],
                 "start": info.get("Submission Time", 0) / 1e3, "end": info.get("Completion Time", 0) / 1e3,
                 "tasks": info["Number of Tasks"],
                 "run_s": int(acc.get("internal.metrics.executorRunTime", 0)) / 1e3,
@@ -85,9 +85,12 @@ def stage_table(log: Path, windows: list[tuple[str, float, float]], top: int) ->
         cpu = sum(s["cpu_s"] for s in inside)
         print(f"\n{label}: {end - start:.1f} s wall, {n_jobs} jobs, {len(inside)} stages, "
               f"executors run {busy:.1f} s (CPU {cpu:.1f} s, GC {sum(s['gc_s'] for s in inside):.1f} s)")
-        for s in sorted(inside, key=lambda s: s["start"] - s["end"])[:top]:
-            print(f"  stage {s['id']:>4} {s['end'] - s['start']:6.2f} s  run {s['run_s']:6.2f} s  "
-                  f"cpu {s['cpu_s']:6.2f} s  gc {s['gc_s']:5.2f} s  tasks {s['tasks']:>3}  {s['name']}")
+        order = (lambda s: s["start"]) if timeline else (lambda s: s["start"] - s["end"])
+        for s in sorted(inside, key=order)[: len(inside) if timeline else top]:
+            at = f"{s['start'] - start:6.2f}-{s['end'] - start:6.2f}  " if timeline else ""
+            print(f"  {at}stage {s['id']:>4} {s['end'] - s['start']:6.2f} s  run {s['run_s']:6.2f} s  "
+                  f"cpu {s['cpu_s']:6.2f} s  gc {s['gc_s']:5.2f} s  tasks {s['tasks']:>3}  {s['name']}"
+                  + (f"  [{s['site']}]" if timeline else ""))
 
 
 def main() -> None:
@@ -95,6 +98,7 @@ def main() -> None:
     parser.add_argument("history_dir", type=Path)
     parser.add_argument("--warm", type=int, default=1, help="checks after the first (cold) one")
     parser.add_argument("--top", type=int, default=12, help="longest stages shown per check")
+    parser.add_argument("--timeline", action="store_true", help="every stage, by start (seconds into the check)")
     parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting to try (repeatable)")
     parser.add_argument("--java", default="", help="JVM options to try, added to the driver's")
     args = parser.parse_args()
@@ -135,7 +139,7 @@ def profile(args: Any, logs: Path) -> None:
         ss.stop_session()  # writes the event log out
     print(f"whole: {time.time() - started:.1f} s")
     (log,) = logs.iterdir()
-    stage_table(log, windows, args.top)
+    stage_table(log, windows, args.top, args.timeline)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The one Spark session of this process, started on first use and reused.
 
 Settings fit the target machine (2 cores, 24 GiB, shared with Kafka JVMs):
-a 4 GiB driver, few shuffle partitions, no UI, quiet logs. Environment
+a 4 GiB driver, few shuffle partitions, no UI, quiet logs, cached tables kept
+uncompressed and a code-generation cache big enough for every class a check
+generates (BENCHMARKS.md, "fifth pass"). Environment
 variables override them: FAULTLINE_SPARK_DRIVER_MEMORY,
 FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
 a cluster master). Any master URL works (``spark://host:7077`` for a standalone
@@ -57,6 +59,7 @@ logger.hadoop.level = off
 """
 
 JVM_OPTIONS = ""
+CODEGEN_CACHE_ENTRIES = "2000"
 
 _session: SparkSession | None = None
 _master: str | None = None
@@ -86,6 +89,12 @@ def settings(master: str) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.codegen.wholeStage": os.environ.get("FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN", "true"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # The cached tables are read a few times in one job: building them compressed cost more (its Scala
+        # HashMap of boxed values for dictionary stats was a tenth of the CPU at 10M) than the scans save.
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # A check generates a few hundred classes; the default 100-entry cache made every check (and each
+        # v1/v2 switch) compile them all again with Janino and then the JIT.
+        "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()} {jvm_options()}".strip(),
     }
     if master.startswith("local") or any(f"//{h}:" in master for h in LOOPBACK):
