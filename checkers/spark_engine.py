@@ -46,7 +46,7 @@ from checkers.errors import HistoryError
 from checkers.parquet import RowSummary, pick_rows
 from checkers.schema import READS, TABLES, WRITES
 from checkers.sources import TableSource
-from checkers.spark_session import spark_session
+from checkers.spark_session import checker_settings, spark_session
 from checkers.spark_tables import raise_bad_row, read_table, summarize
 
 DUPLICATE_WRITE = "_duplicate-write"
@@ -169,6 +169,10 @@ class SparkEngine:
         self.sources: dict[str, TableSource] = {}
 
     def analyse(self, sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -> Analysis:
+        with checker_settings(self.spark):
+            return self._analyse(sources, configs)
+
+    def _analyse(self, sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -> Analysis:
         w = read_table(self.spark, sources["writes"])
         r = read_table(self.spark, sources["reads"])
         self.writes, self.reads, self.sources = w, r, sources

@@ -33,6 +33,8 @@ import os
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -105,6 +107,29 @@ def settings(master: str) -> dict[str, str]:
     if not master.startswith("local"):
         conf["spark.executor.memory"] = os.environ.get("FAULTLINE_SPARK_EXECUTOR_MEMORY", "1g")
     return conf
+
+
+# Settings for the checker's own plans only, set while it plans and runs them and restored after (the lake's
+# queries keep the session's). Adaptive execution re-plans the whole remaining query after each of the
+# check's 20-30 stages and runs each as its own job; the check's plan is static (its joins are broadcast by
+# hint, its partitions few), and without it a 10M-operation check measured 1-2 s faster (BENCHMARKS.md).
+CHECKER_SQL = {"spark.sql.adaptive.enabled": "false"}
+
+
+@contextmanager
+def checker_settings(spark: SparkSession) -> Iterator[None]:
+    """CHECKER_SQL in force in ``spark`` inside the block, the session's own values again after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in CHECKER_SQL}
+    for key, value in CHECKER_SQL.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def spark_session(master: str | None = None) -> SparkSession:

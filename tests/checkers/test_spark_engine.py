@@ -119,3 +119,26 @@ def test_spread_examples_match_pandas(
     verdict = check(history, engine="spark")
     assert verdict["counts"]["lost"] == 45 and verdict["examples"]["lost"][-1]["value"] == "v44"
     assert without_engine(verdict) == without_engine(reference)
+
+
+def test_the_check_plans_under_its_own_settings_and_gives_the_session_back(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checkers import spark_engine, spark_session
+
+    seen: list[str] = []
+    flagged = spark_engine.SparkEngine._flagged
+
+    def spy(self: Any, *args: Any) -> Any:
+        seen.append(spark.conf.get("spark.sql.adaptive.enabled"))
+        return flagged(self, *args)
+
+    monkeypatch.setattr(spark_engine.SparkEngine, "_flagged", spy)
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    history = write_history(generate(SynthSpec(operations=300, seed=4)), tmp_path / "h")
+    check(history, engine="spark")
+    assert seen == [spark_session.CHECKER_SQL["spark.sql.adaptive.enabled"]] == ["false"]
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # the session's own value again
+    with pytest.raises(RuntimeError), spark_session.checker_settings(spark):
+        raise RuntimeError("a failed check")
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
