@@ -19,6 +19,7 @@ UDF or collect more than a row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column as SparkColumn
@@ -80,8 +81,13 @@ class Plan:
         rc = sorted(self.terms.read_committed)
         return r.withColumn("rc", (F.col("process").isin(*rc) if rc else F.lit(False)).cast("int"))
 
+    @cached_property
     def _ids(self) -> DataFrame | None:
-        """The transactions as integers: w_txn_id (an id per row), its status id, intent abort and end_ns."""
+        """The transactions as integers: w_txn_id (an id per row), its status id, intent abort and end_ns.
+
+        One DataFrame for both joins (writes, with_transactions): one plan, so Spark scans and broadcasts it
+        once and both joins see the same ids.
+        """
         if self.t is None:
             return None
         tx = self.t.select("txn", F.monotonically_increasing_id().alias("w_txn_id"),
@@ -95,7 +101,7 @@ class Plan:
 
         Only the id travels through the big shuffle; with_transactions joins the rest back to the per-value rows.
         """
-        tx = self._ids()
+        tx = self._ids
         in_txn = F.col("txn").isNotNull()
         if tx is None:
             return w.withColumn("w_txn_id", F.when(in_txn, F.lit(-1)).cast("long"))
@@ -110,7 +116,7 @@ class Plan:
         """
         txn_id = F.col("w_txn_id")
         flags = {"w_in_txn": txn_id.isNotNull().cast("int"), "w_missing": (txn_id == -1).cast("int")}
-        tx = self._ids()
+        tx = self._ids
         if tx is None:
             nulls = {"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
                      "w_end_ns": F.lit(None).cast("long")}
