@@ -23,3 +23,11 @@ def test_measuring_knobs_reach_the_driver_jvm_and_the_sql_settings(monkeypatch: 
     assert options[0].startswith("-Dlog4j2.configurationFile=")  # the quiet log configuration is kept
     assert options[1:] == ["-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC"]
     assert conf["spark.sql.codegen.wholeStage"] == "false"
+
+
+def test_cached_tables_are_uncompressed_and_the_code_cache_holds_a_checks_classes() -> None:
+    conf = spark_session.settings("local[*]")
+    assert conf["spark.sql.inMemoryColumnarStorage.compressed"] == "false"
+    # A 10M-operation v2 check generated ~320 classes (BENCHMARKS.md, "fifth pass"); v1 and v2 in turn, more.
+    assert int(conf["spark.sql.codegen.cache.maxEntries"]) >= 1000
+    assert spark_session.CHECKER_SQL == {"spark.sql.adaptive.enabled": "false"}
