@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from harness.run import SETTLING
 from tests.conftest import faultline
 
 pytestmark = pytest.mark.cluster
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.cluster
 # epoch than its own LeaderAndIsr state ("Will await the new LeaderAndIsr state before resuming fetching"), and no new
 # state comes: the ISRs never fill again and the run's verdict is unknown for that reason alone. The campaign's rule
 # applies: such a run is run once more (a second stall fails the test).
-UNSETTLED = "waiting for the cluster to settle"
+UNSETTLED = f"waiting for {SETTLING}"
 
 
 def run_pipeline(tmp_path: Path, configuration: str) -> tuple[Path, dict[str, Any]]:
