@@ -260,7 +260,7 @@ class SparkEngine:
         frames = [q.value_instances(decoded, table, plan.conditions() if plan else None)]
         frames += [_instances(frame, name, table[name], names) for name, frame in found.items()]
         if plan is not None:
-            frames += plan.frames(self.spark, decoded, names.decode(facts), table)
+            frames += plan.frames(self.spark, decoded, facts, table, names.topics)
         dup = values.filter(F.col("n_writes") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
         return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]

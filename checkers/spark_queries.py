@@ -23,18 +23,22 @@ INSTANCE_TYPES = {
 POS = ["topic", "partition", "offset"]
 STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names
 # A write's facts as the big shuffle and aggregations carry them: few fixed-width columns. w_who packs its
-# status id, process id and topic id into one long (WHO_BITS: name, shift, width).
+# status id, process id and topic id into one long (WHO_BITS: name, shift, width); in v2 its transaction's
+# status id plus one (0: none) and whether it meant to abort too.
 WRITE_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_partition")
-WHO_BITS = (("status", 0, 2), ("process", 2, 24), ("topic", 26, 24))
+WHO_BITS = (("status", 0, 2), ("process", 2, 24), ("topic", 26, 24), ("tstatus", 50, 2), ("abort", 52, 1))
 LONG_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_txn_id")
 # Kinds of row, each a bit: 1 a write, 2 a live read, 4 a final read; 8 and 16 the same by a read_committed
-# process (v2). The (value, position) aggregation keeps which kinds it saw as one int (their bitwise or).
+# process (v2), and 32 with the write's bit a write with a `source` (v2, a transformer's output). The
+# (value, position) aggregation keeps which kinds it saw as one int (their bitwise or).
 FINAL_BITS, LIVE_BITS, RC_FINAL_BIT, UC_FINAL_BIT = (1 << 2) | (1 << 4), (1 << 1) | (1 << 3), 1 << 4, 1 << 2
+SOURCED_BIT = 1 << 5
 
 
 def pack_who(fields: dict[str, SparkColumn]) -> SparkColumn:
-    """WHO_BITS' fields (int columns, never null for a write) as one long."""
-    return reduce(lambda x, y: x + y, [fields[name].cast("long") * (1 << shift) for name, shift, _ in WHO_BITS])
+    """WHO_BITS' fields (int columns, never null for a write; an absent one is 0) as one long."""
+    return reduce(lambda x, y: x + y,
+                  [fields[name].cast("long") * (1 << shift) for name, shift, _ in WHO_BITS if name in fields])
 
 
 def unpack_who(who: SparkColumn) -> dict[str, SparkColumn]:
@@ -68,21 +72,27 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     acknowledged position (the edge its offset proves), or at a null position when it has
     none; its columns are carried as WRITE_FACTS (integers) so the aggregation stays a hash
     aggregation, and the kinds of row seen are one int of bits. With ``v2`` (contract v2), ``w``
-    carries w_txn_id (checkers.txn_spark.Plan.writes) and ``r`` an ``rc`` flag (read by a
-    read_committed process, kinds 3 and 4): the rows add frc and fru (in F by a read_committed
-    process or not), rc_poll (the first poll of a read_committed read) and w_txn_id.
+    carries its transaction (checkers.txn_spark.Plan.writes: w_txn_id, w_tstatus, w_abort, w_end_ns) and
+    ``r`` an ``rc`` flag (read by a read_committed process, kinds 3 and 4): the rows add frc and fru
+    (in F by a read_committed process or not), rc_poll (the first poll of a read_committed read),
+    w_txn_id, w_end_ns and sourced (the value's write has a `source`). The shuffle carries rc_poll and
+    w_end_ns in one column, at_ns (a read's poll, a write's transaction end), and the transaction's
+    status and intent in w_who.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = status_id(F.col("status"))
-    write_v2: list[SparkColumn | str] = ["w_txn_id", F.lit(None).cast("long").alias("rc_poll")]
-    read_v2: list[SparkColumn | str] = [F.when(F.col("rc") == 1, F.col("poll_ns")).alias("rc_poll")]
+    write_v2: list[SparkColumn | str] = ["w_txn_id", F.col("w_end_ns").alias("at_ns")]
+    read_v2: list[SparkColumn | str] = [F.when(F.col("rc") == 1, F.col("poll_ns")).alias("at_ns")]
+    who = {"status": status, "process": F.col("process"), "topic": F.col("topic")}
+    if v2:
+        who |= {"tstatus": F.coalesce(F.col("w_tstatus") + 1, F.lit(0)), "abort": F.coalesce(F.col("w_abort"), F.lit(0))}
     kind = F.when(F.col("phase") == "final", 4).otherwise(2)
     kind = kind * (1 + 3 * F.col("rc")) if v2 else kind
     writes = w.select(
         "value",
         *[F.when(acked, F.col(c)).alias(c) for c in POS],
-        F.lit(1).alias("kind"),
-        pack_who({"status": status, "process": F.col("process"), "topic": F.col("topic")}).alias("w_who"),
+        (1 + SOURCED_BIT * F.col("source").isNotNull().cast("int") if v2 else F.lit(1)).alias("kind"),
+        pack_who(who).alias("w_who"),
         F.col("op_id").alias("w_op_id"),
         F.col("invoke_ns").alias("w_invoke_ns"),
         F.col("partition").cast("int").alias("w_partition"),
@@ -100,16 +110,20 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     )
     mask = F.col("mask")
     txn_cols: list[SparkColumn | str] = [_has_bits(mask, RC_FINAL_BIT).alias("frc"),
-                                         _has_bits(mask, UC_FINAL_BIT).alias("fru"), "rc_poll", "w_txn_id"]
+                                         _has_bits(mask, UC_FINAL_BIT).alias("fru"), "rc_poll", "w_txn_id",
+                                         "w_end_ns", _has_bits(mask, SOURCED_BIT).alias("sourced")]
+    is_write = F.col("kind").bitwiseAND(1) == 1
+    txn_aggs = [F.min(F.when(~is_write, F.col("at_ns"))).alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
+                F.max(F.when(is_write, F.col("at_ns"))).alias("w_end_ns")]
     return (
         writes.unionByName(reads)
         .repartition(parts, "value")
         .groupBy("value", *POS)
         .agg(
             F.bit_or("kind").alias("mask"),
-            F.sum((F.col("kind") == 1).cast("int")).alias("n_writes"),
+            F.sum(F.col("kind").bitwiseAND(1)).alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
-            *([F.min("rc_poll").alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id")] if v2 else []),
+            *(txn_aggs if v2 else []),
         )
         .select("value", *POS, _has_bits(mask, FINAL_BITS).alias("f"), _has_bits(mask, LIVE_BITS).alias("l"),
                 "n_writes", *WRITE_FACTS, *(txn_cols if v2 else []))
@@ -120,11 +134,15 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
 
     ``facts`` is partitioned by value already, so this needs no shuffle. With ``v2``: in_frc,
-    in_fru, rc_poll and w_txn_id too (checkers.txn_spark.Plan.with_transactions adds the rest).
+    in_fru, rc_poll, w_sourced and the write's transaction: w_txn_id, w_tstatus (its status id), w_abort and
+    w_end_ns (checkers.txn_spark.Plan.with_transactions adds flags from them).
     """
     txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
-                F.max("w_txn_id").alias("w_txn_id")]
+                F.max("w_txn_id").alias("w_txn_id"), F.max("w_end_ns").alias("w_end_ns"),
+                F.max("sourced").alias("w_sourced")]
     who = unpack_who(F.col("w_who"))
+    txn_cols: list[SparkColumn | str] = ["in_frc", "in_fru", "rc_poll", "w_txn_id", "w_sourced", "w_end_ns",
+                F.when(who["tstatus"] > 0, who["tstatus"] - 1).alias("w_tstatus"), who["abort"].alias("w_abort")]
     return (
         facts.groupBy("value")
         .agg(
@@ -150,7 +168,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
             F.col("w_invoke_ns").alias("invoke_ns"),
             who["topic"].alias("topic"),
             F.col("w_partition").alias("partition"),
-            *(["in_frc", "in_fru", "rc_poll", "w_txn_id"] if v2 else []),
+            *(txn_cols if v2 else []),
         )
     )
 

@@ -3,11 +3,11 @@
 spec/history.md, "Transactions and exactly-once (contract v2)"; checkers.txn_pandas is the reference
 these queries are tested against. They ride on the v1 plan (checkers.spark_engine) rather than
 beside it: `prepare` returns None for a history with no transaction and no `source` value (no v2
-work at all); otherwise a `Plan` whose `writes` gives each write its transaction as id (a broadcast
-join with `transactions`) and whose `reads` flags the reads of read_committed processes, so the v1
-engine's one shuffle by value and its per-value facts carry what v2 needs (in F by a read_committed
-process or not, the first read_committed poll, the transaction's id); `with_transactions` joins the
-transaction's status, intent and end to the per-value rows. The restated v1 anomalies and the
+work at all); otherwise a `Plan` whose `writes` gives each write its transaction (id, status, intent
+and end: one broadcast join with `transactions`) and whose `reads` flags the reads of read_committed
+processes, so the v1 engine's one shuffle by value and its per-value facts carry what v2 needs (in F
+by a read_committed process or not, the first read_committed poll, the write's transaction, whether
+it has a `source`). The restated v1 anomalies and the
 per-value v2 ones are then conditions on that one per-value table (`conditions`), poll-skip is
 restated inside the v1 poll query, and `frames` adds torn-transaction, reprocessed and
 skipped-input, all lazy, in the engine's one job. A `writes.txn` without its `transactions` row is
@@ -83,11 +83,7 @@ class Plan:
 
     @cached_property
     def _ids(self) -> DataFrame | None:
-        """The transactions as integers: w_txn_id (an id per row), its status id, intent abort and end_ns.
-
-        One DataFrame for both joins (writes, with_transactions): one plan, so Spark scans and broadcasts it
-        once and both joins see the same ids.
-        """
+        """The transactions as integers: w_txn_id (an id per row), its status id, intent abort and end_ns."""
         if self.t is None:
             return None
         tx = self.t.select("txn", F.monotonically_increasing_id().alias("w_txn_id"),
@@ -97,31 +93,25 @@ class Plan:
         return F.broadcast(tx) if rows <= BROADCAST_ROWS else tx
 
     def writes(self, w: DataFrame) -> DataFrame:
-        """``w`` with w_txn_id: its transaction's id, -1 for a `txn` without a `transactions` row, null for none.
+        """``w`` with its transaction: w_txn_id (its id, -1 for a `txn` without a `transactions` row, null for
+        none), w_tstatus (status id), w_abort and w_end_ns (null without a row).
 
-        Only the id travels through the big shuffle; with_transactions joins the rest back to the per-value rows.
+        The shuffle carries them packed (spark_queries.value_position_facts), so the per-value rows need no
+        second join with the transactions.
         """
         tx = self._ids
         in_txn = F.col("txn").isNotNull()
         if tx is None:
-            return w.withColumn("w_txn_id", F.when(in_txn, F.lit(-1)).cast("long"))
-        joined = w.join(tx.select("txn", F.col("w_txn_id").alias("_id")), "txn", "left")
-        return joined.withColumn("w_txn_id", F.when(in_txn, F.coalesce(F.col("_id"), F.lit(-1))).cast("long"))
-
-    def with_transactions(self, values: DataFrame) -> DataFrame:
-        """Per-value rows (spark_queries.value_facts(v2=True)) with their write's transaction as columns.
-
-        w_in_txn and w_missing (a `txn` without its row) as ints; w_tstatus (status id), w_abort and w_end_ns from
-        the transaction's row (null for none).
-        """
-        txn_id = F.col("w_txn_id")
-        flags = {"w_in_txn": txn_id.isNotNull().cast("int"), "w_missing": (txn_id == -1).cast("int")}
-        tx = self._ids
-        if tx is None:
             nulls = {"w_tstatus": F.lit(None).cast("int"), "w_abort": F.lit(None).cast("int"),
                      "w_end_ns": F.lit(None).cast("long")}
-            return values.withColumns({**flags, **nulls})
-        return values.join(tx.drop("txn"), "w_txn_id", "left").withColumns(flags)
+            return w.withColumns({"w_txn_id": F.when(in_txn, F.lit(-1)).cast("long"), **nulls})
+        joined = w.join(tx.withColumnRenamed("w_txn_id", "_id"), "txn", "left")
+        return joined.withColumn("w_txn_id", F.when(in_txn, F.coalesce(F.col("_id"), F.lit(-1))).cast("long"))
+
+    @staticmethod
+    def with_transactions(values: DataFrame) -> DataFrame:
+        """Per-value rows (spark_queries.value_facts(v2=True)) with w_in_txn as an int."""
+        return values.withColumn("w_in_txn", F.col("w_txn_id").isNotNull().cast("int"))
 
     def conditions(self) -> dict[str, SparkColumn]:
         """The per-value anomalies on a row of spark_queries.value_facts(v2=True): v1's, restated with transactions."""
@@ -148,28 +138,35 @@ class Plan:
             conditions[a.UNREADABLE] = acked & _has("in_fru") & ~_has("in_frc")
         return conditions
 
-    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, table: dict[str, Rule]
-               ) -> list[DataFrame]:
+    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, table: dict[str, Rule],
+               topics: tuple[str, ...]) -> list[DataFrame]:
         """torn-transaction, reprocessed, skipped-input and MISSING_TXN instances.
 
-        ``values`` and ``facts`` are the engine's per-value and per-(value, position) tables, names decoded.
+        ``values`` is the engine's per-value table, names decoded; ``facts`` its per-(value, position)
+        table with topic ids (``topics``: the names by id).
         """
-        frames = [_as_instances(values.filter(_has("w_missing")).select("value"), MISSING_TXN, Rule("error"))]
+        # Rare rows are found by a bare comparison with a literal: the cached table's per-batch statistics then
+        # skip every batch without one, unread (a wrapped column, as in _has, cannot be checked against them).
+        missing = values.filter(F.col("w_txn_id") == -1)
+        frames = [_as_instances(missing.select("value"), MISSING_TXN, Rule("error"))]
         if self.terms.has_transactions:
             frames.append(_as_instances(_torn(values), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
         in_o = _has("in_frc") if self.use_frc else F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
         outputs = None
+        # Few sourced writes (the Parquet footers count them): broadcast them, and the sources O names.
+        few = self.n_sourced is not None and self.n_sourced <= BROADCAST_ROWS
         if self.terms.source_maybe or self.terms.consumed_high:
             sourced = self.w.filter(F.col("source").isNotNull()).select("value", "source")
-            if self.n_sourced is not None and self.n_sourced <= BROADCAST_ROWS:
+            if few:
                 sourced = F.broadcast(sourced)  # else the join would shuffle every value of O
-            outputs = sourced.join(values.filter(in_o).select("value", "process"), "value")
+            # Only the values whose write has a `source` (flagged in the big shuffle) meet the join.
+            outputs = sourced.join(values.filter((F.col("w_sourced") == 1) & in_o).select("value", "process"), "value")
         if self.terms.source_maybe and outputs is not None:
             rule = table[a.REPROCESSED]
             frames.append(_as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
         if self.terms.consumed_high and outputs is not None:
-            o = facts.filter(_has("frc") if self.use_frc else _has("f")).select("value", *POS)
-            skipped = _skipped(spark, values, o, outputs, self.terms.consumed_high)
+            o = facts.filter(_has("frc") if self.use_frc else _has("f"))
+            skipped = _skipped(spark, values, o, outputs, self.terms.consumed_high, topics, few)
             frames.append(_as_instances(skipped, a.SKIPPED_INPUT, table[a.SKIPPED_INPUT]))
         return frames
 
@@ -251,13 +248,24 @@ def _reprocessed(outputs: DataFrame, rule: Rule) -> DataFrame:
 
 
 def _skipped(spark: SparkSession, v: DataFrame, o: DataFrame, outputs: DataFrame,
-             high: dict[txn_terms.Partition, int]) -> DataFrame:
-    """Values of O below the committed consumed offset of their partition, named as no O value's source."""
-    limits = spark.createDataFrame([(tp[0], tp[1], off) for tp, off in sorted(high.items())],
-                                   "topic string, partition long, high long")
-    below = o.join(F.broadcast(limits), ["topic", "partition"]).filter(F.col("offset") < F.col("high"))
+             high: dict[txn_terms.Partition, int], topics: tuple[str, ...], few_named: bool) -> DataFrame:
+    """Values of O below the committed consumed offset of their partition, named as no O value's source.
+
+    ``o``: O's (value, position) rows, topic ids (``topics``: the names by id), partitioned by value.
+    Integer filters keep only the rows of consumed topics below their highest offset before the join
+    with the limits. ``few_named``: the sources O names are few enough to broadcast, so the values
+    below are neither shuffled nor sorted for the anti-join.
+    """
+    ids = {name: i for i, name in enumerate(topics)}
+    rows = [(ids[t], p, off) for (t, p), off in sorted(high.items()) if t in ids]  # else no row of O is there
+    limits = spark.createDataFrame(rows, "topic int, partition long, high long")
+    consumed = sorted({topic for topic, _, _ in rows})
+    near = F.col("topic").isin(*consumed) & (F.col("offset") < max(off for _, _, off in rows)) if rows else F.lit(False)
+    below = (o.filter(near).join(F.broadcast(limits), ["topic", "partition"])
+             .filter(F.col("offset") < F.col("high")).select("value"))
     named = outputs.select(F.col("source").alias("value"))
-    skipped = below.select("value").distinct().join(named, "value", "left_anti")
+    skipped = below.join(F.broadcast(named) if few_named else named, "value", "left_anti")
     # Every value of O has its row in v (the writer's process and invoke_ns, null for a value nobody wrote), and
-    # the skipped ones are few: broadcast them, so v is not shuffled for the join.
-    return v.join(F.broadcast(skipped), "value").select("value", "process", "invoke_ns")
+    # the skipped ones are few: broadcast them (a value at two positions below is named twice: a semi-join
+    # keeps its one row), so v is not shuffled for the join.
+    return v.join(F.broadcast(skipped), "value", "left_semi").select("value", "process", "invoke_ns")

@@ -6,6 +6,7 @@ counts add up); the others alone, as their verdicts depend on the whole history 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,21 @@ def test_engines_agree_on_synthetic_transactional_histories(tmp_path: Path, spar
         reference = check(history, engine="pandas")
         assert all(reference["counts"][name] for name in ("aborted-read", "torn-transaction", "reprocessed"))
         assert without_engine(check(history, engine="spark")) == without_engine(reference), fmt
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_consumed_offsets_of_a_topic_the_history_never_saw_skip_nothing(tmp_path: Path, spark: object,
+                                                                        fmt: str) -> None:
+    """skipped-input matches O's rows by topic id: a consumed topic with no id (no row of it) finds none.
+
+    JSONL has no footers to count the sourced writes, so its sources are not broadcast: both joins run.
+    """
+    tables = TXN_CASES["skipped-input"].tables()
+    for row in tables["transactions"]:
+        if row["consumed"] is not None:
+            consumed = json.loads(row["consumed"]) + [{"topic": "elsewhere", "partition": 0, "offset": 9}]
+            row["consumed"] = json.dumps(consumed)
+    history = write(tmp_path / fmt, tables, fmt)
+    verdict = check(history, engine="spark")
+    assert verdict["counts"]["skipped-input"] == 1
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
