@@ -147,6 +147,19 @@ def test_a_fatal_error_in_poll_replaces_the_instance_and_every_send_keeps_one_ou
     monkeypatch.setattr(
         producer, "FATAL_GRACE_S", 0.01
     )  # shorter than the mock's round trip: purge in flight
+    # The cue comes in the poll right after a burst of acknowledgements; now and then (on a loaded machine)
+    # librdkafka has not sent the next request yet, and all it holds is queued. Each attempt must keep every
+    # promise below; some attempt must show a purge in flight.
+    purges = set()
+    for attempt in range(3):
+        purges |= _fatal_in_poll_keeps_one_outcome_per_send(tmp_path / str(attempt))
+        if "_PURGE_INFLIGHT" in purges:
+            break
+    assert "_PURGE_INFLIGHT" in purges
+
+
+def _fatal_in_poll_keeps_one_outcome_per_send(tmp_path: Path) -> set[str]:
+    """One run of the test above, its promises asserted; the errors of the sends the fatal instance held."""
     stop = StopFlag()
     instances = Instances(stop, [("acked", 300)])
     status, lines = run(tmp_path, instances, stop, **{"test.mock.broker.rtt": 100})
@@ -159,9 +172,7 @@ def test_a_fatal_error_in_poll_replaces_the_instance_and_every_send_keeps_one_ou
     # Everything the fatal instance still held: info, from librdkafka's purge, journaled before any new invoke.
     abandoned = [line for line in lines if line["kind"] == "outcome"]
     assert abandoned and {line["status"] for line in abandoned} == {"info"}
-    assert {line["error"] for line in abandoned} <= PURGED and "_PURGE_INFLIGHT" in {
-        e["error"] for e in abandoned
-    }
+    assert {line["error"] for line in abandoned} <= PURGED
     first_invoke_after = next(i for i, line in enumerate(lines) if i > fatal_at and line["kind"] == "invoke")
     assert all(fatal_at < lines.index(line) < first_invoke_after for line in abandoned)
     # The fresh instance carries on with the next op ids, and they are acknowledged.
@@ -176,6 +187,7 @@ def test_a_fatal_error_in_poll_replaces_the_instance_and_every_send_keeps_one_ou
         Counter(r["status"] for r in rows) == {s: end[s] for s in ("ok", "info") if end[s]}
         and end["fail"] == 0
     )
+    return {line["error"] for line in abandoned}
 
 
 def test_a_send_a_fatal_instance_refuses_goes_to_the_next_instance(tmp_path: Path) -> None:
