@@ -240,8 +240,7 @@ class SparkEngine:
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
         v2 = plan is not None
         facts = q.value_position_facts(w, r, parts, v2).persist(CACHE_LEVEL)
-        values = q.value_facts(facts, v2)
-        values = (plan.with_transactions(values) if plan is not None else values).persist(CACHE_LEVEL)
+        values = q.value_facts(facts, v2).persist(CACHE_LEVEL)
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)

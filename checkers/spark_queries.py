@@ -135,7 +135,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
 
     ``facts`` is partitioned by value already, so this needs no shuffle. With ``v2``: in_frc,
     in_fru, rc_poll, w_sourced and the write's transaction: w_txn_id, w_tstatus (its status id), w_abort and
-    w_end_ns (checkers.txn_spark.Plan.with_transactions adds flags from them).
+    w_end_ns.
     """
     txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
                 F.max("w_txn_id").alias("w_txn_id"), F.max("w_end_ns").alias("w_end_ns"),

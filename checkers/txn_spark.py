@@ -108,17 +108,12 @@ class Plan:
         joined = w.join(tx.withColumnRenamed("w_txn_id", "_id"), "txn", "left")
         return joined.withColumn("w_txn_id", F.when(in_txn, F.coalesce(F.col("_id"), F.lit(-1))).cast("long"))
 
-    @staticmethod
-    def with_transactions(values: DataFrame) -> DataFrame:
-        """Per-value rows (spark_queries.value_facts(v2=True)) with w_in_txn as an int."""
-        return values.withColumn("w_in_txn", F.col("w_txn_id").isNotNull().cast("int"))
-
     def conditions(self) -> dict[str, SparkColumn]:
         """The per-value anomalies on a row of spark_queries.value_facts(v2=True): v1's, restated with transactions."""
         conditions = q.value_conditions()
         if not self.terms.has_transactions:
             return conditions
-        in_txn = _has("w_in_txn")
+        in_txn = F.col("w_txn_id").isNotNull()
         status, tstatus = F.col("status"), F.col("w_tstatus")
         is_w = _flag(F.col("is_w"))
         acked = is_w & _flag((~in_txn & (status == "ok")) | (in_txn & (tstatus == q.STATUS_IDS["ok"])))
