@@ -244,8 +244,9 @@ class SparkEngine:
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)
-            .agg(F.count(F.lit(1)).alias("n_values"), F.max("f").alias("has_final"),
-                 *([F.max("frc").alias("has_frc")] if v2 else []))
+            .agg(F.count(F.lit(1)).alias("n_values"), F.bit_or("mask").alias("pmask"))
+            .select(*q.POS, "n_values", q.has_bits(F.col("pmask"), q.FINAL_BITS).alias("has_final"),
+                    *([q.has_bits(F.col("pmask"), q.RC_FINAL_BIT).alias("has_frc")] if v2 else []))
             .persist(CACHE_LEVEL)
         )
         odd_polls = q.odd_polls(r).persist(CACHE_LEVEL)

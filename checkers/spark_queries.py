@@ -61,23 +61,25 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
-def _has_bits(mask: SparkColumn, bits: int) -> SparkColumn:
+def has_bits(mask: SparkColumn, bits: int) -> SparkColumn:
+    """1 where ``mask`` has any of ``bits``, else 0 (null where it is null)."""
     return (mask.bitwiseAND(bits) != 0).cast("int")
 
 
 def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False) -> DataFrame:
-    """One row per (value, position): flags f (in F) and l (read live), and the value's write.
+    """One row per (value, position): ``mask``, the kinds of row seen there, and the value's write.
 
     Writes and reads are shuffled together, once, by value. A write's row sits at its
     acknowledged position (the edge its offset proves), or at a null position when it has
     none; its columns are carried as WRITE_FACTS (integers) so the aggregation stays a hash
-    aggregation, and the kinds of row seen are one int of bits. With ``v2`` (contract v2), ``w``
-    carries its transaction (checkers.txn_spark.Plan.writes: w_txn_id, w_tstatus, w_abort, w_end_ns) and
-    ``r`` an ``rc`` flag (read by a read_committed process, kinds 3 and 4): the rows add frc and fru
-    (in F by a read_committed process or not), rc_poll (the first poll of a read_committed read),
-    w_txn_id, w_end_ns and sourced (the value's write has a `source`). The shuffle carries rc_poll and
-    w_end_ns in one column, at_ns (a read's poll, a write's transaction end), and the transaction's
-    status and intent in w_who.
+    aggregation, and the kinds of row seen are one int of bits (FINAL_BITS: in F, LIVE_BITS: read
+    live). With ``v2`` (contract v2), ``w`` carries its transaction (checkers.txn_spark.Plan.writes:
+    w_txn_id, w_tstatus, w_abort, w_end_ns) and ``r`` an ``rc`` flag (read by a read_committed
+    process, kinds 3 and 4): the mask tells F by a read_committed process or not (RC_FINAL_BIT,
+    UC_FINAL_BIT) and a write with a `source` (SOURCED_BIT), and the rows add rc_poll (the first poll
+    of a read_committed read), w_txn_id and w_end_ns. The shuffle carries rc_poll and w_end_ns in one
+    column, at_ns (a read's poll, a write's transaction end), and the transaction's status and intent
+    in w_who.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = status_id(F.col("status"))
@@ -108,10 +110,6 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
         ],
         *(read_v2 if v2 else []),
     )
-    mask = F.col("mask")
-    txn_cols: list[SparkColumn | str] = [_has_bits(mask, RC_FINAL_BIT).alias("frc"),
-                                         _has_bits(mask, UC_FINAL_BIT).alias("fru"), "rc_poll", "w_txn_id",
-                                         "w_end_ns", _has_bits(mask, SOURCED_BIT).alias("sourced")]
     is_write = F.col("kind").bitwiseAND(1) == 1
     txn_aggs = [F.min(F.when(~is_write, F.col("at_ns"))).alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
                 F.max(F.when(is_write, F.col("at_ns"))).alias("w_end_ns")]
@@ -125,8 +123,6 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
             *[F.max(c).alias(c) for c in WRITE_FACTS],
             *(txn_aggs if v2 else []),
         )
-        .select("value", *POS, _has_bits(mask, FINAL_BITS).alias("f"), _has_bits(mask, LIVE_BITS).alias("l"),
-                "n_writes", *WRITE_FACTS, *(txn_cols if v2 else []))
     )
 
 
@@ -137,19 +133,21 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     in_fru, rc_poll, w_sourced and the write's transaction: w_txn_id, w_tstatus (its status id), w_abort and
     w_end_ns.
     """
-    txn_aggs = [F.max("frc").alias("in_frc"), F.max("fru").alias("in_fru"), F.min("rc_poll").alias("rc_poll"),
-                F.max("w_txn_id").alias("w_txn_id"), F.max("w_end_ns").alias("w_end_ns"),
-                F.max("sourced").alias("w_sourced")]
+    in_f = has_bits(F.col("mask"), FINAL_BITS)
+    vmask = F.col("vmask")
+    txn_aggs = [F.min("rc_poll").alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
+                F.max("w_end_ns").alias("w_end_ns")]
     who = unpack_who(F.col("w_who"))
-    txn_cols: list[SparkColumn | str] = ["in_frc", "in_fru", "rc_poll", "w_txn_id", "w_sourced", "w_end_ns",
-                F.when(who["tstatus"] > 0, who["tstatus"] - 1).alias("w_tstatus"), who["abort"].alias("w_abort")]
+    txn_cols: list[SparkColumn | str] = [
+        has_bits(vmask, RC_FINAL_BIT).alias("in_frc"), has_bits(vmask, UC_FINAL_BIT).alias("in_fru"), "rc_poll",
+        "w_txn_id", has_bits(vmask, SOURCED_BIT).alias("w_sourced"), "w_end_ns",
+        F.when(who["tstatus"] > 0, who["tstatus"] - 1).alias("w_tstatus"), who["abort"].alias("w_abort")]
     return (
         facts.groupBy("value")
         .agg(
-            F.sum("f").alias("n_fpos"),
-            F.max("l").alias("in_live"),
-            F.max(F.col("f") + F.col("l")).alias("n_read_kinds"),
-            F.min(F.when(F.col("f") == 1, F.col("offset"))).alias("placed"),
+            F.bit_or("mask").alias("vmask"),
+            F.sum(in_f).alias("n_fpos"),
+            F.min(F.when(in_f == 1, F.col("offset"))).alias("placed"),
             F.sum("n_writes").alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
             *(txn_aggs if v2 else []),
@@ -157,8 +155,8 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
         .select(
             "value",
             "n_fpos",
-            "in_live",
-            "n_read_kinds",
+            has_bits(vmask, LIVE_BITS).alias("in_live"),
+            has_bits(vmask, FINAL_BITS | LIVE_BITS).alias("in_reads"),
             "placed",
             "n_writes",
             F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
@@ -176,7 +174,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
 def value_conditions() -> dict[str, SparkColumn]:
     """The per-value v1 anomalies, as conditions on a row of value_facts."""
     n_fpos = F.coalesce(F.col("n_fpos"), F.lit(0))
-    in_reads = F.coalesce(F.col("n_read_kinds"), F.lit(0)) > 0
+    in_reads = F.coalesce(F.col("in_reads"), F.lit(0)) == 1
     status = F.col("status")
     return {
         a.LOST: (status == "ok") & (n_fpos == 0),
