@@ -32,7 +32,8 @@ LONG_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_txn_id")
 # process (v2), and 32 with the write's bit a write with a `source` (v2, a transformer's output). The
 # (value, position) aggregation keeps which kinds it saw as one int (their bitwise or).
 FINAL_BITS, LIVE_BITS, RC_FINAL_BIT, UC_FINAL_BIT = (1 << 2) | (1 << 4), (1 << 1) | (1 << 3), 1 << 4, 1 << 2
-SOURCED_BIT = 1 << 5
+SOURCED_BIT = 1 << 5  # the highest: a value's mask is at least SOURCED_BIT exactly when its write has a source
+WRITE_BIT = 1
 
 
 def pack_who(fields: dict[str, SparkColumn]) -> SparkColumn:
@@ -59,6 +60,11 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     if not rule.info_processes:
         return F.lit(True)
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
+
+
+def seen(bits: int) -> SparkColumn:
+    """Whether a row of value_facts saw any kind of row in ``bits`` (its ``vmask``: every kind at the value)."""
+    return F.col("vmask").bitwiseAND(bits) != 0
 
 
 def has_bits(mask: SparkColumn, bits: int) -> SparkColumn:
@@ -129,19 +135,18 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
 def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
     """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
 
-    ``facts`` is partitioned by value already, so this needs no shuffle. With ``v2``: in_frc,
-    in_fru, rc_poll, w_sourced and the write's transaction: w_txn_id, w_tstatus (its status id), w_abort and
-    w_end_ns.
+    ``facts`` is partitioned by value already, so this needs no shuffle. ``vmask`` is every kind of
+    row seen at the value (``seen`` tests it: written, read live, in F, in F by a read_committed process
+    or not, a write with a `source`). With ``v2``: rc_poll and the write's transaction: w_txn_id,
+    w_tstatus (its status id), w_abort and w_end_ns.
     """
     in_f = has_bits(F.col("mask"), FINAL_BITS)
-    vmask = F.col("vmask")
     txn_aggs = [F.min("rc_poll").alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
                 F.max("w_end_ns").alias("w_end_ns")]
     who = unpack_who(F.col("w_who"))
     txn_cols: list[SparkColumn | str] = [
-        has_bits(vmask, RC_FINAL_BIT).alias("in_frc"), has_bits(vmask, UC_FINAL_BIT).alias("in_fru"), "rc_poll",
-        "w_txn_id", has_bits(vmask, SOURCED_BIT).alias("w_sourced"), "w_end_ns",
-        F.when(who["tstatus"] > 0, who["tstatus"] - 1).alias("w_tstatus"), who["abort"].alias("w_abort")]
+        "rc_poll", "w_txn_id", "w_end_ns", F.when(who["tstatus"] > 0, who["tstatus"] - 1).alias("w_tstatus"),
+        who["abort"].alias("w_abort")]
     return (
         facts.groupBy("value")
         .agg(
@@ -154,12 +159,10 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
         )
         .select(
             "value",
+            "vmask",
             "n_fpos",
-            has_bits(vmask, LIVE_BITS).alias("in_live"),
-            has_bits(vmask, FINAL_BITS | LIVE_BITS).alias("in_reads"),
             "placed",
             "n_writes",
-            F.when(F.col("n_writes") > 0, F.lit(True)).alias("is_w"),
             who["process"].alias("process"),
             F.col("w_op_id").alias("op_id"),
             F.get(F.array(*[F.lit(name) for name in STATUS_IDS]), who["status"]).alias("status"),
@@ -174,13 +177,13 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
 def value_conditions() -> dict[str, SparkColumn]:
     """The per-value v1 anomalies, as conditions on a row of value_facts."""
     n_fpos = F.coalesce(F.col("n_fpos"), F.lit(0))
-    in_reads = F.coalesce(F.col("in_reads"), F.lit(0)) == 1
+    in_reads = seen(FINAL_BITS | LIVE_BITS)
     status = F.col("status")
     return {
         a.LOST: (status == "ok") & (n_fpos == 0),
         a.DUPLICATE: n_fpos >= 2,
-        a.PHANTOM: F.col("is_w").isNull() & in_reads,
-        a.VANISHED_READ: (F.col("in_live") == 1) & (n_fpos == 0),
+        a.PHANTOM: ~seen(WRITE_BIT) & in_reads,
+        a.VANISHED_READ: seen(LIVE_BITS) & (n_fpos == 0),
         a.FAILED_PRESENT: (status == "fail") & in_reads,
         a.RECOVERED: (status == "info") & (n_fpos > 0),
     }

@@ -54,10 +54,6 @@ def _flag(cond: SparkColumn) -> SparkColumn:
     return F.coalesce(cond, F.lit(False))
 
 
-def _has(col: str) -> SparkColumn:
-    return F.coalesce(F.col(col), F.lit(0)) == 1
-
-
 @dataclass(frozen=True)
 class Plan:
     """A history's v2 terms and what the Spark engine needs of them (see the module docstring)."""
@@ -115,7 +111,7 @@ class Plan:
             return conditions
         in_txn = F.col("w_txn_id").isNotNull()
         status, tstatus = F.col("status"), F.col("w_tstatus")
-        is_w = _flag(F.col("is_w"))
+        is_w = q.seen(q.WRITE_BIT)
         acked = is_w & _flag((~in_txn & (status == "ok")) | (in_txn & (tstatus == q.STATUS_IDS["ok"])))
         aborted = _flag(in_txn & (tstatus == q.STATUS_IDS["fail"]))
         unknown = is_w & _flag((~in_txn & (status == "info")) | (in_txn & (tstatus == q.STATUS_IDS["info"])))
@@ -124,13 +120,13 @@ class Plan:
         early = _flag((F.col("w_abort") == 1) | F.col("w_end_ns").isNull() | (F.col("w_end_ns") > rc_poll))
         conditions |= {
             a.LOST: acked & ~in_f,
-            a.VANISHED_READ: _has("in_live") & ~in_f & ~aborted,
-            a.RECOVERED: unknown & F.when(in_txn, _has("in_frc")).otherwise(in_f),
+            a.VANISHED_READ: q.seen(q.LIVE_BITS) & ~in_f & ~aborted,
+            a.RECOVERED: unknown & F.when(in_txn, q.seen(q.RC_FINAL_BIT)).otherwise(in_f),
             a.ABORTED_READ: aborted & rc_poll.isNotNull(),
             a.UNCOMMITTED_READ: is_w & in_txn & rc_poll.isNotNull() & early,
         }
         if self.use_frc:
-            conditions[a.UNREADABLE] = acked & _has("in_fru") & ~_has("in_frc")
+            conditions[a.UNREADABLE] = acked & q.seen(q.UC_FINAL_BIT) & ~q.seen(q.RC_FINAL_BIT)
         return conditions
 
     def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, table: dict[str, Rule],
@@ -146,7 +142,7 @@ class Plan:
         frames = [_as_instances(missing.select("value"), MISSING_TXN, Rule("error"))]
         if self.terms.has_transactions:
             frames.append(_as_instances(_torn(values), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
-        in_o = _has("in_frc") if self.use_frc else F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
+        in_o = q.seen(q.RC_FINAL_BIT) if self.use_frc else F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
         outputs = None
         # Few sourced writes (the Parquet footers count them): broadcast them, and the sources O names.
         few = self.n_sourced is not None and self.n_sourced <= BROADCAST_ROWS
@@ -155,7 +151,7 @@ class Plan:
             if few:
                 sourced = F.broadcast(sourced)  # else the join would shuffle every value of O
             # Only the values whose write has a `source` (flagged in the big shuffle) meet the join.
-            outputs = sourced.join(values.filter((F.col("w_sourced") == 1) & in_o).select("value", "process"), "value")
+            outputs = sourced.join(values.filter((F.col("vmask") >= q.SOURCED_BIT) & in_o).select("value", "process"), "value")
         if self.terms.source_maybe and outputs is not None:
             rule = table[a.REPROCESSED]
             frames.append(_as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
@@ -211,7 +207,7 @@ def _torn(v: DataFrame) -> DataFrame:
     a whole transaction the read_committed drain did not see): they are found first and broadcast,
     so only their values are shuffled by transaction, not every transactional write.
     """
-    in_frc = _has("in_frc")
+    in_frc = q.seen(q.RC_FINAL_BIT)
     missing = (F.col("status") == "ok") & ~in_frc
     pool = v.filter(F.col("w_txn_id").isNotNull() & F.col("w_tstatus").isin(q.STATUS_IDS["ok"], q.STATUS_IDS["info"]))
     candidates = pool.filter(missing).select("w_txn_id").distinct()
