@@ -2,8 +2,9 @@
 
 Settings fit the target machine (2 cores, 24 GiB, shared with Kafka JVMs):
 a 4 GiB driver, few shuffle partitions, no UI, quiet logs, cached tables kept
-uncompressed and a code-generation cache big enough for every class a check
-generates (BENCHMARKS.md, "fifth pass"). Environment
+uncompressed, a code-generation cache big enough for every class a check
+generates (BENCHMARKS.md, "fifth pass") and no PySpark call-site capture per
+DataFrame call ("seventh pass"). Environment
 variables override them: FAULTLINE_SPARK_DRIVER_MEMORY,
 FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
 a cluster master). Any master URL works (``spark://host:7077`` for a standalone
@@ -97,6 +98,9 @@ def settings(master: str) -> dict[str, str]:
         # A check generates a few hundred classes; the default 100-entry cache made every check (and each
         # v1/v2 switch) compile them all again with Janino and then the JIT.
         "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
+        # PySpark's DataFrame call-site capture costs four py4j calls and a stack walk per functions.* call
+        # (~a quarter of a check's ~13,000 calls); the checker's plans are its own, not a user's to debug.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()} {jvm_options()}".strip(),
     }
     if master.startswith("local") or any(f"//{h}:" in master for h in LOOPBACK):

@@ -31,3 +31,14 @@ def test_cached_tables_are_uncompressed_and_the_code_cache_holds_a_checks_classe
     # A 10M-operation v2 check generated ~320 classes (BENCHMARKS.md, "fifth pass"); v1 and v2 in turn, more.
     assert int(conf["spark.sql.codegen.cache.maxEntries"]) >= 1000
     assert spark_session.CHECKER_SQL == {"spark.sql.adaptive.enabled": "false"}
+
+
+def test_the_session_skips_pysparks_call_site_capture(spark: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PySpark would capture a call site (four py4j calls and a stack walk) per functions.* call; the checker's
+    session turns that off, so building a check's plan costs a third of the py4j calls (BENCHMARKS.md)."""
+    from pyspark.errors import utils
+    from pyspark.errors.utils import is_debugging_enabled
+
+    monkeypatch.setattr(utils, "_enable_debugging_cache", None)  # read again from the live session
+    assert spark_session.settings("local[*]")["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+    assert is_debugging_enabled() is False
