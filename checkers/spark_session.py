@@ -10,14 +10,16 @@ FAULTLINE_SPARK_SHUFFLE_PARTITIONS, FAULTLINE_SPARK_EXECUTOR_MEMORY (1 GiB, for
 a cluster master). Any master URL works (``spark://host:7077`` for a standalone
 cluster); ``local[*]`` is the default.
 
-Two more are for measuring, not tuning: FAULTLINE_SPARK_JVM_OPTIONS (options
-added to the driver JVM's, none by default) and
+The driver JVM runs the parallel collector (JVM_OPTIONS): a check is a batch
+job, and a fresh JVM judged a 10M-operation history ~9% sooner with it than
+with G1, warm checks no slower (BENCHMARKS.md, "seventh pass").
+Two more are for measuring, not tuning: FAULTLINE_SPARK_JVM_OPTIONS (the
+driver JVM's options, replacing JVM_OPTIONS) and
 FAULTLINE_SPARK_WHOLE_STAGE_CODEGEN (true by default). On 2 cores the JIT
 compiler's threads use about as much CPU as Spark's tasks at 10M operations,
 yet C1-only (-XX:TieredStopAtLevel=1), C2-only (-XX:-TieredCompilation),
-ParallelGC and whole-stage code generation off measured no better than the
-defaults beyond the shared machine's noise (BENCHMARKS.md, "third pass"), so
-the defaults stay.
+Java 25 and whole-stage code generation off measured no better than the
+defaults (BENCHMARKS.md, "third pass" to "fifth pass").
 
 The JVM's own output (its incubator-module warning, Spark's start-up lines,
 anything log4j prints) never reaches the terminal: it is read from a pipe and
@@ -61,7 +63,7 @@ logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = off
 """
 
-JVM_OPTIONS = ""
+JVM_OPTIONS = "-XX:+UseParallelGC"  # throughput, not pauses: nothing waits on the driver while it collects
 CODEGEN_CACHE_ENTRIES = "2000"
 
 _session: SparkSession | None = None
@@ -77,7 +79,7 @@ def _log_config() -> Path:
 
 
 def jvm_options() -> str:
-    """The driver JVM's options beyond the log configuration (FAULTLINE_SPARK_JVM_OPTIONS replaces them)."""
+    """The driver JVM's options beyond the log configuration: JVM_OPTIONS, or FAULTLINE_SPARK_JVM_OPTIONS instead."""
     return os.environ.get("FAULTLINE_SPARK_JVM_OPTIONS", JVM_OPTIONS)
 
 
