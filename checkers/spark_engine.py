@@ -7,9 +7,10 @@ pass), a write's three packed into one long and the kinds of row seen at a
 (value, position) kept as one int of bits, so the big aggregations keep few
 fixed-width buffers and stay hash aggregations. Every write, read and
 acknowledged offset is shuffled once, by value, and aggregated twice without
-another shuffle: into the *edges*, distinct (value, position) pairs flagged
-"in F" and "read live", and into the per-value facts, which carry the
-value's write (no join). Positions
+another shuffle: into the *edges*, distinct (value, position) pairs with
+the kinds of row seen there ("in F", "read live", ...) as one int, and into
+the per-value facts, which carry the value's write (no join) and every kind
+seen at the value, again as one int. Positions
 (divergence, poll-skip) are one aggregation of the edges; write order
 (reordered) and poll order (nonmonotonic-poll, poll-skip) are window
 functions. The intermediate tables are cached for the one job that computes
