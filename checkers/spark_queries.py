@@ -62,14 +62,19 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
-def seen(bits: int) -> SparkColumn:
-    """Whether a row of value_facts saw any kind of row in ``bits`` (its ``vmask``: every kind at the value)."""
-    return F.col("vmask").bitwiseAND(bits) != 0
+def any_bits(mask: SparkColumn, bits: int) -> SparkColumn:
+    """Whether ``mask`` has any of ``bits`` (null where it is null)."""
+    return mask.bitwiseAND(bits) != 0
 
 
 def has_bits(mask: SparkColumn, bits: int) -> SparkColumn:
-    """1 where ``mask`` has any of ``bits``, else 0 (null where it is null)."""
-    return (mask.bitwiseAND(bits) != 0).cast("int")
+    """any_bits as an int: 1 or 0 (null where ``mask`` is null)."""
+    return any_bits(mask, bits).cast("int")
+
+
+def seen(bits: int) -> SparkColumn:
+    """Whether a row of value_facts saw any kind of row in ``bits`` (its ``vmask``: every kind at the value)."""
+    return any_bits(F.col("vmask"), bits)
 
 
 def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False) -> DataFrame:

@@ -156,7 +156,7 @@ class Plan:
             rule = table[a.REPROCESSED]
             frames.append(_as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
         if self.terms.consumed_high and outputs is not None:
-            o = facts.filter(F.col("mask").bitwiseAND(q.RC_FINAL_BIT if self.use_frc else q.FINAL_BITS) != 0)
+            o = facts.filter(q.any_bits(F.col("mask"), q.RC_FINAL_BIT if self.use_frc else q.FINAL_BITS))
             skipped = _skipped(spark, values, o, outputs, self.terms.consumed_high, topics, few)
             frames.append(_as_instances(skipped, a.SKIPPED_INPUT, table[a.SKIPPED_INPUT]))
         return frames
