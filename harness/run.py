@@ -47,7 +47,7 @@ log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
 JOURNAL_SYNC_S = 4.0
 # What a run waits for after healing; a verdict that is unknown because it never came names it
-# ("timed out after N s waiting for " + SETTLING).
+# ("timed out after N s waiting for " + SETTLING + ": " what was still missing, testbed.kafka.settle's words).
 SETTLING = "the cluster to settle (one leader per partition agreed by every broker, full ISRs)"
 
 
@@ -193,7 +193,7 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     cluster.power_on_all()
     progress.phase("settling")
     try:
-        wait_for(SETTLING, cluster.settled, spec.settle_timeout_s, interval=0.2)
+        wait_for(SETTLING, cluster.settled, spec.settle_timeout_s, interval=0.2, why=lambda: cluster.unsettled)
     except ClusterError as exc:
         notes.append(str(exc))
     progress.phase("stopping producers")

@@ -149,6 +149,6 @@ class FaultlineCluster:
         """Wait until every broker agrees on one leader per partition with full ISRs."""
         cluster, _ = self._live()
         started = time.monotonic()
-        wait_for("the cluster to settle", cluster.settled, timeout, interval=0.5)
+        wait_for("the cluster to settle", cluster.settled, timeout, interval=0.5, why=lambda: cluster.unsettled)
         self.settled_after_s = time.monotonic() - started
 

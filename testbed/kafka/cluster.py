@@ -29,6 +29,7 @@ from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import bringup, kraft
 from testbed.kafka import config as kcfg
 from testbed.kafka.node_files import java_argv, render_node_configs
+from testbed.kafka.settle import unsettled
 from testbed.kafka.wire import BrokerView, broker_view, first_txn_coordinator, zookeeper_mode
 from testbed.kafka.zk import read_snapshot, zk_snapshot
 from testbed.processes import ProcessGroup
@@ -50,8 +51,10 @@ PROCESS_CHECK_S = 0.2  # how often the readiness polls look whether a process ex
 T = TypeVar("T")
 
 
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval: float = 0.2) -> T:
-    """Poll `check` until it returns something other than None; ClusterError naming `what` at the deadline."""
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval: float = 0.2,
+             why: Callable[[], str] | None = None) -> T:
+    """Poll `check` until it returns something other than None; ClusterError naming `what` at the deadline, and
+    what `why` says was still missing at the last look (or the last error)."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     while True:
@@ -62,7 +65,8 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
         except (OSError, ClusterError, ValueError) as exc:
             last_error = exc
         if time.monotonic() >= deadline:
-            detail = f" (last error: {last_error})" if last_error else ""
+            missing = why() if why else ""
+            detail = f": {missing}" if missing else f" (last error: {last_error})" if last_error else ""
             raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}{detail}")
         time.sleep(interval)
 
@@ -85,6 +89,7 @@ class KafkaCluster:
         # nemesis gives it the fault rules and link shaping it believes are in place: a power cycle may lose them).
         self.on_power_on: list[Callable[[Host], None]] = []
         self._powered_off: set[str] = set()
+        self.unsettled = ""  # what `settled` found missing at its last look ('' once settled)
 
     # -- layout ------------------------------------------------------------
     @property
@@ -348,29 +353,18 @@ class KafkaCluster:
         return False if self.settings.kraft else node.broker_id in zk_snapshot(self.zk_connect, None, 2.0)["brokers"]
 
     def settled(self) -> dict[str, BrokerView] | None:
-        """The views when every broker agrees on one leader per partition with a full ISR, else None."""
+        """The views when every broker agrees on one leader per partition with a full ISR, else None; what was
+        missing at the last look stays in `self.unsettled` (settle.unsettled's words)."""
         views = self.views()
-        if any(v is None for v in views.values()):
-            return None
-        agreed = {str(_leadership(v)) for v in views.values() if v is not None}
-        first = next(iter(views.values()))
-        assert first is not None
         want = self.settings.partitions if self.settings.replica_assignment is None \
             else len(self.settings.replica_assignment)
-        full = all(len(parts) == want and all(
-            p.leader is not None and len(p.isr) == self.expected_replicas() for p in parts)
-            for parts in (first.partitions.get(topic, []) for topic in self.settings.topics))
-        controllers = {v.controller for v in views.values() if v is not None}
-        ok = len(agreed) == 1 and full and len(controllers) == 1 and None not in controllers
-        return {k: v for k, v in views.items() if v is not None} if ok else None
+        self.unsettled = unsettled(views, self.settings.topics, want, self.expected_replicas())
+        return None if self.unsettled else {k: v for k, v in views.items() if v is not None}
 
     def wait_topic_ready(self, timeout: float, interval: float = 0.2) -> dict[str, BrokerView]:
         def ready() -> dict[str, BrokerView] | None:
             self.check_processes()
             return self.settled()
         return wait_for(f"topic {', '.join(self.settings.topics)} led everywhere with a full ISR, agreed by every broker",
-                        ready, timeout, interval)
+                        ready, timeout, interval, why=lambda: self.unsettled)
 
-
-def _leadership(view: BrokerView) -> list[tuple[int, int | None, tuple[int, ...]]]:
-    return [(p.partition, p.leader, tuple(sorted(p.isr))) for parts in view.partitions.values() for p in parts]
