@@ -293,8 +293,9 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
-    """The spec (or one of its configurations), every key of every configuration type-checked first."""
+def parse_spec(raw: Any, configuration: str | None = None, sets: dict[str, Any] | None = None) -> Spec:
+    """The spec (or one of its configurations), every key of every configuration type-checked first; `sets` (the
+    CLI's --set, already merged into `raw`) wins over the configuration's overrides too."""
     SPEC.check("", raw)
     configurations = raw.get("configurations") or {}
     resolved, expect_raw = raw, raw.get("expect")
@@ -303,7 +304,7 @@ def parse_spec(raw: Any, configuration: str | None = None) -> Spec:
             raise fail("configurations", f"no configuration {configuration!r} "
                         f"(known: {', '.join(configurations) or 'none'})")
         conf = configurations[configuration] or {}
-        resolved = merge(raw, conf.get("overrides") or {})
+        resolved = merge(merge(raw, conf.get("overrides") or {}), sets or {})
         if "expect" in conf:  # the configuration's own expectations: in the resolved spec a run folder keeps
             resolved, expect_raw = {**resolved, "expect": conf["expect"]}, conf["expect"]
     try:
@@ -358,12 +359,12 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 
 def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str | None = None,
                inventory: Path | None = None, known_hosts: Path | None = None,
-               kafka_version: str | None = None, metadata: str | None = None) -> list[Spec]:
-    """Every configuration of the spec file (or just those named in `only`, in the file's order), validated,
-    file name in each error.
-
-    `runtime`, `inventory`, `known_hosts`, `kafka_version` and `metadata` (the CLI's flags) replace the spec's; an inventory alone means
-    the ssh runtime. Paths in the spec are relative to its folder."""
+               kafka_version: str | None = None, metadata: str | None = None,
+               sets: dict[str, Any] | None = None) -> list[Spec]:
+    """Every configuration of the spec file (or those `only` names, in the file's order), validated, file name in each
+    error. `runtime`, `inventory`, `known_hosts`, `kafka_version` and `metadata` (the CLI's flags) replace the spec's (an
+    inventory alone means the ssh runtime); `sets` (--set KEY=VALUE, nested) replaces any key of the spec and of each
+    configuration's overrides, and is named in an error the file alone has not. Spec paths are relative to its folder."""
     raw = load_spec_file(path)
     for key in ("inventory", "known_hosts"):
         given = (raw.get("cluster") or {}).get(key) if isinstance(raw.get("cluster"), dict) else None
@@ -374,17 +375,25 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
                                       **({"runtime": INVENTORY_KIND} if runtime is None else {})}})
     if known_hosts is not None:
         raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
-    if runtime is not None:
-        raw = merge(raw, {"cluster": {"runtime": runtime}})
-    if kafka_version is not None:
-        raw = merge(raw, {"cluster": {"kafka_version": kafka_version}})
-    if metadata is not None:
-        raw = merge(raw, {"cluster": {"metadata": metadata}})
+    flags = {k: v for k, v in {"runtime": runtime, "kafka_version": kafka_version, "metadata": metadata}.items() if v}
+    if flags:
+        raw = merge(raw, {"cluster": flags})
+    wanted = None if only is None else [only] if isinstance(only, str) else list(only)
     try:
-        wanted = None if only is None else [only] if isinstance(only, str) else list(only)
-        for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same
-            parse_spec(raw, name)
-        specs = [parse_spec(raw, name) for name in configurations_of(raw)]
-        return [s for s in specs if wanted is None or s.configuration in wanted]
+        return _configurations(merge(raw, sets or {}), wanted, sets)
     except SpecError as exc:
+        if sets:
+            try:
+                _configurations(raw, wanted, None)
+            except SpecError:
+                pass
+            else:
+                raise SpecError(f"--set: {exc}") from exc
         raise SpecError(f"{path}: {exc}") from exc
+
+
+def _configurations(raw: dict[str, Any], wanted: list[str] | None, sets: dict[str, Any] | None) -> list[Spec]:
+    for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same
+        parse_spec(raw, name, sets)
+    specs = [parse_spec(raw, name, sets) for name in configurations_of(raw)]
+    return [s for s in specs if wanted is None or s.configuration in wanted]

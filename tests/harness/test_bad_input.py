@@ -45,6 +45,9 @@ def a_network_in_use() -> str:
         (["cluster", "frob"], "invalid choice"),
         (["cluster", "up", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),
         (["run", "scenarios/smoke.yaml", "--runtime", "vmware"], "argument --runtime: invalid choice: 'vmware'"),
+        (["run", "scenarios/smoke.yaml", "--set", "settle_timeout_s"], "--set settle_timeout_s: expected KEY=VALUE"),
+        (["run", "scenarios/smoke.yaml", "--set", "settle_timeout=45"], "--set: settle_timeout: unknown key"),
+        (["run", "scenarios/smoke.yaml", "--set", "cluster.partitions=many"], "--set: cluster.partitions:"),
     ],
 )
 def test_bad_input_is_refused_without_changes(tmp_path: Path, args: list[str], says: str) -> None:

@@ -325,3 +325,22 @@ def test_a_power_off_that_must_lose_unsynced_writes_is_refused_where_the_runtime
     chaos = {**off, "nemesis": [{"random-chaos": {"from": 1, "until": 10, "duration": [1, 2], "interval": [1, 2]}}]}
     with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: power-off"):
         parse_spec(chaos)
+
+
+def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_itself_when_wrong(tmp_path: Path) -> None:
+    from harness.cli import parse_sets
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(dict(BASE, settle_timeout_s=120, configurations={
+        "a": {}, "b": {"overrides": {"cluster": {"partitions": 6}, "settle_timeout_s": 90}}})))
+    sets = parse_sets(["settle_timeout_s=45", "cluster.partitions=2", "cluster.min_insync_replicas=1"])
+    assert sets == {"settle_timeout_s": 45, "cluster": {"partitions": 2, "min_insync_replicas": 1}}
+    specs = load_specs(path, sets=sets)
+    assert [(s.configuration, s.settle_timeout_s, s.cluster.partitions, s.cluster.min_insync_replicas)
+            for s in specs] == [("a", 45.0, 2, 1), ("b", 45.0, 2, 1)]
+    assert specs[1].raw["settle_timeout_s"] == 45  # the run folder's spec.yaml says what ran
+    assert [s.settle_timeout_s for s in load_specs(path)] == [120.0, 90.0]
+    with pytest.raises(SpecError, match=r"^--set: settle_timeout: unknown key"):
+        load_specs(path, sets=parse_sets(["settle_timeout=45"]))
+    path.write_text(yaml.safe_dump(dict(BASE, duration_s="long")))
+    with pytest.raises(SpecError, match=r"spec.yaml: duration_s"):  # the file's own error is the file's
+        load_specs(path, sets=sets)
