@@ -75,7 +75,7 @@ class ConsumerGroup:
 class Expectation:
     absent: tuple[str, ...] = ()
     present: tuple[str, ...] = ()
-    valid: bool | None = None
+    valid: bool | str | None = None  # "unknown": the run must end unjudged
     observed: tuple[str, ...] = ()
 
     @property

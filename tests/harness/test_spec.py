@@ -344,3 +344,20 @@ def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_its
     path.write_text(yaml.safe_dump(dict(BASE, duration_s="long")))
     with pytest.raises(SpecError, match=r"spec.yaml: duration_s"):  # the file's own error is the file's
         load_specs(path, sets=sets)
+
+
+def test_an_expected_unknown_verdict_passes_only_when_the_run_ends_unjudged() -> None:
+    from harness.spec import parse_expect
+    from harness.verdicts import compare
+    facts = {"unavailability": True}
+    expect = parse_expect({"absent": ["lost"], "observed": ["unavailability"], "valid": "unknown"})
+    unsettled = {"valid": "unknown", "reason": "timed out ...: faultline-0 leader 0, ISR [0] of 3 replicas",
+                 "counts": {"lost": 0}}
+    assert compare(expect, unsettled, facts)["passed"]  # type: ignore[index]
+    judged = compare(expect, {"valid": True, "counts": {"lost": 0}}, facts)
+    assert judged is not None and judged["mismatches"] == ["valid = True (expected unknown)"]
+    # Any other expectation still fails an unknown verdict, naming its reason.
+    plain = compare(parse_expect({"absent": ["lost"]}), unsettled, facts)
+    assert plain is not None and plain["mismatches"] == [f"verdict unknown: {unsettled['reason']}"]
+    with pytest.raises(SpecError, match=r"expect\.valid"):
+        parse_spec(dict(BASE, expect={"valid": "maybe"}))
