@@ -36,7 +36,7 @@ def test_the_repos_campaigns_plan() -> None:
     core = [c for c in versions if ".md-" in (c.configuration or "")]
     # 11 configurations of the five core scenarios on 2.7.2 and 3.9.1 (ZooKeeper), 3.9.1 and 4.1.1 (KRaft), less
     # the ZooKeeper-only stories' KRaft cells; 2.7.2 KRaft and 4.1.1 ZooKeeper refused in every matrix.
-    assert len(core) == 11 * 4 - 5 * 2 and len(versions) == 7 + 12 + len(core)
+    assert len(core) == 11 * 4 - 5 * 2 and len(versions) == 9 + 12 + len(core)
     assert len(refused) == 11 * 2 + 5 * 2
 
 
@@ -188,3 +188,21 @@ def test_a_matrix_sweeps_metadata_modes_and_names_its_cells_after_their_configur
     assert "no production KRaft" in reasons["acks1.kafka-2_7_2.md-kraft"]
     assert "runs only on KRaft" in reasons["acksall.kafka-4_1_1.md-zookeeper"]
     assert "ZooKeeper-only story" in reasons["unclean.kafka-3_9_1.md-kraft"]
+
+
+def test_an_unknown_verdict_the_spec_expects_is_a_pass_and_any_other_an_error(tmp_path: Path) -> None:
+    import json
+    from datetime import UTC, datetime
+
+    from campaign.records import ERROR, PASS, judge_run
+    reason = "timed out after 60 s waiting for the cluster to settle (...): faultline-0 leader 0, ISR [0] of 3 replicas"
+    for expected_unknown, outcome in ((True, PASS), (False, ERROR)):
+        run = tmp_path / str(expected_unknown)
+        run.mkdir()
+        mismatches = [] if expected_unknown else [f"verdict unknown: {reason}"]
+        (run / "verdict.json").write_text(json.dumps({
+            "valid": "unknown", "reason": reason, "counts": {},
+            "expectation": {"expected": "valid = unknown" if expected_unknown else "no lost", "observed": "",
+                            "passed": not mismatches, "mismatches": mismatches}}))
+        attempt = judge_run(run, 1, datetime.now(UTC), 1.0)
+        assert attempt.outcome == outcome and reason in attempt.observed
