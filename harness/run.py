@@ -36,7 +36,7 @@ from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.dist.clients import ClientEnv
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
-from testbed.kafka.cluster import KafkaCluster, wait_for
+from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.replicas import snapshot_segments
 from testbed.lifecycle import provision
 from testbed.machine import REAL, Machine
@@ -193,7 +193,7 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     cluster.power_on_all()
     progress.phase("settling")
     try:
-        wait_for(SETTLING, cluster.settled, spec.settle_timeout_s, interval=0.2, why=lambda: cluster.unsettled)
+        cluster.wait_settled(SETTLING, spec.settle_timeout_s)
     except ClusterError as exc:
         notes.append(str(exc))
     progress.phase("stopping producers")

@@ -36,7 +36,7 @@ from typing import Any
 from nemesis.nemesis import Nemesis
 from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import ClusterError
-from testbed.kafka.cluster import KafkaCluster, wait_for
+from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.lifecycle import provision
 from testbed.runtime.base import Firewalled, Runtime
@@ -149,6 +149,6 @@ class FaultlineCluster:
         """Wait until every broker agrees on one leader per partition with full ISRs."""
         cluster, _ = self._live()
         started = time.monotonic()
-        wait_for("the cluster to settle", cluster.settled, timeout, interval=0.5, why=lambda: cluster.unsettled)
+        cluster.wait_settled("the cluster to settle", timeout, interval=0.5)
         self.settled_after_s = time.monotonic() - started
 

@@ -361,10 +361,16 @@ class KafkaCluster:
         self.unsettled = unsettled(views, self.settings.topics, want, self.expected_replicas())
         return None if self.unsettled else {k: v for k, v in views.items() if v is not None}
 
+    def wait_settled(self, what: str, timeout: float, interval: float = 0.2,
+                     check: Callable[[], dict[str, BrokerView] | None] | None = None) -> dict[str, BrokerView]:
+        """Poll `check` (default: `settled`) until the cluster has settled; at the deadline a ClusterError naming
+        `what` and what was still missing at the last look (`self.unsettled`)."""
+        return wait_for(what, check or self.settled, timeout, interval, why=lambda: self.unsettled)
+
     def wait_topic_ready(self, timeout: float, interval: float = 0.2) -> dict[str, BrokerView]:
         def ready() -> dict[str, BrokerView] | None:
             self.check_processes()
             return self.settled()
-        return wait_for(f"topic {', '.join(self.settings.topics)} led everywhere with a full ISR, agreed by every broker",
-                        ready, timeout, interval, why=lambda: self.unsettled)
+        return self.wait_settled(f"topic {', '.join(self.settings.topics)} led everywhere with a full ISR, agreed by "
+                                 "every broker", timeout, interval, check=ready)
 
