@@ -20,6 +20,26 @@ def _cluster_tests_need_root(request: pytest.FixtureRequest) -> None:
         pytest.fail("cluster tests need root (network namespaces, iptables)")
 
 
+@pytest.fixture(autouse=True)
+def _fuse_tests_need_fuse(request: pytest.FixtureRequest) -> None:
+    # Like root for the cluster tests: a FUSE test on a machine without FUSE fails, naming what is missing.
+    if request.node.get_closest_marker("fuse"):
+        from testbed.runtime import unsynced
+
+        if not unsynced.available():
+            pytest.fail(f"fuse tests need root, /dev/fuse and {unsynced.BINARY} (make setup-unsyncfs): "
+                        f"{missing_for_fuse()}")
+
+
+def missing_for_fuse() -> str:
+    """What of root, /dev/fuse and the unsyncfs binary this machine lacks."""
+    from testbed.runtime import unsynced
+
+    missing = [what for what, ok in (("root", os.geteuid() == 0), ("/dev/fuse", Path("/dev/fuse").exists()),
+                                     (str(unsynced.BINARY), unsynced.BINARY.exists())) if not ok]
+    return "missing " + ", ".join(missing) if missing else "nothing missing"
+
+
 def faultline(
     *args: str, env: dict[str, str] | None = None, timeout: float = 180, check: bool = False
 ) -> subprocess.CompletedProcess[str]:

@@ -37,6 +37,7 @@ def test_cached_tables_are_uncompressed_and_the_code_cache_holds_a_checks_classe
     assert spark_session.CHECKER_SQL == {"spark.sql.adaptive.enabled": "false"}
 
 
+@pytest.mark.spark
 def test_the_session_skips_pysparks_call_site_capture(spark: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """PySpark would capture a call site (four py4j calls and a stack walk) per functions.* call; the checker's
     session turns that off, so building a check's plan costs a third of the py4j calls (BENCHMARKS.md)."""
@@ -48,6 +49,7 @@ def test_the_session_skips_pysparks_call_site_capture(spark: object, monkeypatch
     assert is_debugging_enabled() is False
 
 
+@pytest.mark.spark
 def test_the_driver_jvm_collects_with_the_parallel_collector(spark: Any) -> None:
     """The live session's JVM runs what settings() asked for (a fresh JVM judged 10M operations ~9% sooner)."""
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()

@@ -30,7 +30,7 @@ from testbed.runtime import unsynced
 from testbed.runtime.base import LosesUnsyncedWrites, Runtime
 from tests.nemesis.conftest import TEST_NETWORK
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.fuse]  # broker-0's data on unsyncfs
 RECORDS = 200
 TOPICS = {"no-fsync": {}, "fsync-each": {"flush.messages": "1"}}
 
