@@ -81,3 +81,23 @@ def test_a_step_calling_a_missing_target_is_caught() -> None:
     dry = subprocess.run(["make", "-n", "no-such-target"], cwd=REPO, capture_output=True, text=True, timeout=60,
                          check=False)
     assert dry.returncode != 0 and "No rule to make target" in dry.stderr
+
+
+CI = REPO / ".github" / "workflows" / "ci.yml"
+
+
+def test_actionlint_passes_on_the_ci_workflow() -> None:
+    done = actionlint(CI)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ci_runs_lint_and_the_fast_set_on_every_push_and_the_whole_suite_on_main() -> None:
+    workflow = yaml.safe_load(CI.read_text())
+    triggers = workflow[True]
+    assert "push" in triggers and "pull_request" in triggers and not (triggers["push"] or {}).get("branches")
+    runs = {name: [step["run"] for step in job["steps"] if "run" in step] for name, job in workflow["jobs"].items()}
+    assert runs == {"fast": ["make setup", "make lint", "make test-fast"], "whole": ["make setup", "make test"]}
+    assert workflow["jobs"]["whole"]["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    for job in workflow["jobs"].values():
+        python = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python")]
+        assert python and python[0]["with"]["python-version"] == "3.11"
