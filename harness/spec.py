@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import yaml
 
-from checkers.anomalies import ANOMALIES
+from harness.expectation import Expectation, parse_expect
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
 from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
@@ -69,18 +69,6 @@ class ConsumerGroup:
     commit: str
     settings: dict[str, Any] = field(default_factory=dict)
     isolation_level: str = "read_committed"
-
-
-@dataclass(frozen=True)
-class Expectation:
-    absent: tuple[str, ...] = ()
-    present: tuple[str, ...] = ()
-    valid: bool | str | None = None  # "unknown": the run must end unjudged
-    observed: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.absent or self.present or self.observed or self.valid is not None)
 
 
 @dataclass(frozen=True)
@@ -274,12 +262,6 @@ def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[Produ
     if not producers:
         raise fail("workloads.producers", "a run needs at least one producer")
     return tuple(producers), tuple(consumers)
-
-
-def parse_expect(raw: dict[str, Any] | None) -> Expectation:
-    raw = raw or {}
-    absent, present = ([*ANOMALIES] if raw.get(k) == "all" else raw.get(k, []) for k in ("absent", "present"))
-    return Expectation(tuple(absent), tuple(present), raw.get("valid"), tuple(raw.get("observed", [])))
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -202,6 +202,8 @@ EXPECT = Section({
     "valid": AnyOf((Bool(""), Choice(("unknown",))), "the verdict's `valid` must be this; `unknown`: the run must end "
                    "unjudged (a stall the Kafka version is known for: the reason says what never came)"),
     "observed": ListOf(Choice(OBSERVED_FACTS, what="fact"), doc="facts the observations must show"),
+    "reason": Scalar(("string",), "with `valid: unknown`: a regular expression the unknown verdict's reason must "
+                     "match (the stalled partition, its leader and ISR), so an unknown for another cause fails"),
 }, doc="what the run must show for the scenario to pass", title="expect", nullable=True, ref="expect")
 
 CLIENTS = Section({

@@ -17,7 +17,8 @@ from typing import Any
 
 from checkers.facts import observed_facts
 from checkers.verdict import exit_status, write_verdict
-from harness.spec import Expectation, Spec
+from harness.expectation import compare
+from harness.spec import Spec
 from testbed.errors import HarnessError
 from testbed.files import write_json_atomic
 from testbed.handover import prune_node_data
@@ -124,27 +125,6 @@ def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str |
              time.monotonic() - started, replicas_at - started, verdict.get("engine"),
              checked_at - replicas_at, time.monotonic() - checked_at)
     return RunOutcome(run_dir, exit_status(verdict), verdict, expectation)
-
-
-def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]) -> dict[str, Any] | None:
-    """Expected against observed for a scenario configuration; None when the spec expects nothing."""
-    if expect.empty:
-        return None
-    counts = verdict.get("counts", {})
-    mismatches = [f"{a} = {counts.get(a)} (expected none)" for a in expect.absent if counts.get(a, 0) != 0]
-    mismatches += [f"{a} = 0 (expected > 0)" for a in expect.present if counts.get(a, 0) == 0]
-    mismatches += [f"{fact} not observed" for fact in expect.observed if not facts.get(fact)]
-    if expect.valid is not None and verdict.get("valid") != expect.valid:
-        mismatches.append(f"valid = {verdict.get('valid')} (expected {expect.valid})")
-    if verdict.get("valid") == "unknown" and expect.valid != "unknown":
-        mismatches.append(f"verdict unknown: {verdict.get('reason', 'no reason given')}")
-    expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present),
-                          *expect.observed] + ([f"valid = {expect.valid}"] if expect.valid is not None else []))
-    observed = [f"{a} = {counts.get(a, 0)}" for a in (*expect.absent, *expect.present)]
-    observed += [f"{fact}: {'yes' if facts.get(fact) else 'no'}" for fact in expect.observed]
-    observed.append(f"valid = {verdict.get('valid')}")
-    return {"expected": expected, "observed": ", ".join(observed), "passed": not mismatches,
-            "mismatches": mismatches, "facts": facts}
 
 
 def write_reports(run_dir: Path) -> None:

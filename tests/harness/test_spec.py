@@ -347,8 +347,7 @@ def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_its
 
 
 def test_an_expected_unknown_verdict_passes_only_when_the_run_ends_unjudged() -> None:
-    from harness.spec import parse_expect
-    from harness.verdicts import compare
+    from harness.expectation import compare, parse_expect
     facts = {"unavailability": True}
     expect = parse_expect({"absent": ["lost"], "observed": ["unavailability"], "valid": "unknown"})
     unsettled = {"valid": "unknown", "reason": "timed out ...: faultline-0 leader 0, ISR [0] of 3 replicas",
@@ -361,3 +360,20 @@ def test_an_expected_unknown_verdict_passes_only_when_the_run_ends_unjudged() ->
     assert plain is not None and plain["mismatches"] == [f"verdict unknown: {unsettled['reason']}"]
     with pytest.raises(SpecError, match=r"expect\.valid"):
         parse_spec(dict(BASE, expect={"valid": "maybe"}))
+
+
+def test_an_expected_unknown_verdict_must_match_the_reason_it_pins() -> None:
+    from harness.expectation import compare, parse_expect
+    expect = parse_expect({"valid": "unknown", "reason": r"faultline-0 leader 0, ISR \[0\] of 3"})
+    stall = {"valid": "unknown", "reason": "timed out ...: faultline-0 leader 0, ISR [0] of 3 replicas", "counts": {}}
+    assert compare(expect, stall, {})["passed"]  # type: ignore[index]
+    other = {"valid": "unknown", "reason": "timed out ...: no controller", "counts": {}}
+    judged = compare(expect, other, {})
+    assert judged is not None and not judged["passed"]
+    assert judged["mismatches"] == [f"verdict unknown for another reason than /{expect.reason}/: no controller"
+                                    .replace("no controller", other["reason"])]
+    assert "reason ~ /" in judged["expected"]
+    with pytest.raises(SpecError, match=r"^expect\.reason: only with valid: unknown"):
+        parse_spec(dict(BASE, expect={"absent": ["lost"], "reason": "x"}))
+    with pytest.raises(SpecError, match=r"^expect\.reason: '\[' is not a regular expression"):
+        parse_spec(dict(BASE, expect={"valid": "unknown", "reason": "["}))
