@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.spec_types import fail
-from nemesis.links import needs_shaper
-from nemesis.schedule import RandomChaos, Schedule, StartEvent
+from nemesis.fault_spec import FaultSpec
+from nemesis.registry import fault_kind
+from nemesis.schedule import Schedule
 from testbed.dist.versions import release
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.kinds import Ability, can, kind
+from testbed.runtime.kinds import Ability, RuntimeKind, can, kind
 from workloads.settings import canonical
 
 if TYPE_CHECKING:
@@ -46,35 +47,37 @@ def check_metadata_can(resolved: dict[str, Any], schedule: Schedule, cluster: Cl
                     f"metadata kraft): {resolved['zookeeper_only']}")
     if cluster.quorum_role is not None:
         return
-    for i, item in enumerate(schedule.items):
-        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
-        if any(getattr(f, "role", None) == "zookeeper" for f in faults):
+    for i, fault in schedule.faults():
+        if fault.role == "zookeeper":
             raise fail(f"nemesis[{i}].role", "zookeeper: combined KRaft nodes (kraft_controllers combined) have "
                         "no controller process apart from the broker; use kraft_controllers separate")
 
 
 def powers_off(schedule: Schedule) -> bool:
     """Whether the nemesis may power a node off (a `power-off` event, or random chaos that can draw one)."""
-    return any(f.fault == "power-off" for item in schedule.items
-               for f in (item.faults if isinstance(item, RandomChaos) else
-                         (item.fault,) if isinstance(item, StartEvent) else ()))
+    return any(fault_kind(f.fault).powers_off for _, f in schedule.faults())
 
 
 def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
-    """Refuse a fault the spec's runtime cannot apply: delays and bandwidths need link shaping (a `LinkShaper`);
-    a power-off that is to drop unsynced writes (`cluster.lose_unsynced_writes`, the default) needs a runtime
-    that drops them (`LosesUnsyncedWrites`), or the verdict would be more optimistic than a real power cut's."""
+    """Refuse a fault the spec's runtime cannot apply: each ability its record needs (`nemesis.registry`), e.g.
+    delays and bandwidths need link shaping (a `LinkShaper`); a power-off that is to drop unsynced writes
+    (`cluster.lose_unsynced_writes`, the default) needs a runtime that drops them (`LosesUnsyncedWrites`), or the
+    verdict would be more optimistic than a real power cut's."""
     record = kind(runtime)
-    for i, item in enumerate(schedule.items):
-        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
-        for fault in faults:
-            if fault.fault == "power-off" and lose_unsynced and not record.can(Ability.LOSE_UNSYNCED):
-                raise fail(f"nemesis[{i}].fault", f"power-off with cluster.lose_unsynced_writes: true needs a "
-                            f"runtime that drops unsynced writes; the {runtime} runtime cannot: "
-                            f"{record.power_off_note} (set cluster.lose_unsynced_writes: false to run it as a kill "
-                            f"of the node's processes, or use --runtime {' or '.join(can(Ability.LOSE_UNSYNCED))})")
-            if record.can(Ability.SHAPE_LINKS):
-                continue
-            if fault.degrade is not None and needs_shaper(fault.degrade):
-                raise fail(f"nemesis[{i}].fault", f"{fault.fault} needs a runtime that can delay and throttle "
-                            f"links; the {runtime} runtime cannot (use --runtime {' or '.join(can(Ability.SHAPE_LINKS))})")
+    for i, fault in schedule.faults():
+        for need in fault_kind(fault.fault).needs:
+            if need.when(fault, lose_unsynced) and not record.can(need.ability):
+                raise fail(f"nemesis[{i}].fault", _refusal(fault, need.ability, record))
+
+
+def _refusal(fault: FaultSpec, ability: Ability, record: RuntimeKind) -> str:
+    """Why the runtime cannot apply `fault`, and what to do instead."""
+    others = " or ".join(can(ability))
+    if ability is Ability.LOSE_UNSYNCED:
+        return (f"{fault.fault} with cluster.lose_unsynced_writes: true needs a runtime that drops unsynced writes; "
+                f"the {record.name} runtime cannot: {record.power_off_note} (set cluster.lose_unsynced_writes: false "
+                f"to run it as a kill of the node's processes, or use --runtime {others})")
+    if ability is Ability.SHAPE_LINKS:
+        return (f"{fault.fault} needs a runtime that can delay and throttle links; the {record.name} runtime cannot "
+                f"(use --runtime {others})")
+    return f"{fault.fault} needs a runtime with {ability.value}; the {record.name} runtime cannot (use --runtime {others})"

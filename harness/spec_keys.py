@@ -9,7 +9,7 @@ To add a key: add one entry to its section below (type, bounds, default, what
 it means), read it in `harness.spec` (`cluster` keys become a
 `ClusterSettings` field), then `make spec-docs` to regenerate the schema and
 the tables (a test fails until they are current). A new fault kind or fault
-key belongs to the nemesis: `nemesis.spec` and `nemesis.schema.FAULT_KEYS`.
+key belongs to the nemesis: `nemesis.registry` and `nemesis.fault_schema.FAULT_KEYS`.
 
 Must never: hold a check of one key against another (that is `harness.spec`'s).
 """
@@ -32,8 +32,8 @@ from harness.spec_types import (
     Section,
     Str,
 )
+from nemesis.fault_schema import schedule_schema
 from nemesis.schedule import parse_schedule
-from nemesis.schema import schedule_schema
 from testbed.dist.versions import METADATA_MODES
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KIND_NAMES, networks_text

@@ -18,8 +18,7 @@ from typing import Any
 
 from harness.spec_keys import SECTIONS, SPEC
 from harness.spec_types import NO_DEFAULT, Section
-from nemesis.schema import fault_keys
-from nemesis.spec import FAULT_KINDS, REQUIRED, ROLES_BY_FAULT
+from nemesis.registry import CATEGORIES, fault_kinds
 from testbed.paths import REPO_ROOT
 
 SCHEMA_FILE = REPO_ROOT / "docs" / "spec.schema.json"
@@ -50,12 +49,15 @@ def _section_table(section: Section) -> list[str]:
 
 
 def _fault_table() -> list[str]:
-    lines = ["### faults", "", "Each start item's keys besides `at`, `fault` and `name`; required ones in bold.",
-             "", "| fault | keys |", "| --- | --- |"]
-    for kind in FAULT_KINDS:
-        keys = [f"**`{k}`**" if k in REQUIRED.get(kind, ()) else f"`{k}`" for k in fault_keys(kind)]
-        roles = f" (role: {', '.join(ROLES_BY_FAULT[kind])})" if kind in ROLES_BY_FAULT else ""
-        lines.append(f"| `{kind}` | {', '.join(keys)}{roles} |")
+    lines = ["### faults", "", "Each start item's keys besides `at`, `fault` and `name`; required ones in bold. "
+             "Generated from the fault registry (`nemesis/registry.py`), one record per kind.", "",
+             "| fault | category | keys | what it does |", "| --- | --- | --- | --- |"]
+    for kind in fault_kinds():
+        keys = [f"**`{k}`**" if k in kind.required else f"`{k}`" for k in kind.spec_keys]
+        roles = f" (role: {', '.join(kind.roles)})" if kind.roles else ""
+        lines.append(f"| `{kind.name}` | {kind.category} | {', '.join(keys)}{roles} | {_cell(kind.doc)} |")
+    lines += ["", "| category | its faults |", "| --- | --- |"]
+    lines += [f"| {category} | {_cell(words)} |" for category, words in CATEGORIES.items()]
     return [*lines, ""]
 
 

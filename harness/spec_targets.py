@@ -3,20 +3,21 @@
 
 The nemesis validates a selector's syntax alone; whether `producer-az1-0` is
 one of the run's transactional producers depends on the spec's workloads,
-named as `harness.workloadset.plan_workloads` names them (`<role>-<az>-<n>`,
-counted per AZ over the groups in order).
+named as `harness.workloadset.plan_workloads` names them
+(`testbed.journal_names.producer_process`: counted per AZ over the groups in order).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from nemesis.schedule import RandomChaos, Schedule, StartEvent
-from nemesis.spec import TXN_COORDINATOR
+from nemesis.fault_spec import TXN_COORDINATOR
+from nemesis.schedule import Schedule
 from testbed.errors import SpecError
+from testbed.journal_names import producer_process
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KINDS, kind
 
@@ -35,17 +36,19 @@ class _Producers(Protocol):
     def proxy(self) -> bool: ...
 
 
-def proxied_names(producers: Sequence[_Producers]) -> set[str]:
-    """The producer processes that run behind a request-holding proxy."""
+def _planned(producers: Sequence[_Producers]) -> Iterator[tuple[str, _Producers]]:
+    """Each producer process's name and its group, in plan order (as `plan_workloads` names them)."""
     counters: dict[str, int] = defaultdict(int)
-    out = set()
     for group in producers:
         for az in group.azs:
             for _ in range(group.per_az):
-                if group.proxy:
-                    out.add(f"producer-{az}-{counters[az]}")
+                yield producer_process(az, counters[az]), group
                 counters[az] += 1
-    return out
+
+
+def proxied_names(producers: Sequence[_Producers]) -> set[str]:
+    """The producer processes that run behind a request-holding proxy."""
+    return {name for name, group in _planned(producers) if group.proxy}
 
 
 def check_proxies(schedule: Schedule, producers: Sequence[_Producers], cluster: ClusterSettings) -> ClusterSettings:
@@ -64,43 +67,32 @@ def check_proxies(schedule: Schedule, producers: Sequence[_Producers], cluster: 
                             f"port each, which its proxy owns)")
         proxied_azs |= set(group.azs)
     proxied = proxied_names(producers)
-    for i, item in enumerate(schedule.items):
-        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
-        for fault in faults:
-            if fault.fault == "hold-request" and fault.targets[0] not in proxied:
-                raise SpecError(f"nemesis[{i}].process: {fault.targets[0]} has no request-holding proxy "
-                                f"(proxied producers: {', '.join(sorted(proxied)) or 'none'}; say proxy: true)")
+    for i, fault in schedule.faults():
+        if fault.fault == "hold-request" and fault.targets[0] not in proxied:
+            raise SpecError(f"nemesis[{i}].process: {fault.targets[0]} has no request-holding proxy "
+                            f"(proxied producers: {', '.join(sorted(proxied)) or 'none'}; say proxy: true)")
     return dataclasses.replace(cluster, proxied_listener=True) if proxied else cluster
 
 
 def producer_names(producers: Sequence[_Producers]) -> dict[str, bool]:
     """Each producer process's name -> whether it is transactional, in plan order."""
-    counters: dict[str, int] = defaultdict(int)
-    names: dict[str, bool] = {}
-    for group in producers:
-        for az in group.azs:
-            for _ in range(group.per_az):
-                names[f"producer-{az}-{counters[az]}"] = group.transactional
-                counters[az] += 1
-    return names
+    return {name: group.transactional for name, group in _planned(producers)}
 
 
 def check_workload_targets(schedule: Schedule, producers: Sequence[_Producers]) -> None:
     """SpecError naming the fault when a `txn-coordinator:<process>` or a `replace-workload` process is not a
     transactional producer of the spec, or a `pause-workload` process not a producer."""
     names = producer_names(producers)
-    for i, item in enumerate(schedule.items):
-        faults = item.faults if isinstance(item, RandomChaos) else (item.fault,) if isinstance(item, StartEvent) else ()
-        for fault in faults:
-            if fault.is_workload:
-                _check_process(f"nemesis[{i}].process", fault.fault, fault.targets[0], names)
-                continue
-            for target in fault.targets:
-                process = target.removeprefix(TXN_COORDINATOR)
-                if target.startswith(TXN_COORDINATOR) and not names.get(process):
-                    what = "not transactional" if process in names else "not a producer of this spec"
-                    raise SpecError(f"nemesis[{i}].fault: {target}: {process} is {what} "
-                                    f"(transactional producers: {', '.join(n for n, t in names.items() if t) or 'none'})")
+    for i, fault in schedule.faults():
+        if fault.is_workload:
+            _check_process(f"nemesis[{i}].process", fault.fault, fault.targets[0], names)
+            continue
+        for target in fault.targets:
+            process = target.removeprefix(TXN_COORDINATOR)
+            if target.startswith(TXN_COORDINATOR) and not names.get(process):
+                what = "not transactional" if process in names else "not a producer of this spec"
+                raise SpecError(f"nemesis[{i}].fault: {target}: {process} is {what} "
+                                f"(transactional producers: {', '.join(n for n, t in names.items() if t) or 'none'})")
 
 
 def _check_process(path: str, kind: str, process: str, names: dict[str, bool]) -> None:

@@ -289,7 +289,7 @@ class AnyOf(Key):
 
 @dataclass
 class Custom(Key):
-    """A shape its owner checks and describes (the nemesis schedule: `nemesis.schedule` and `nemesis.schema`)."""
+    """A shape its owner checks and describes (the nemesis schedule: `nemesis.schedule` and `nemesis.fault_schema`)."""
 
     checker: Callable[[str, Any], object]
     json_schema: Callable[[], JsonSchema]

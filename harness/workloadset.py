@@ -25,6 +25,7 @@ from testbed.addressing import Host
 from testbed.dist.clients import ClientEnv
 from testbed.errors import FaultError, HarnessError, WorkloadError
 from testbed.files import write_json_atomic
+from testbed.journal_names import client_process
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
@@ -66,7 +67,7 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
     def name_for(role: str, az: str) -> str:
         n = counters[(role, az)]
         counters[(role, az)] += 1
-        return f"{role}-{az}-{n}"
+        return client_process(role, az, n)
 
     for group in spec.producers:
         for az in group.azs:

@@ -1,11 +1,15 @@
-"""The fault kinds: how each spec acts on the cluster, and how it is undone.
+"""The network and process faults: how each category's kinds act on the cluster, and how they are undone.
 
 Partition kinds compute a grudge (`nemesis.shapes`) from their resolved
-targets and hand it to the shared `Firewall`; degraded-link kinds compute a
-degraded-link map (`nemesis.links`) and hand it to the same `Firewall`; process kinds signal the
-cluster's processes through `KafkaCluster` and wait until the signal has
-taken effect (dead, stopped, continued), so a journaled start or stop is a
-fact, not an intention. Each kind implements `Fault`.
+targets, each by its own shape function below, and hand it to the shared
+`Firewall`; degraded-link kinds compute a degraded-link map (`nemesis.links`)
+and hand it to the same `Firewall`; process kinds signal the cluster's
+processes through `KafkaCluster` and wait until the signal has taken effect
+(dead, stopped, continued), so a journaled start or stop is a fact, not an
+intention. Each implementation is a `Fault` (`nemesis.fault_base`); the
+registry (`nemesis.registry`) gives every kind its instance.
+
+Must never: name a fault kind (the registry does), or import the registry.
 """
 
 from __future__ import annotations
@@ -13,73 +17,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from nemesis import links, shapes
-from nemesis.firewall import Firewall
-from nemesis.spec import FaultSpec
-from nemesis.stray import STRAY, STRAY_FAULT
-from nemesis.targets import Resolver
-from nemesis.workload_faults import WORKLOAD, WorkloadControl
+from nemesis.fault_base import FaultEnv, Injected
+from nemesis.fault_spec import FaultSpec
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
-from testbed.kafka.cluster import KafkaCluster, Role
+
+if TYPE_CHECKING:
+    from nemesis.targets import Resolver
+    from testbed.kafka.cluster import KafkaCluster, Role
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0
 STALE_GRACE_S = 30.0  # beyond the session timeout: a quorum coming back renews every session once
 log = logging.getLogger("faultline.nemesis")
-
-
-@dataclass(frozen=True)
-class FaultEnv:
-    """What a fault may act on: the cluster's processes and the hosts' firewalls."""
-
-    cluster: KafkaCluster
-    firewall: Firewall
-    workloads: WorkloadControl | None = None  # the run's workload processes (workload faults), from the harness
-
-    @property
-    def plan(self) -> AddressPlan:
-        return self.cluster.plan
-
-
-@dataclass(frozen=True)
-class Injected:
-    """What one start of a fault did.
-
-    `fault` is what the journal's `fault` column says: the spec's kind, except a
-    `power-off` that dropped the nodes' unsynced writes, which is a `power-cut`.
-    `targets` is what the journal's `targets` column says (compact: what a
-    report labels the fault with); `detail` adds the particulars (every cut
-    pair, pids). `key` (the firewall cut) or `processes` is what undo needs.
-    """
-
-    key: str
-    fault: str
-    targets: dict[str, Any]
-    detail: dict[str, Any] = field(default_factory=dict)
-    processes: tuple[tuple[str, Role], ...] = field(default=())
-
-
-class Fault(Protocol):
-    """One kind of fault.
-
-    `inject` resolves the spec's selectors through `resolver` (at most one look
-    at the cluster), changes the cluster and returns what it hit. It raises
-    FaultError before changing anything when a target cannot be resolved or a
-    process it should hit is not running. `undo` reverses exactly what
-    `inject` did and nothing else; it is idempotent (undoing twice, or undoing
-    what is already undone, changes nothing) and raises FaultError when it
-    cannot. Neither ever touches the control plane or a process outside the
-    cluster.
-    """
-
-    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected: ...
-
-    def undo(self, injected: Injected, env: FaultEnv) -> None: ...
 
 
 def _brokers(plan: AddressPlan, azs_or_hosts: list[str]) -> list[int]:
@@ -88,40 +44,44 @@ def _brokers(plan: AddressPlan, azs_or_hosts: list[str]) -> list[int]:
 
 
 # -- partitions ----------------------------------------------------------------
-def partition_shape(spec: FaultSpec, resolver: Resolver, plan: AddressPlan
-                    ) -> tuple[shapes.Grudge, dict[str, Any]]:
-    """The grudge a partition spec means now, and its targets as the journal names them."""
-    kind = spec.fault
-    try:
-        if kind == "isolate-az":
-            az = resolver.az(spec.targets[0])
-            return shapes.isolate_az(plan, az), {"az": az, "brokers": _brokers(plan, [az])}
-        if kind == "cut-link":
-            if spec.ends == "node":
-                a, b = (resolver.node(s).name for s in spec.targets)
-                _distinct(spec, a, b)
-                grudge = shapes.cut_hosts([a], [b], spec.one_way)
-            else:
-                a, b = (resolver.az(s) for s in spec.targets)
-                _distinct(spec, a, b)
-                grudge = shapes.cut_link(plan, a, b, spec.one_way)
-            return grudge, {"link": [a, b], "one_way": spec.one_way, "brokers": _brokers(plan, [a, b])}
-        if kind == "split":
-            minority = sorted({resolver.az(s) for s in spec.targets})
-            majority = [az for az in shapes.azs(plan) if az not in minority]
-            return shapes.split_minority(plan, minority), {"minority": minority, "majority": majority,
-                                                           "brokers": _brokers(plan, minority)}
-        if kind == "bridge":
-            middle = resolver.az(spec.targets[0]) if spec.targets else shapes.azs(plan)[len(plan.nodes) // 2]
-            grudge = shapes.bridge(plan, middle)
-            others = [az for az in shapes.azs(plan) if az != middle]
-            half = len(others) // 2
-            return grudge, {"bridge": middle, "sides": [others[:half], others[half:]]}
-        if kind == "majorities-ring":
-            return shapes.majorities_ring(plan), {"ring": list(shapes.azs(plan))}
-    except ValueError as exc:
-        raise FaultError(f"{kind}: {exc}") from exc
-    raise FaultError(f"{kind} is not a partition fault")
+# The grudge a partition spec means now, and its targets as the journal names them; ValueError when it cannot be.
+PartitionShape = Callable[[FaultSpec, "Resolver", AddressPlan], tuple[shapes.Grudge, dict[str, Any]]]
+
+
+def isolate_az(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+    az = resolver.az(spec.targets[0])
+    return shapes.isolate_az(plan, az), {"az": az, "brokers": _brokers(plan, [az])}
+
+
+def cut_link(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+    if spec.ends == "node":
+        a, b = (resolver.node(s).name for s in spec.targets)
+        _distinct(spec, a, b)
+        grudge = shapes.cut_hosts([a], [b], spec.one_way)
+    else:
+        a, b = (resolver.az(s) for s in spec.targets)
+        _distinct(spec, a, b)
+        grudge = shapes.cut_link(plan, a, b, spec.one_way)
+    return grudge, {"link": [a, b], "one_way": spec.one_way, "brokers": _brokers(plan, [a, b])}
+
+
+def split(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+    minority = sorted({resolver.az(s) for s in spec.targets})
+    majority = [az for az in shapes.azs(plan) if az not in minority]
+    return shapes.split_minority(plan, minority), {"minority": minority, "majority": majority,
+                                                   "brokers": _brokers(plan, minority)}
+
+
+def bridge(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+    middle = resolver.az(spec.targets[0]) if spec.targets else shapes.azs(plan)[len(plan.nodes) // 2]
+    grudge = shapes.bridge(plan, middle)
+    others = [az for az in shapes.azs(plan) if az != middle]
+    half = len(others) // 2
+    return grudge, {"bridge": middle, "sides": [others[:half], others[half:]]}
+
+
+def majorities_ring(spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+    return shapes.majorities_ring(plan), {"ring": list(shapes.azs(plan))}
 
 
 def _distinct(spec: FaultSpec, a: str, b: str) -> None:
@@ -129,11 +89,21 @@ def _distinct(spec: FaultSpec, a: str, b: str) -> None:
         raise FaultError(f"{spec.fault} between {spec.targets[0]} and {spec.targets[1]}: both are {a}")
 
 
+@dataclass(frozen=True)
 class PartitionFault:
-    """Any partition shape: its cut joins the firewall's active cuts until undone."""
+    """A partition kind, by its shape: its cut joins the firewall's active cuts until undone."""
+
+    shape: PartitionShape
+
+    def cut(self, spec: FaultSpec, resolver: Resolver, plan: AddressPlan) -> tuple[shapes.Grudge, dict[str, Any]]:
+        """The grudge the spec means now, and its targets as the journal names them; FaultError if none."""
+        try:
+            return self.shape(spec, resolver, plan)
+        except ValueError as exc:
+            raise FaultError(f"{spec.fault}: {exc}") from exc
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
-        grudge, targets = partition_shape(spec, resolver, env.plan)
+        grudge, targets = self.cut(spec, resolver, env.plan)
         changed = env.firewall.add(key, grudge, spec.scope)
         return Injected(key, spec.fault, {**targets, "scope": spec.scope},
                         {"cut": [list(p) for p in shapes.cut_pairs(grudge)], "hosts_changed": changed})
@@ -189,10 +159,16 @@ class LinkFault:
 
 
 # -- processes -------------------------------------------------------------------
-def _roles(spec: FaultSpec, cluster: KafkaCluster) -> tuple[Role, ...]:
+Hit = tuple[Host, "Role", int]  # a node, one of its processes, its pid
+# What a process kind does to the processes it hits, all at once; the journal's name for it when that differs
+# from the kind's (a power-off that dropped unsynced writes is a power cut).
+ProcessAction = Callable[["KafkaCluster", list[Host], list[Hit]], "str | None"]
+
+
+def _roles(spec: FaultSpec, cluster: KafkaCluster, every_process: bool) -> tuple[Role, ...]:
     """The processes a fault hits on each node; `role: zookeeper` is the node's metadata-quorum process: its
     ZooKeeper server, or in KRaft its controller (a combined KRaft node has none apart: refused by the spec)."""
-    if spec.fault == "power-off" or spec.role == "both":
+    if every_process or spec.role == "both":
         return cluster.roles
     if spec.role != "zookeeper":
         return ("broker",)
@@ -201,34 +177,54 @@ def _roles(spec: FaultSpec, cluster: KafkaCluster) -> tuple[Role, ...]:
     return (cluster.settings.quorum_role,)  # type: ignore[return-value]
 
 
+def power_off(cluster: KafkaCluster, nodes: list[Host], hits: list[Hit]) -> str:
+    """Every process of the nodes dies at one instant; "power-cut" where unsynced writes went with the power."""
+    try:
+        return cluster.power_off(nodes)
+    except ClusterError as exc:
+        raise FaultError(str(exc)) from exc
+
+
+def kill(cluster: KafkaCluster, nodes: list[Host], hits: list[Hit]) -> None:
+    """SIGKILL every hit process before waiting for any: they die at the same instant."""
+    stuck = cluster.processes.kill([cluster.process_name(node, role) for node, role, _ in hits], KILL_WAIT_S)
+    if stuck:
+        raise FaultError(f"processes {stuck} survived SIGKILL for {KILL_WAIT_S:.0f} s")
+
+
+def pause(cluster: KafkaCluster, nodes: list[Host], hits: list[Hit]) -> None:
+    """SIGSTOP every hit process, and wait until each is stopped."""
+    for node, role, _ in hits:
+        cluster.pause(node, role)
+    _wait_state(cluster, [(node, role) for node, role, _ in hits], paused=True)
+
+
+def graceful_stop(cluster: KafkaCluster, nodes: list[Host], hits: list[Hit]) -> None:
+    """SIGTERM every hit process at once, and wait until each exited (GRACEFUL_STOP_S)."""
+    _in_parallel([lambda n=node, r=role: cluster.stop(n, r, GRACEFUL_STOP_S) for node, role, _ in hits])
+
+
+@dataclass(frozen=True)
 class ProcessFault:
-    """kill, power-off, pause and graceful-stop of one or several nodes' processes, all at once."""
+    """A process kind, by its action on one or several nodes' processes, all at once; undone by starting them
+    again, or by SIGCONT where `undo_resumes` (a pause)."""
+
+    act: ProcessAction
+    every_process: bool = False  # every process of the node, whatever the spec's role (a power-off)
+    undo_resumes: bool = False
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
         cluster = env.cluster
         nodes = resolver.nodes(spec.targets)
-        hits: list[tuple[Host, Role, int]] = []
+        hits: list[Hit] = []
         for node in nodes:
             pids = cluster.pids(node)
-            for role in _roles(spec, cluster):
+            for role in _roles(spec, cluster, self.every_process):
                 pid = pids[role]
                 if pid is None:
                     raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")
                 hits.append((node, role, pid))
-        fault = spec.fault
-        if spec.fault == "power-off":
-            try:
-                fault = cluster.power_off(nodes)  # "power-cut" where unsynced writes went with the power
-            except ClusterError as exc:
-                raise FaultError(str(exc)) from exc
-        elif spec.fault == "kill":
-            _kill_at_once(cluster, hits)
-        elif spec.fault == "pause":
-            for node, role, _ in hits:
-                cluster.pause(node, role)
-            _wait_state(cluster, [(node, role) for node, role, _ in hits], paused=True)
-        elif spec.fault == "graceful-stop":
-            _in_parallel([lambda n=node, r=role: cluster.stop(n, r, GRACEFUL_STOP_S) for node, role, _ in hits])
+        fault = self.act(cluster, nodes, hits) or spec.fault
         targets = {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
                    "processes": [cluster.process_name(n, r) for n, r, _ in hits]}
         detail = {"pids": {cluster.process_name(n, r): p for n, r, p in hits}}
@@ -237,7 +233,7 @@ class ProcessFault:
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         cluster = env.cluster
         procs = [(cluster.plan.host(name), role) for name, role in injected.processes]
-        if injected.fault == "pause":
+        if self.undo_resumes:
             for node, role in procs:
                 cluster.resume(node, role)
             _wait_state(cluster, procs, paused=False)
@@ -295,13 +291,6 @@ def _wait_state(cluster: KafkaCluster, procs: list[tuple[Host, Role]], paused: b
         raise FaultError(f"processes {names} did not {'stop' if paused else 'continue'} within {KILL_WAIT_S:.0f} s")
 
 
-def _kill_at_once(cluster: KafkaCluster, hits: list[tuple[Host, Role, int]]) -> None:
-    """SIGKILL every hit process before waiting for any: they die at the same instant."""
-    stuck = cluster.processes.kill([cluster.process_name(node, role) for node, role, _ in hits], KILL_WAIT_S)
-    if stuck:
-        raise FaultError(f"processes {stuck} survived SIGKILL for {KILL_WAIT_S:.0f} s")
-
-
 def _in_parallel(calls: list[Any]) -> None:
     with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
         futures = [pool.submit(c) for c in calls]
@@ -313,14 +302,4 @@ def _in_parallel(calls: list[Any]) -> None:
             raise exc
 
 
-PARTITION = PartitionFault()
-PROCESS = ProcessFault()
-LINK = LinkFault()
-
-
-def fault_for(spec: FaultSpec) -> Fault:
-    if spec.fault == STRAY:
-        return STRAY_FAULT
-    if spec.is_workload:
-        return WORKLOAD
-    return PARTITION if spec.is_partition else LINK if spec.is_link else PROCESS
+LINK = LinkFault()  # every link kind: its values are in its spec (`FaultSpec.degrade`)

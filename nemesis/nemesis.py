@@ -21,14 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nemesis.faults import FaultEnv, Injected, fault_for, start_again
+from nemesis.fault_base import FaultEnv, Injected, WorkloadControl
+from nemesis.fault_spec import FaultSpec
+from nemesis.faults import start_again
 from nemesis.firewall import Firewall, FirewalledRuntime
 from nemesis.journal import NemesisJournal, unstopped
+from nemesis.registry import fault_for
 from nemesis.schedule import HealEvent, Schedule, StartEvent, StopEvent
-from nemesis.spec import FaultSpec, parse_fault
+from nemesis.spec import parse_fault
 from nemesis.targets import Resolver, coordinator_finder, observe
-from nemesis.workload_faults import WorkloadControl
 from testbed.errors import FaultError, HarnessError
+from testbed.journal_names import HEAL_ALL
 from testbed.kafka.cluster import KafkaCluster, Role
 
 log = logging.getLogger("faultline.nemesis")
@@ -237,7 +240,7 @@ class Nemesis:
             with self._state:
                 self._active.clear()
             if report.changed or by != "heal-all":
-                self.journal.write("info", "heal-all", {"resumed": report.resumed, "restarted": report.restarted},
+                self.journal.write("info", HEAL_ALL, {"resumed": report.resumed, "restarted": report.restarted},
                                    {"stopped": report.stopped, "errors": report.errors, "by": by})
         if report.errors:
             raise FaultError("heal-all: " + "; ".join(report.errors))

@@ -22,11 +22,12 @@ Validation raises `SpecError` naming the key path (`nemesis[3].stop: ...`).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nemesis.spec import FaultSpec, parse_fault
+from nemesis.fault_spec import FaultSpec
+from nemesis.spec import parse_fault
 from testbed.errors import SpecError
 
 HEAL_ALL = "all"
@@ -111,6 +112,15 @@ class Schedule:
     @property
     def empty(self) -> bool:
         return not self.items
+
+    def faults(self) -> Iterator[tuple[int, FaultSpec]]:
+        """Every fault an item may start, with the item's index: a start's fault, and each fault a random-chaos
+        item may draw."""
+        for i, item in enumerate(self.items):
+            if isinstance(item, RandomChaos):
+                yield from ((i, fault) for fault in item.faults)
+            elif isinstance(item, StartEvent):
+                yield i, item.fault
 
 
 def _seconds(path: str, value: Any) -> float:

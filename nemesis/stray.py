@@ -22,6 +22,8 @@ The fault's `start` row carries the write in `detail.stray` (`process`,
 `transactions` row and the `processes` row the contract asks for
 (workloads.history_stray). Undoing it does nothing: the transaction stays
 open, which is the point.
+
+Must never: write to a partition other than the spec's, or end the transaction it opens.
 """
 
 from __future__ import annotations
@@ -29,16 +31,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from nemesis.spec import FaultSpec
-from nemesis.targets import Resolver
+from nemesis.fault_base import FaultEnv, Injected
 from testbed.errors import FaultError
+from testbed.journal_names import STRAY_PRODUCE
 from testbed.kafka import txn_wire
 from testbed.kafka.config import BROKER_PORT
 
 if TYPE_CHECKING:
-    from nemesis.faults import FaultEnv, Injected
+    from nemesis.fault_spec import FaultSpec
+    from nemesis.targets import Resolver
 
-STRAY = "stray-transactional-produce"
 COORDINATOR_WAIT_S = 15.0
 RETRIABLE_INIT = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 UNKNOWN_OUTCOME = (7,)  # REQUEST_TIMED_OUT: maybe written (acks=all not reached in time)
@@ -52,8 +54,6 @@ def stray_process(name: str) -> str:
 
 class StrayProduceFault:
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
-        from nemesis.faults import Injected
-
         cluster = env.cluster
         topic, partition = cluster.settings.topic, spec.partition
         leader = resolver.node("leader")
@@ -76,7 +76,7 @@ class StrayProduceFault:
                  "error_code": code, "invoke_ns": invoke_ns, "complete_ns": complete_ns}
         targets = {"topic": topic, "partition": partition, "brokers": [leader.broker_id],
                    "coordinator": coordinator, "process": process}
-        return Injected(key, STRAY, targets, {"stray": stray})
+        return Injected(key, STRAY_PRODUCE, targets, {"stray": stray})
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         """Nothing to undo: no marker will ever close the stray transaction."""
@@ -102,7 +102,7 @@ def _producer_id(cluster: Any, transactional_id: str) -> tuple[int, int, int]:
             except (OSError, ConnectionError, ValueError) as exc:
                 last = f"InitProducerId at broker {node.broker_id}: {exc}"
         time.sleep(0.25)
-    raise FaultError(f"{STRAY}: no producer id for {transactional_id}: {last}")
+    raise FaultError(f"{STRAY_PRODUCE}: no producer id for {transactional_id}: {last}")
 
 
 STRAY_FAULT = StrayProduceFault()

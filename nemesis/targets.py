@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nemesis.spec import TXN_COORDINATOR
+from nemesis.fault_spec import TXN_COORDINATOR
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import KafkaCluster

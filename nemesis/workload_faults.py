@@ -13,65 +13,58 @@ proxy of a producer started with `proxy: true` (workloads/holdproxy.py): it
 starts once the proxy caught the next request of its `api` (held from then
 on, with whatever follows it on that connection) and is undone by forwarding
 what was held, late, on the same connection.
+
+Must never: start or signal a workload process itself, or act on one when it was given no `WorkloadControl`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from nemesis.spec import HOLD_APIS, FaultSpec
-from nemesis.targets import Resolver
+from nemesis.fault_base import FaultEnv, Injected, WorkloadControl
+from nemesis.fault_spec import HOLD_APIS
 from testbed.errors import FaultError
 
 if TYPE_CHECKING:
-    from nemesis.faults import FaultEnv, Injected
+    from nemesis.fault_spec import FaultSpec
+    from nemesis.targets import Resolver
 
 
-class WorkloadControl(Protocol):
-    """What the harness lets the nemesis do to its workload processes; each raises FaultError when it cannot."""
-
-    def pause(self, process: str) -> int:
-        """SIGSTOP the running `process` and wait until it is stopped; its pid."""
-
-    def resume(self, process: str) -> None:
-        """SIGCONT it (nothing if it is not running) and wait until it runs."""
-
-    def replace(self, process: str) -> str:
-        """Start a process with `process`'s configuration and transactional.id; the new process's name."""
-
-    def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
-        """Arm `process`'s proxy and wait until it holds a request of `kind` (`api_key`, `committed`): what it
-        caught."""
-
-    def release(self, process: str, before: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Forward what `process`'s proxy holds (with `before`: just before its next request of that kind), and
-        wait until it did: when."""
-
-
-class WorkloadFault:
-    """pause-workload, replace-workload and hold-request."""
+class PauseWorkload:
+    """pause-workload: SIGSTOP the process; undone by SIGCONT."""
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
-        from nemesis.faults import Injected
-
-        control = _control(env, spec.fault)
         process = spec.targets[0]
-        if spec.fault == "pause-workload":
-            pid = control.pause(process)
-            return Injected(key, spec.fault, {"process": process}, {"pid": pid})
-        if spec.fault == "hold-request":
-            caught = control.hold(process, _kind(spec.api))
-            before = _kind(spec.release_before) if spec.release_before else None
-            return Injected(key, spec.fault, {"process": process, "api": spec.api},
-                            {**caught, "release_before": before})
-        replacement = control.replace(process)
+        pid = _control(env, spec.fault).pause(process)
+        return Injected(key, spec.fault, {"process": process}, {"pid": pid})
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        _control(env, injected.fault).resume(injected.targets["process"])
+
+
+class HoldRequest:
+    """hold-request: the process's proxy holds its next request of the spec's `api`; undone by forwarding it."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        process = spec.targets[0]
+        caught = _control(env, spec.fault).hold(process, _kind(spec.api))
+        before = _kind(spec.release_before) if spec.release_before else None
+        return Injected(key, spec.fault, {"process": process, "api": spec.api}, {**caught, "release_before": before})
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        _control(env, injected.fault).release(injected.targets["process"], injected.detail.get("release_before"))
+
+
+class ReplaceWorkload:
+    """replace-workload: start the process's replacement, which fences it; undo changes nothing."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        process = spec.targets[0]
+        replacement = _control(env, spec.fault).replace(process)
         return Injected(key, spec.fault, {"process": process, "replacement": replacement})
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
-        if injected.fault == "pause-workload":
-            _control(env, injected.fault).resume(injected.targets["process"])
-        elif injected.fault == "hold-request":
-            _control(env, injected.fault).release(injected.targets["process"], injected.detail.get("release_before"))
+        """Nothing to undo: the replacement runs to the end of the run."""
 
 
 def _kind(api: str) -> dict[str, Any]:
@@ -79,11 +72,8 @@ def _kind(api: str) -> dict[str, Any]:
     return {"api_key": api_key, "committed": committed}
 
 
-def _control(env: Any, fault: str) -> WorkloadControl:
-    control: WorkloadControl | None = env.workloads
+def _control(env: FaultEnv, fault: str) -> WorkloadControl:
+    control = env.workloads
     if control is None:
         raise FaultError(f"{fault} acts on the run's workload processes, and this nemesis was given none")
     return control
-
-
-WORKLOAD = WorkloadFault()

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from checkers.context import pair_faults
-from nemesis.spec import LINK_FAULTS
+from nemesis.registry import of_category
 from report import fmt
 from report.run import parse_json
 
@@ -42,7 +42,7 @@ class FaultWindow:
     @property
     def degraded(self) -> bool:
         """A degraded link (lossy, slow, throttled): traffic still flows, unlike a clean cut."""
-        return self.fault in LINK_FAULTS
+        return self.fault in of_category("link")
 
     def end_ns(self, run_end_ns: int) -> int:
         return self.stop_ns if self.stop_ns is not None else max(run_end_ns, self.start_ns)

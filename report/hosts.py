@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from testbed.journal_names import POWER_OFF
 from testbed.runfolder import RunFolder
 from testbed.runtime.kinds import KIND_NAMES, kind
 from testbed.runtime.ssh_clock import large_offsets
@@ -35,7 +36,7 @@ def host_notes(run_dir: Path, nemesis: pd.DataFrame) -> list[str]:
     """One sentence per caveat of the run's runtime; none for runtimes whose hosts share this machine."""
     folder = RunFolder(run_dir)
     state = _read(folder.state)
-    powered_off = "fault" in nemesis and bool((nemesis["fault"] == "power-off").any())
+    powered_off = "fault" in nemesis and bool((nemesis["fault"] == POWER_OFF).any())
     if state.get("runtime") not in KIND_NAMES:
         return []
     hosts = kind(state["runtime"])

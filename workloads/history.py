@@ -27,6 +27,7 @@ from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
+from testbed.journal_names import STRAY_PRODUCE
 from testbed.runfolder import NEMESIS_JOURNAL  # the run folder owns its names
 from workloads.journal import JournalError, JournalReader
 from workloads.tables import TableWriter
@@ -287,7 +288,7 @@ def _add_nemesis(path: Path, build: _Build) -> None:
             table.row(time_ns=_field(path, lineno, rec, "time_ns"), type=_field(path, lineno, rec, "type"),
                       fault=rec.get("fault"), targets=_json_text(rec.get("targets")),
                       detail=_json_text(rec.get("detail")))
-            if rec.get("type") == "start" and rec.get("fault") == "stray-transactional-produce":
+            if rec.get("type") == "start" and rec.get("fault") == STRAY_PRODUCE:
                 from workloads.history_stray import stray_rows  # it builds on this module's pieces
                 stray_rows(path, lineno, rec, build)
     except JournalError as exc:

@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from testbed.journal_names import STRAY_PRODUCE
 from workloads.history import HistoryError, _Build
 
-STRAY_FAULT = "stray-transactional-produce"  # nemesis.stray's kind (workloads does not import nemesis)
 STRAY_KEYS = ("process", "value", "txn", "transactional_id", "topic", "partition", "offset", "status", "error",
               "invoke_ns", "complete_ns")
 
@@ -35,7 +35,7 @@ def stray_rows(path: Path, lineno: int, rec: dict[str, Any], build: _Build) -> N
         return  # a start with no write on record: nothing was sent
     missing = [k for k in STRAY_KEYS if k not in stray]
     if missing:
-        raise HistoryError(f"{path}:{lineno}: {STRAY_FAULT} start without {', '.join(missing)} in detail.stray")
+        raise HistoryError(f"{path}:{lineno}: {STRAY_PRODUCE} start without {', '.join(missing)} in detail.stray")
     status = stray["status"]
     build.statuses[status] += 1
     build.tables["writes"].row(process=stray["process"], op_id=0, topic=stray["topic"], key=None,
@@ -49,6 +49,6 @@ def stray_rows(path: Path, lineno: int, rec: dict[str, Any], build: _Build) -> N
                                      complete_ns=stray["complete_ns"] if refused else None,
                                      group=None, consumed=None)
     config = {"transactional.id": stray["transactional_id"], "acks": "all", "enable.idempotence": True,
-              "client": "faultline raw protocol (nemesis stray-transactional-produce)"}
+              "client": f"faultline raw protocol (nemesis {STRAY_PRODUCE})"}
     build.tables["processes"].row(process=stray["process"], role="producer", az=None,
                                   config=json.dumps(config, sort_keys=True))

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from testbed.journal_names import KILL_CLIENT
 from workloads.history import HistoryError, Lines, _Build, _field, _Outcomes, _poll_rows, _Transactions
 
 
@@ -58,7 +59,7 @@ def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _B
         targets = json.dumps({"processes": [process]})
         detail = json.dumps({"instance": header.get("instance"), "by": "the transformer's supervisor"})
         for kind, t in (("start", header["after_kill_ns"]), ("stop", header["start_ns"])):
-            build.nemesis_table().row(time_ns=t, type=kind, fault="kill-client", targets=targets, detail=detail)
+            build.nemesis_table().row(time_ns=t, type=kind, fault=KILL_CLIENT, targets=targets, detail=detail)
     config = json.dumps(header.get("config") or {}, sort_keys=True)
     for reader in sorted(readers - {process}):
         build.tables["processes"].row(process=reader, role="transformer", az=az, config=config)

@@ -12,8 +12,8 @@ import yaml
 from harness.spec import parse_spec
 from harness.spec_keys import SECTIONS
 from harness.spec_schema import SCHEMA_FILE, json_schema, main
-from nemesis.schema import FAULT_KEYS
-from nemesis.spec import KEYS_BY_FAULT
+from nemesis.fault_schema import FAULT_KEYS
+from nemesis.registry import fault_kinds
 from testbed.errors import SpecError
 from tests.conftest import REPO
 
@@ -28,8 +28,8 @@ def test_the_committed_schema_and_key_tables_are_current() -> None:
 
 
 def test_every_fault_key_has_a_schema() -> None:
-    missing = sorted({k for keys in KEYS_BY_FAULT.values() for k in keys} - set(FAULT_KEYS))
-    assert not missing, f"add these fault keys to nemesis.schema.FAULT_KEYS: {missing}"
+    missing = sorted({k for kind in fault_kinds() for k in kind.spec_keys} - set(FAULT_KEYS))
+    assert not missing, f"add these fault keys to nemesis.fault_schema.FAULT_KEYS: {missing}"
 
 
 def test_every_key_is_described() -> None:

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from nemesis import shapes
-from nemesis.faults import partition_shape
+from nemesis.faults import PartitionFault
 from nemesis.journal import NemesisJournal, read_journal
 from nemesis.nemesis import ScheduleRun
+from nemesis.registry import fault_for
 from nemesis.schedule import parse_schedule
 from nemesis.spec import parse_fault
 from nemesis.targets import ClusterFacts, PartitionFacts, Resolver
@@ -27,7 +28,9 @@ FACTS = ClusterFacts(1, {0: PartitionFacts(0, (0, 1, 2))})
 
 def shape(raw: dict[str, Any]) -> tuple[shapes.Grudge, dict[str, Any]]:
     spec = parse_fault("f", raw)
-    return partition_shape(spec, Resolver(PLAN, random.Random(1), spec.partition, lambda: FACTS), PLAN)
+    fault = fault_for(spec)
+    assert isinstance(fault, PartitionFault)
+    return fault.cut(spec, Resolver(PLAN, random.Random(1), spec.partition, lambda: FACTS), PLAN)
 
 
 def test_isolate_az_of_the_leader() -> None:

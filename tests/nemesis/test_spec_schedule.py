@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from nemesis.registry import fault_names, of_category
 from nemesis.schedule import DEFAULT_CHAOS, HealEvent, StartEvent, StopEvent, parse_schedule
-from nemesis.spec import CLIENT_FAULTS, FAULT_KINDS, LINK_FAULTS, WORKLOAD_FAULTS, parse_fault
+from nemesis.spec import parse_fault
 from testbed.errors import SpecError
 
 
@@ -45,7 +46,8 @@ def test_every_default_chaos_fault_is_valid_and_every_kind_is_covered() -> None:
     kinds = {parse_fault(f"c[{i}]", f).fault for i, f in enumerate(DEFAULT_CHAOS)}
     # Degraded links are opt-in: a default draw must run on every runtime, and docker cannot delay. A stray
     # transactional produce too: on Kafka 2.7 it hangs a partition for good (unreadable), which no safe run allows.
-    assert kinds == set(FAULT_KINDS) - {"split"} - set(LINK_FAULTS) - set(WORKLOAD_FAULTS) - set(CLIENT_FAULTS)
+    assert kinds == set(fault_names()) - {"split"} - {name for category in ("link", "workload", "client")
+                                                       for name in of_category(category)}
 
 
 @pytest.mark.parametrize(

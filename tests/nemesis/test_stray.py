@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nemesis import stray
-from nemesis.faults import fault_for
+from nemesis.registry import fault_for
 from nemesis.spec import parse_fault
 from nemesis.targets import ClusterFacts, PartitionFacts, Resolver
 from testbed.addressing import make_plan

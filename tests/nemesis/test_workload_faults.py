@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from nemesis.faults import fault_for
+from nemesis.registry import fault_for
 from nemesis.spec import parse_fault
 from nemesis.targets import Resolver
-from nemesis.workload_faults import WORKLOAD
+from nemesis.workload_faults import HoldRequest, PauseWorkload, ReplaceWorkload
 from testbed.addressing import make_plan
 from testbed.errors import FaultError, SpecError
 
@@ -39,15 +39,16 @@ def test_pause_is_undone_by_resume_and_a_replacement_stays() -> None:
     control = Control()
     env = SimpleNamespace(workloads=control)
     pause = parse_fault("f", {"fault": "pause-workload", "process": "producer-az1-0"})
-    assert fault_for(pause) is WORKLOAD and pause.is_workload and pause.targets == ("producer-az1-0",)
-    injected = WORKLOAD.inject(pause, resolver(), env, "zombie")  # type: ignore[arg-type]
+    assert isinstance(fault_for(pause), PauseWorkload) and pause.is_workload and pause.targets == ("producer-az1-0",)
+    injected = fault_for(pause).inject(pause, resolver(), env, "zombie")  # type: ignore[arg-type]
     assert (injected.fault, injected.targets, injected.detail) == (
         "pause-workload", {"process": "producer-az1-0"}, {"pid": 4242})
-    WORKLOAD.undo(injected, env)  # type: ignore[arg-type]
+    fault_for(pause).undo(injected, env)  # type: ignore[arg-type]
     replace = parse_fault("f", {"fault": "replace-workload", "process": "producer-az1-0"})
-    again = WORKLOAD.inject(replace, resolver(), env, "replacement")  # type: ignore[arg-type]
+    assert isinstance(fault_for(replace), ReplaceWorkload)
+    again = fault_for(replace).inject(replace, resolver(), env, "replacement")  # type: ignore[arg-type]
     assert again.targets == {"process": "producer-az1-0", "replacement": "producer-az1-0-r1"}
-    WORKLOAD.undo(again, env)  # type: ignore[arg-type]
+    fault_for(replace).undo(again, env)  # type: ignore[arg-type]
     assert control.calls == [("pause", "producer-az1-0"), ("resume", "producer-az1-0"),
                              ("replace", "producer-az1-0")]
 
@@ -55,7 +56,7 @@ def test_pause_is_undone_by_resume_and_a_replacement_stays() -> None:
 def test_without_the_harness_workloads_it_says_so() -> None:
     pause = parse_fault("f", {"fault": "pause-workload", "process": "producer-az1-0"})
     with pytest.raises(FaultError, match="given none"):
-        WORKLOAD.inject(pause, resolver(), SimpleNamespace(workloads=None), "z")  # type: ignore[arg-type]
+        PauseWorkload().inject(pause, resolver(), SimpleNamespace(workloads=None), "z")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("raw", "says"), [
@@ -86,14 +87,14 @@ def test_hold_request_arms_the_proxy_and_its_stop_releases_before_the_named_requ
     env = SimpleNamespace(workloads=control)
     spec = parse_fault("f", {"fault": "hold-request", "process": "producer-az1-0", "api": "EndTxnCommit",
                              "release_before": "EndTxnAbort"})
-    assert fault_for(spec) is WORKLOAD and spec.is_workload
-    injected = WORKLOAD.inject(spec, resolver(), env, "hold-1")  # type: ignore[arg-type]
+    assert isinstance(fault_for(spec), HoldRequest) and spec.is_workload
+    injected = fault_for(spec).inject(spec, resolver(), env, "hold-1")  # type: ignore[arg-type]
     assert injected.targets == {"process": "producer-az1-0", "api": "EndTxnCommit"}
     assert injected.detail["correlation_id"] == 7
-    WORKLOAD.undo(injected, env)  # type: ignore[arg-type]
+    fault_for(spec).undo(injected, env)  # type: ignore[arg-type]
     assert control.calls == [("hold", "producer-az1-0", {"api_key": 26, "committed": True}),
                              ("release", "producer-az1-0", {"api_key": 26, "committed": False})]
     plain = parse_fault("f", {"fault": "hold-request", "process": "producer-az1-0"})
-    WORKLOAD.undo(WORKLOAD.inject(plain, resolver(), env, "h"), env)  # type: ignore[arg-type]
+    HoldRequest().undo(HoldRequest().inject(plain, resolver(), env, "h"), env)  # type: ignore[arg-type]
     assert control.calls[-2:] == [("hold", "producer-az1-0", {"api_key": 26, "committed": None}),
                                   ("release", "producer-az1-0", None)]

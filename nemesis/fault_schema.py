@@ -1,10 +1,11 @@
-"""The nemesis schedule as JSON Schema, built from the vocabulary `nemesis.spec` and `nemesis.schedule` own.
+"""The nemesis schedule as JSON Schema, built from the fault registry and the vocabulary `nemesis.schedule` owns.
 
 For editors (docs/spec.schema.json, written by `harness.spec_schema`) and for
 the fault table of docs/spec.md; the validation that counts stays in
-`nemesis.schedule.parse_schedule`. Every key a fault kind takes
-(`nemesis.spec.KEYS_BY_FAULT`) needs an entry in `FAULT_KEYS` below, saying
-its JSON shape and what it means: a test fails naming any key without one.
+`nemesis.schedule.parse_schedule`. Each fault kind's schema comes from its
+record (`nemesis.registry`); every key a kind takes (`FaultKind.spec_keys`)
+needs an entry in `FAULT_KEYS` below, saying its JSON shape and what it means:
+a test fails naming any key without one.
 
 Must never: validate a spec itself, or reach a cluster.
 """
@@ -13,17 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemesis.fault_spec import HOLD_APIS, SELECTOR_RE
+from nemesis.registry import fault_kind, fault_names
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
-from nemesis.spec import (
-    FAULT_KINDS,
-    HOLD_APIS,
-    KEYS_BY_FAULT,
-    PROCESS_RE,
-    REQUIRED,
-    ROLES_BY_FAULT,
-    SELECTOR_RE,
-)
+from testbed.journal_names import PRODUCER_RE
 
 JsonSchema = dict[str, Any]
 
@@ -43,7 +38,7 @@ def PER_DIRECTION(low: float, below: float | None = None) -> JsonSchema:  # noqa
                             "maxItems": 2}]}
 
 
-# Each fault key: its JSON shape and its meaning. `role` is narrowed per fault kind (ROLES_BY_FAULT).
+# Each fault key: its JSON shape and its meaning. `role` is narrowed per fault kind (its record's `roles`).
 FAULT_KEYS: dict[str, JsonSchema] = {
     "partition": {"type": "integer", "minimum": 0, "default": 0,
                   "description": "the partition that leader, follower and leader-controller refer to "
@@ -65,7 +60,7 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "loss": {**PER_DIRECTION(0, 1), "description": "drop probability (0 <= p < 1), both ways or [forward, backward]"},
     "delay_ms": {**PER_DIRECTION(0), "description": "added one-way delay in ms, both ways or [forward, backward]"},
     "jitter_ms": {**PER_DIRECTION(0), "default": 0, "description": "random extra delay in ms (never reorders)"},
-    "process": {"type": "string", "pattern": PROCESS_RE.pattern,
+    "process": {"type": "string", "pattern": PRODUCER_RE.pattern,
                 "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
     "api": {"enum": list(HOLD_APIS), "default": "EndTxn",
             "description": "hold-request: the request the producer's proxy holds (the next one of this kind; "
@@ -84,15 +79,15 @@ RANGE: JsonSchema = {"type": "array", "items": {"type": "number", "minimum": 0},
 
 def fault_keys(kind: str) -> tuple[str, ...]:
     """The keys a fault of `kind` takes besides `fault`."""
-    return ("partition", *KEYS_BY_FAULT[kind])
+    return fault_kind(kind).spec_keys
 
 
 def _key_schema(kind: str, key: str) -> JsonSchema:
     if key not in FAULT_KEYS:
-        raise KeyError(f"fault key {key!r} (of {kind}) has no entry in nemesis.schema.FAULT_KEYS")
+        raise KeyError(f"fault key {key!r} (of {kind}) has no entry in nemesis.fault_schema.FAULT_KEYS")
     schema = dict(FAULT_KEYS[key])
     if key == "role":
-        schema["enum"] = list(ROLES_BY_FAULT[kind])
+        schema["enum"] = list(fault_kind(kind).roles)
     return schema
 
 
@@ -100,7 +95,7 @@ def fault_schema(kind: str, extra: JsonSchema | None = None) -> JsonSchema:
     """One fault spec of `kind` (with `extra` properties: `at` and `name` in a timeline item)."""
     properties: JsonSchema = {"fault": {"const": kind}, **(extra or {})}
     properties.update({key: _key_schema(kind, key) for key in fault_keys(kind)})
-    required = ["fault", *REQUIRED.get(kind, ()), *(["at"] if extra and "at" in extra else [])]
+    required = ["fault", *fault_kind(kind).required, *(["at"] if extra and "at" in extra else [])]
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -108,7 +103,7 @@ def schedule_schema() -> JsonSchema:
     """The spec's `nemesis` key: a list of starts, stops, heals and random-chaos items."""
     name = {"type": "string", "minLength": 1, "not": {"const": HEAL_ALL},
             "description": "a name a later stop can refer to (default <fault>#<index>)"}
-    starts = [fault_schema(kind, {"at": AT, "name": name}) for kind in FAULT_KINDS]
+    starts = [fault_schema(kind, {"at": AT, "name": name}) for kind in fault_names()]
     stop = {"type": "object", "properties": {"at": AT, "stop": {"type": "string", "minLength": 1}},
             "required": ["at", "stop"], "additionalProperties": False, "description": "undo the named fault"}
     heal = {"type": "object", "properties": {"at": AT, "heal": {"type": "string", "minLength": 1}},
@@ -117,7 +112,7 @@ def schedule_schema() -> JsonSchema:
     chaos = {"type": "object", "additionalProperties": False, "required": ["until"], "properties": {
         "from": {**AT, "default": 0}, "until": AT,
         "seed": {"type": "integer", "description": "default: the spec's seed"},
-        "faults": {"type": "array", "minItems": 1, "items": {"anyOf": [fault_schema(k) for k in FAULT_KINDS]},
+        "faults": {"type": "array", "minItems": 1, "items": {"anyOf": [fault_schema(k) for k in fault_names()]},
                    "description": "the faults to draw from (default: every kind)"},
         "duration": {**RANGE, "default": [5, 15]}, "interval": {**RANGE, "default": [5, 15]}}}
     random_chaos = {"type": "object", "properties": {"random-chaos": chaos}, "required": ["random-chaos"],

@@ -1,0 +1,75 @@
+"""What a fault did, in words: one sentence per kind from its journal row's `targets`, for the report.
+
+Each fault kind's record (`nemesis.registry`) names its sentence here; the
+report (`report/faultwords.py`) reads them from the registry and falls back to
+"key value" pairs for a name with none. Each takes the journal's `targets`
+(`nemesis.faults` and the other implementations say what each kind writes), e.g.
+"az1 cut off from every other AZ (Kafka and ZooKeeper traffic); broker 0 inside".
+
+Must never: show raw JSON, or import anything but the standard library (the report imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Words = Callable[[dict[str, Any]], str]
+SCOPE_WORDS = {"all": "", "kafka": "Kafka traffic only", "zookeeper": "ZooKeeper traffic only"}
+
+
+def listed(value: Any, conj: str = "and") -> str:
+    """["a", "b", "c"] as "a, b and c"."""
+    items = [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)] if value else []
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {conj} {items[-1]}"
+
+
+def _brokers(targets: dict[str, Any], where: str = "inside") -> str:
+    brokers = targets.get("brokers")
+    if not isinstance(brokers, list) or not brokers:
+        return ""
+    noun = "broker" if len(brokers) == 1 else "brokers"
+    return f"; {noun} {listed(brokers)} {where}"
+
+
+def _scope(targets: dict[str, Any]) -> str:
+    words = SCOPE_WORDS.get(str(targets.get("scope", "all")), str(targets.get("scope")))
+    return f" ({words})" if words else ""
+
+
+def isolated(t: dict[str, Any]) -> str:
+    return f"{t.get('az', '?')} cut off from every other AZ{_scope(t)}{_brokers(t)}"
+
+
+def link_cut(t: dict[str, Any]) -> str:
+    a, b = (list(t.get("link") or []) + ["?", "?"])[:2]
+    if t.get("one_way"):
+        return f"packets from {a} to {b} dropped, {b} to {a} still flow{_scope(t)}{_brokers(t, 'at either end')}"
+    return f"link between {a} and {b} cut both ways{_scope(t)}{_brokers(t, 'at either end')}"
+
+
+def split(t: dict[str, Any]) -> str:
+    return (f"minority {listed(t.get('minority'))} cut off from majority {listed(t.get('majority'))}"
+            f"{_scope(t)}{_brokers(t, 'in the minority')}")
+
+
+def bridged(t: dict[str, Any]) -> str:
+    sides = [s for s in t.get("sides") or [] if isinstance(s, list)]
+    halves = " and ".join(listed(s) for s in sides) or "the other AZs"
+    return f"{halves} cut from each other; only {t.get('bridge', '?')} hears both{_scope(t)}"
+
+
+def ring(t: dict[str, Any]) -> str:
+    azs = t.get("ring") or []
+    return (f"majorities ring over {listed(azs)}: every AZ hears a majority, no two the same one"
+            f"{_scope(t)}")
+
+
+def processes(verb: str, after: str) -> Words:
+    """"<verb> broker-0 and broker-1<after>", from the processes (else the nodes) a process fault hit."""
+    def words(t: dict[str, Any]) -> str:
+        hit = t.get("processes") or t.get("nodes") or []
+        return f"{verb} {listed(hit) or 'nothing'}{after}"
+    return words

@@ -1,0 +1,195 @@
+"""The fault registry: one record per fault kind, and everything else about fault kinds read from it.
+
+A record says a kind's name, its category, what it does, the spec keys it
+takes (and which are required), the node roles and targets it accepts, the
+runtime abilities it needs, its implementation and its words in the report.
+Validation (`nemesis.spec.parse_fault`), the JSON Schema and docs/spec.md's
+fault table (`nemesis.fault_schema`, `harness.spec_schema`), the runtime
+checks (`harness.spec_checks`), the report's sentences (`report.faultwords`)
+and the nemesis' dispatch (`fault_for`) all read these records; the names a
+kind's journal rows carry are its name and its `journaled_as`.
+
+Adding a fault of an existing category is its record here and its logic (a
+shape function in `nemesis.faults` for a partition, an action for a process
+fault, a `Fault` of its own for a workload or client fault). A new key needs
+its JSON shape in `nemesis.fault_schema.FAULT_KEYS` and, unless it is a
+degraded-link value, its reading in `nemesis.spec.parse_fault`.
+
+Must never: hold a kind's logic, or be imported by an implementation (they sit below it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from nemesis import fault_words, faults
+from nemesis.fault_base import Fault
+from nemesis.fault_spec import Category, FaultSpec, NodeRole
+from nemesis.fault_words import Words
+from nemesis.links import needs_shaper
+from nemesis.stray import STRAY_FAULT
+from nemesis.workload_faults import HoldRequest, PauseWorkload, ReplaceWorkload
+from testbed.errors import SpecError
+from testbed.journal_names import POWER_CUT, POWER_OFF, STRAY_PRODUCE
+from testbed.runtime.kinds import Ability
+
+# What each category's faults act on, for docs/spec.md.
+CATEGORIES: Mapping[Category, str] = MappingProxyType({
+    "partition": "cut links between hosts (firewall rules on every host at once)",
+    "process": "signal the nodes' Kafka processes (kill, stop, pause, power)",
+    "link": "degrade links between hosts (loss, delay, bandwidth), each value per direction",
+    "workload": "act on a workload process of the spec (a producer)",
+    "client": "the nemesis as a Kafka client of its own",
+})
+
+
+@dataclass(frozen=True)
+class Need:
+    """A runtime ability a fault needs, and when: given its spec and whether a power-off must drop unsynced writes
+    (`cluster.lose_unsynced_writes`). A spec whose runtime lacks it is refused at validation."""
+
+    ability: Ability
+    when: Callable[[FaultSpec, bool], bool] = lambda spec, lose_unsynced: True
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One fault kind. `keys` are the spec keys it takes besides `fault` and `partition` (every kind takes
+    `partition`); `values` are a degraded-link kind's value keys with their defaults (None: required)."""
+
+    name: str
+    category: Category
+    doc: str  # what it does, for docs/spec.md
+    implementation: Fault
+    keys: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    roles: tuple[NodeRole, ...] = ()  # the `role` values it takes, when it takes `role` (default broker)
+    single_target: bool = False  # `target` is one selector, not a list
+    values: Mapping[str, float | None] = field(default_factory=dict)
+    needs: tuple[Need, ...] = ()
+    words: Words | None = None  # its sentence in the report, from its journal row's targets
+    journaled_as: tuple[str, ...] = ()  # names its journal rows carry besides its own
+    powers_off: bool = False  # cuts a node's power: the cluster is made ready for power cuts
+
+    @property
+    def spec_keys(self) -> tuple[str, ...]:
+        """Every key a spec of this kind may have besides `fault`."""
+        return ("partition", *self.keys, *self.values)
+
+    @property
+    def journal_names(self) -> tuple[str, ...]:
+        return (self.name, *self.journaled_as)
+
+
+ROLES: tuple[NodeRole, ...] = ("broker", "zookeeper")
+LINK_KEYS = ("between", "target", "ends")
+SHAPED = Need(Ability.SHAPE_LINKS, lambda spec, _: spec.degrade is not None and needs_shaper(spec.degrade))
+
+
+def _partition(name: str, shape: faults.PartitionShape, doc: str, words: Words, keys: tuple[str, ...],
+               required: tuple[str, ...] = (), single_target: bool = False) -> FaultKind:
+    return FaultKind(name, "partition", doc, faults.PartitionFault(shape), (*keys, "scope"), required,
+                     single_target=single_target, words=words)
+
+
+def _link(name: str, doc: str, values: dict[str, float | None]) -> FaultKind:
+    return FaultKind(name, "link", doc, faults.LINK, LINK_KEYS, values=MappingProxyType(values), needs=(SHAPED,))
+
+
+_KINDS: tuple[FaultKind, ...] = (
+    _partition("isolate-az", faults.isolate_az, "cut every link between the target's AZ (its node and client "
+               "hosts) and the other AZs", fault_words.isolated, ("target",), ("target",), single_target=True),
+    _partition("cut-link", faults.cut_link, "cut the links `between` two targets, both ways or `one_way` (only "
+               "packets from the first to the second); `ends: az` cuts every host of each AZ, `ends: node` only "
+               "the node hosts", fault_words.link_cut, ("between", "one_way", "ends"), ("between",)),
+    _partition("split", faults.split, "cut the AZs of `minority` (fewer than half the AZs) off from the rest",
+               fault_words.split, ("minority",), ("minority",)),
+    _partition("bridge", faults.bridge, "two halves that cannot hear each other, and a `middle` AZ that hears "
+               "both (default: the plan's middle AZ)", fault_words.bridged, ("middle",)),
+    _partition("majorities-ring", faults.majorities_ring, "every AZ hears a majority, but each a different one",
+               fault_words.ring, ()),
+    FaultKind("kill", "process", "SIGKILL the target's broker (or `role: zookeeper`), every target at once; its "
+              "data stays; the stop starts it again", faults.ProcessFault(faults.kill), ("target", "role"),
+              ("target",), ROLES, words=fault_words.processes("SIGKILL to", ", restarted when it stops")),
+    FaultKind(POWER_OFF, "process", "every process of each target node dies at one instant (on the docker "
+              "runtime, the container), and where the runtime keeps data on unsyncfs every write not fsynced is "
+              f"dropped: journaled as `{POWER_CUT}`; the stop powers it on",
+              faults.ProcessFault(faults.power_off, every_process=True), ("target",), ("target",),
+              needs=(Need(Ability.LOSE_UNSYNCED, lambda spec, lose_unsynced: lose_unsynced),),
+              words=fault_words.processes("power cut to", ": every process died at once, restarted when it stops"),
+              journaled_as=(POWER_CUT,), powers_off=True),
+    FaultKind("pause", "process", "SIGSTOP the broker (`role: zookeeper` or `both`); the stop sends SIGCONT",
+              faults.ProcessFault(faults.pause, undo_resumes=True), ("target", "role"), ("target",),
+              (*ROLES, "both"), words=fault_words.processes("SIGSTOP to", ", SIGCONT when it stops")),
+    FaultKind("graceful-stop", "process", "SIGTERM the broker (or its ZooKeeper server) and wait for it to exit; "
+              "the stop starts it again", faults.ProcessFault(faults.graceful_stop), ("target", "role"),
+              ("target",), ROLES, words=fault_words.processes("clean shutdown of", ", restarted when it stops")),
+    _link("lossy-link", "drop packets on the links `between` two targets, or between `target` and every other "
+          "host, with probability `loss` (0 <= p < 1)", {"loss": None}),
+    _link("slow-link", "delay packets on those links by `delay_ms` (one way), `jitter_ms` more at random (never "
+          "reordered)", {"delay_ms": None, "jitter_ms": 0.0}),
+    _link("throttle-link", "cap those links' bandwidth at `rate_kbit` kilobits per second",
+          {"rate_kbit": None}),
+    FaultKind("pause-workload", "workload", "SIGSTOP the workload process `process` (a producer of the spec, "
+              "`producer-az1-0`); the stop sends SIGCONT", PauseWorkload(), ("process",), ("process",)),
+    FaultKind("replace-workload", "workload", "start a second process with `process`'s configuration and "
+              "transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences "
+              "the first; it runs to the end of the run (the stop does nothing). `process` must be a "
+              "transactional producer", ReplaceWorkload(), ("process",), ("process",)),
+    FaultKind("hold-request", "workload", "the request-holding proxy of `process` (a producer with `proxy: true`) "
+              "holds its next `api` request, and everything after it on that connection, until the stop; then "
+              "forwards it late on the same connection (with `release_before`: just before the client's next "
+              "request of that kind). Starts once a request was caught", HoldRequest(),
+              ("process", "api", "release_before"), ("process",)),
+    FaultKind(STRAY_PRODUCE, "client", "send one transactional record to the leader of `partition` under a fresh "
+              "transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging "
+              "transaction); the stop does nothing: no marker will ever close it", STRAY_FAULT),
+)
+_BY_NAME: dict[str, FaultKind] = {kind.name: kind for kind in _KINDS}  # the registry: read it at call time
+
+
+def fault_kinds() -> tuple[FaultKind, ...]:
+    """Every kind, in the registry's order (the docs' and the schema's)."""
+    return tuple(_BY_NAME.values())
+
+
+def fault_names() -> tuple[str, ...]:
+    return tuple(_BY_NAME)
+
+
+def fault_kind(name: str) -> FaultKind:
+    """The record of the kind called `name`; SpecError naming the known ones if there is none."""
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise SpecError(f"unknown fault {name!r}; expected one of {', '.join(_BY_NAME)}") from None
+
+
+def of_category(category: Category) -> tuple[str, ...]:
+    """The names of the kinds of `category`, in the registry's order."""
+    return tuple(kind.name for kind in _BY_NAME.values() if kind.category == category)
+
+
+def journal_names() -> tuple[str, ...]:
+    """Every name the nemesis table's `fault` column may carry for a fault kind's rows."""
+    return tuple(name for kind in _BY_NAME.values() for name in kind.journal_names)
+
+
+def fault_for(spec: FaultSpec) -> Fault:
+    """The implementation that starts and stops `spec`."""
+    return fault_kind(spec.fault).implementation
+
+
+@contextlib.contextmanager
+def registered(kind: FaultKind) -> Iterator[FaultKind]:
+    """The registry with `kind` in it for the block (a test's, an experiment's); ValueError if its name is taken."""
+    if kind.name in _BY_NAME:
+        raise ValueError(f"a fault kind named {kind.name} is already registered")
+    _BY_NAME[kind.name] = kind
+    try:
+        yield kind
+    finally:
+        del _BY_NAME[kind.name]
