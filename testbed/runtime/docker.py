@@ -47,6 +47,7 @@ import docker
 import docker.errors
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.paths import REPO_ROOT
 from testbed.runfolder import ROLE_DATA, RunFolder
@@ -109,7 +110,7 @@ class DockerRuntime:
 
     def image(self, host: Host) -> str:
         settings = self.state.data.get("settings", {})
-        return KAFKA_IMAGE.format(version=settings.get("kafka_version", "2.7.2")) if host.role == "node" \
+        return KAFKA_IMAGE.format(version=settings.get("kafka_version", DEFAULT_VERSION)) if host.role == "node" \
             else CLIENT_IMAGE
 
     def container(self, host: Host) -> Any:
