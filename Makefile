@@ -259,7 +259,7 @@ docker-clean:
 test-docker:
 	$(PY) -m pytest -m docker $(PYTEST_FLAGS)
 
-# --- campaigns (README "Nightly chaos", docs/campaigns.md) ---
+# --- campaigns (docs/campaigns.md, "Nightly chaos") ---
 # CAMPAIGN: a name under campaigns/ or a campaign file; BUDGET (e.g. 60m): else the file's; SEED: else the date's.
 # KAFKA_VERSION given on the command line or in the environment applies to every run (else each spec's).
 # SHARD=I/N: run only share I of the plan split N ways (each share with the whole BUDGET); `make campaign-merge
