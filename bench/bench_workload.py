@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.argparser import ArgumentParser
+from testbed.addressing import DEFAULT_NETWORK
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.lifecycle import cluster_from_state, provision
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=15.0, help="seconds per producer run")
     parser.add_argument("--rounds", type=int, default=3, help="alternating (b), (a) rounds")
-    parser.add_argument("--network", default="198.18.0.0/24")
+    parser.add_argument("--network", default=DEFAULT_NETWORK)
     parser.add_argument("--attach", help="run dir of a running cluster to use instead of provisioning one")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--transactional", metavar="SIZES",

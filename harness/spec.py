@@ -37,7 +37,7 @@ from testbed.errors import DistributionError, SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import INVENTORY_KIND, default_network, kind
 from workloads.settings import canonical, normalize_acks
-from workloads.settings_check import Role, SettingRefused, check_settings, check_transactional
+from workloads.settings_check import ClientRole, SettingRefused, check_settings, check_transactional
 
 AZ_PREFIX = "az"
 _PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": False}
@@ -181,7 +181,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     )
 
 
-def client_settings(where: str, role: Role, raw: dict[str, Any] | None,
+def client_settings(where: str, role: ClientRole, raw: dict[str, Any] | None,
                     transaction_timeout_ms: int | None = None) -> dict[str, Any]:
     """A producer's or consumer's librdkafka settings, checked by librdkafka (producers: acks and
     idempotence made explicit, acks as all/0/1). A transactional producer (`transaction_timeout_ms` given)

@@ -5,8 +5,8 @@ Drives Debian's ``chromium`` over the DevTools protocol on a pipe
 so it needs no port, no websocket library and no network. It records console
 messages, uncaught exceptions, browser log entries and every URL the page
 asked for, waits until each plotly plot has drawn, measures the plots and
-takes a full-page PNG. Used by the report's tests and to take the README's
-screenshot; it starts one browser and always ends it.
+takes a full-page PNG. Used by the report's tests and to take the report's
+screenshot in docs/reading-results.md; it starts one browser and always ends it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 from testbed.errors import UsageError
 
+# The runtimes' default networks, owned here (testbed.runtime.kinds' records and the Docker network range read them):
+# netns lays a run out on DEFAULT_NETWORK; a docker run's network, and every network this project creates on a
+# Docker daemon, lies inside DOCKER_NETWORK.
 DEFAULT_NETWORK = "198.18.0.0/24"
+DOCKER_NETWORK = "198.19.0.0/24"
 MAX_NODES = 9
 
 

@@ -1,4 +1,4 @@
-"""A run's folder: the one owner of every path in it (README "A run and its results").
+"""A run's folder: the one owner of every path in it (docs/reading-results.md, "A run and its results").
 
     RUN_DIR/spec.yaml  run.json  state.json  harness.log  verdict.json  replicas.json  report.html  junit.xml
             clocks.json  known_hosts                 (ssh runtime)

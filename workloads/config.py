@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-Role = Literal["producer", "consumer", "drain", "observer", "transformer"]
-ROLES: tuple[Role, ...] = ("producer", "consumer", "drain", "observer", "transformer")
+WorkloadRole = Literal["producer", "consumer", "drain", "observer", "transformer"]
+ROLES: tuple[WorkloadRole, ...] = ("producer", "consumer", "drain", "observer", "transformer")
 TRANSFORMER_MODES = ("exactly-once", "at-least-once")
 KafkaValue = str | int | float | bool
 
@@ -73,7 +73,7 @@ class WorkloadConfig:
     """What every role has."""
 
     process: str
-    role: Role
+    role: WorkloadRole
     az: str | None
     journal: Path
     topic: str
@@ -222,7 +222,7 @@ def _key_strategy(keys: _Keys) -> str:
     raise ConfigError(f"key: must be none, value or cycle:N (N > 0), got {value!r}")
 
 
-def _common(keys: _Keys, role: Role) -> dict[str, Any]:
+def _common(keys: _Keys, role: WorkloadRole) -> dict[str, Any]:
     journal = Path(keys.string("journal"))
     if not journal.is_absolute():
         raise ConfigError(f"journal: must be an absolute path, got {str(journal)!r}")

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 
 from workloads.config import RESERVED_SETTINGS, KafkaValue
 
-Role = Literal["producer", "consumer"]
+ClientRole = Literal["producer", "consumer"]
 _IGNORED = "will be ignored by this"  # librdkafka's warning for a property of the other role
 _CHECK_GROUP = "faultline-settings-check"  # librdkafka builds no consumer without a group.id
 
@@ -49,7 +49,7 @@ class _Lines:
 
 
 @functools.lru_cache(maxsize=4096)
-def _refusal(role: Role, items: tuple[tuple[str, KafkaValue], ...]) -> str | None:
+def _refusal(role: ClientRole, items: tuple[tuple[str, KafkaValue], ...]) -> str | None:
     """librdkafka's objection to a client of `role` with these settings, or None."""
     lines = _Lines()
     conf: dict[str, Any] = {**dict(items), "logger": lines}
@@ -74,7 +74,7 @@ def _plain(problem: str) -> str:
     return problem.strip().removeprefix("Failed to create producer: ").removeprefix("Failed to create consumer: ")
 
 
-def check_settings(role: Role, settings: Mapping[str, Any]) -> None:
+def check_settings(role: ClientRole, settings: Mapping[str, Any]) -> None:
     """Raise SettingRefused for the first setting a client of `role` would not take, or for the whole."""
     for key in sorted(settings):
         value = settings[key]

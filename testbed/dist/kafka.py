@@ -19,6 +19,9 @@ from testbed.dist.versions import release
 from testbed.errors import DistributionError
 from testbed.paths import CACHE_DIR, POM
 
+# The one owner of the default Kafka version: the Makefile reads this line (sed), compose/build_images.py passes
+# it to compose/kafka/Dockerfile as a build argument, the nightly workflow asks for it by `KAFKA_VERSION=default`,
+# and tests/testbed/test_default_version.py fails on a copy anywhere else.
 DEFAULT_VERSION = "2.7.2"
 
 

@@ -35,10 +35,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from testbed.addressing import Host
-from testbed.errors import RuntimeFailure
+from testbed.errors import ClusterError, RuntimeFailure
+from testbed.kafka import config as kcfg
+from testbed.kafka.kraft import start_quorum
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.zk import read_snapshot, zk_session
 
 if TYPE_CHECKING:
@@ -96,22 +100,20 @@ class BrokerRestarts:
 
 def bring_up(cluster: KafkaCluster, timeout: float) -> dict[str, float]:
     """Start every process of a new cluster and create its topic; return the seconds of each step."""
-    from testbed.kafka.cluster import wait_for
-
     clock = StepClock()
     cluster.write_configs()
     clock.step("configs")
     deadline = time.monotonic() + timeout
     wanted = cluster.settings.controller
     restarts = BrokerRestarts(cluster)
-    cluster.restart_exited_broker = restarts
+    cluster.readiness.restart_exited_broker = restarts
     try:
         if cluster.settings.kraft:
             _bring_up_kraft(cluster, clock, deadline)
             return clock.steps
         for node in cluster.nodes:
             cluster.start(node, "zookeeper")
-        cluster.wait_quorum(deadline - time.monotonic(), interval=POLL_S)
+        cluster.readiness.wait_quorum(deadline - time.monotonic(), interval=POLL_S)
         clock.step("quorum")
         for node in [cluster.node(wanted)] if wanted is not None else cluster.nodes:
             cluster.start(node, "broker")
@@ -123,33 +125,54 @@ def bring_up(cluster: KafkaCluster, timeout: float) -> dict[str, float]:
                 for node in cluster.nodes:
                     if cluster.process(node, "broker") is None:
                         cluster.start(node, "broker")
-            cluster.wait_brokers(deadline - time.monotonic(), zk=zk, interval=POLL_S)
+            cluster.readiness.wait_brokers(deadline - time.monotonic(), zk=zk, interval=POLL_S)
             clock.step("brokers")
-        cluster.create_topic()
+        create_topics(cluster)
         clock.step("topic created")
-        cluster.wait_topic_ready(deadline - time.monotonic(), interval=POLL_S)
+        cluster.readiness.wait_topic_ready(deadline - time.monotonic(), interval=POLL_S)
         clock.step("topic ready")
     finally:
-        cluster.restart_exited_broker = None
+        cluster.readiness.restart_exited_broker = None
     return clock.steps
 
 
 def _bring_up_kraft(cluster: KafkaCluster, clock: StepClock, deadline: float) -> None:
-    from testbed.kafka.kraft import start_quorum
-
     start_quorum(cluster, cluster.settings.controller, deadline, POLL_S)
     clock.step("quorum")
     for node in cluster.nodes:
         if cluster.process(node, "broker") is None:
             cluster.start(node, "broker")
-    cluster.wait_brokers(deadline - time.monotonic(), interval=POLL_S)
+    cluster.readiness.wait_brokers(deadline - time.monotonic(), interval=POLL_S)
     clock.step("brokers")
-    cluster.create_topic()
+    create_topics(cluster)
     clock.step("topic created")
-    cluster.wait_topic_ready(deadline - time.monotonic(), interval=POLL_S)
+    cluster.readiness.wait_topic_ready(deadline - time.monotonic(), interval=POLL_S)
     clock.step("topic ready")
 
 
 def _controller_is(cluster: KafkaCluster, zk: KazooClient, broker_id: int) -> bool | None:
-    cluster.check_processes()
+    cluster.readiness.check_processes()
     return True if read_snapshot(zk, cluster.zk_connect)["controller"] == broker_id else None
+
+
+def create_topics(cluster: KafkaCluster) -> None:
+    """Create the run's topics (`topic` and any `extra_topics`), each with the same layout and settings."""
+    s = cluster.settings
+    # librdkafka's own lines (e.g. a BGQUEUE notice on close) through logging: harness.log, not the terminal.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 5000},
+                        logger=logging.getLogger("rdkafka.admin"))
+    new = []
+    for topic in s.topics:
+        if s.replica_assignment is not None:
+            new.append(NewTopic(topic, num_partitions=len(s.replica_assignment),
+                                replica_assignment=[list(r) for r in s.replica_assignment],
+                                config=kcfg.flush_configs(s)))
+        else:
+            new.append(NewTopic(topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                                config=kcfg.flush_configs(s)))
+    futures = admin.create_topics(new, operation_timeout=20, request_timeout=25)
+    for topic in s.topics:
+        try:
+            futures[topic].result(timeout=30)
+        except Exception as exc:  # KafkaException carries the broker's error
+            raise ClusterError(f"creating topic {topic}: {exc}") from exc

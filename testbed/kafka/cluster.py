@@ -1,4 +1,4 @@
-"""A Kafka cluster (ZooKeeper or KRaft) on a runtime: configs, start, readiness, and per-process control.
+"""A Kafka cluster (ZooKeeper or KRaft) on a runtime: its layout, configs, per-process control, power, live views.
 
 One node per AZ runs one ZooKeeper server (KRaft: one controller) and one broker
 (KRaft combined: one JVM that is both; `ClusterSettings.roles`). Every process is a
@@ -6,7 +6,9 @@ plain `java` started through the runtime inside its node's host, with config,
 data and logs in the node's folder of the run (`RunFolder.node`): configs are
 rendered here and put on the host, Kafka is installed on it by the runtime.
 The nemesis uses `process`, `kill`, `stop`, `pause`, `resume`, `start`,
-`power_off` and `power_on`.
+`power_off` and `power_on`. Bring-up is `testbed.kafka.bringup` (topic creation included), its readiness
+polls `readiness` (`testbed.kafka.readiness`); the live views (`views`, `settled`, `registered`, the
+transaction coordinator) stay here, where the nemesis and the run ask them.
 Must never: signal a process that is not this cluster's, or start a second
 copy of a process that is still alive.
 """
@@ -14,24 +16,22 @@ copy of a process that is still alive.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
+from typing import Any, Literal
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import bringup, kraft
 from testbed.kafka import config as kcfg
 from testbed.kafka.node_files import java_argv, render_node_configs
+from testbed.kafka.readiness import Readiness
 from testbed.kafka.settle import unsettled
-from testbed.kafka.wire import BrokerView, broker_view, first_txn_coordinator, zookeeper_mode
-from testbed.kafka.zk import read_snapshot, zk_snapshot
+from testbed.kafka.waiting import wait_for
+from testbed.kafka.wire import BrokerView, broker_view, first_txn_coordinator
+from testbed.kafka.zk import zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
 from testbed.runtime.base import (
@@ -44,31 +44,10 @@ from testbed.runtime.base import (
     Software,
 )
 
-Role = Literal["zookeeper", "controller", "broker"]
-ROLES: tuple[Role, ...] = ("zookeeper", "broker")  # ZooKeeper mode's; a cluster's own are `cluster.roles`
+NodeRole = Literal["zookeeper", "controller", "broker"]  # which of a node's JVMs
+Role = NodeRole  # the old name, still imported by nemesis/ (its own area): to go once nemesis imports NodeRole
+ROLES: tuple[NodeRole, ...] = ("zookeeper", "broker")  # ZooKeeper mode's; a cluster's own are `cluster.roles`
 log = logging.getLogger("faultline.cluster")
-PROCESS_CHECK_S = 0.2  # how often the readiness polls look whether a process exited
-T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval: float = 0.2,
-             why: Callable[[], str] | None = None) -> T:
-    """Poll `check` until it returns something other than None; ClusterError naming `what` at the deadline, and
-    what `why` says was still missing at the last look (or the last error)."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while True:
-        try:
-            result = check()
-            if result is not None:
-                return result
-        except (OSError, ClusterError, ValueError) as exc:
-            last_error = exc
-        if time.monotonic() >= deadline:
-            missing = why() if why else ""
-            detail = f": {missing}" if missing else f" (last error: {last_error})" if last_error else ""
-            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}{detail}")
-        time.sleep(interval)
 
 
 class KafkaCluster:
@@ -76,15 +55,13 @@ class KafkaCluster:
         self.runtime = runtime
         self.plan: AddressPlan = runtime.plan
         self.settings = settings
-        self.roles: tuple[Role, ...] = settings.roles  # type: ignore[assignment]  # the node's JVMs, quorum first
+        self.roles: tuple[NodeRole, ...] = settings.roles  # type: ignore[assignment]  # the node's JVMs, quorum first
         self.folder = folder
         self.topic = settings.topic
         self.processes = ProcessGroup(runtime, self._log_of)
         self._software: dict[str, Software] = {}
         self.bring_up_steps: dict[str, float] = {}  # seconds each step of `bring_up` took
-        # During bring-up only: start again a broker found exited, if that is safe (True when it did).
-        self.restart_exited_broker: Callable[[Host], bool] | None = None
-        self._processes_checked = -PROCESS_CHECK_S  # when `check_processes` last looked
+        self.readiness = Readiness(self)  # the starting cluster's polls (bring-up's and KRaft's)
         # Called with a node that lost power, once it is back and before any of its processes starts (the
         # nemesis gives it the fault rules and link shaping it believes are in place: a power cycle may lose them).
         self.on_power_on: list[Callable[[Host], None]] = []
@@ -114,7 +91,7 @@ class KafkaCluster:
     def zk_connect(self) -> str:
         return kcfg.zookeeper_connect(self.plan)
 
-    def process_name(self, node: Host, role: Role) -> str:
+    def process_name(self, node: Host, role: NodeRole) -> str:
         return f"{node.name}/{role}"
 
     def _log_of(self, name: str) -> Path:
@@ -148,7 +125,7 @@ class KafkaCluster:
         """Whether a power-off of a node drops what it had not fsynced (the runtime can, and the spec wants it)."""
         return self.settings.lose_unsynced_writes and isinstance(self.runtime, LosesUnsyncedWrites)
 
-    def _argv(self, node: Host, role: Role) -> list[str]:
+    def _argv(self, node: Host, role: NodeRole) -> list[str]:
         return java_argv(self.settings, node, role, self.node_folder(node), self.software(node),
                          partial(self.runtime.host_path, node))
 
@@ -165,15 +142,15 @@ class KafkaCluster:
                     log.warning("could not fetch %s from %s: %s", path, node.name, exc)
 
     # -- process control ---------------------------------------------------
-    def process(self, node: Host, role: Role) -> Process | None:
+    def process(self, node: Host, role: NodeRole) -> Process | None:
         """The node's running process of `role`, or None."""
         return self.processes.running(self.process_name(node, role))
 
-    def pids(self, node: Host) -> dict[Role, int | None]:
+    def pids(self, node: Host) -> dict[NodeRole, int | None]:
         """The pid (on its host) of each of the node's running processes; None where it is not running."""
         return {role: (p.pid if (p := self.process(node, role)) is not None else None) for role in self.roles}
 
-    def start(self, node: Host, role: Role) -> int:
+    def start(self, node: Host, role: NodeRole) -> int:
         try:
             if isinstance(self.runtime, PowerCycled):
                 self.runtime.power_on(node)  # a host that lost power comes back first (a no-op when it is up)
@@ -185,34 +162,34 @@ class KafkaCluster:
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
 
-    def signal(self, node: Host, role: Role, signum: int) -> int | None:
+    def signal(self, node: Host, role: NodeRole, signum: int) -> int | None:
         process = self.processes.signal(self.process_name(node, role), signum)
         return None if process is None else process.pid
 
-    def kill(self, node: Host, role: Role) -> None:
+    def kill(self, node: Host, role: NodeRole) -> None:
         if self.processes.kill([self.process_name(node, role)]):
             raise ClusterError(f"{self.process_name(node, role)} survived SIGKILL")
 
-    def stop(self, node: Host, role: Role, timeout: float = 60.0) -> None:
+    def stop(self, node: Host, role: NodeRole, timeout: float = 60.0) -> None:
         """Graceful stop (SIGTERM: a broker does a controlled shutdown); SIGKILL past `timeout`."""
         if self.processes.stop([self.process_name(node, role)], timeout):
             log.warning("%s did not stop within %.0f s; killed it", self.process_name(node, role), timeout)
 
-    def pause(self, node: Host, role: Role) -> None:
+    def pause(self, node: Host, role: NodeRole) -> None:
         process = self._pausable(node, role)
         if process is not None:
             process.pause()
 
-    def resume(self, node: Host, role: Role) -> None:
+    def resume(self, node: Host, role: NodeRole) -> None:
         process = self._pausable(node, role)
         if process is not None:
             process.resume()
 
-    def paused(self, node: Host, role: Role) -> bool:
+    def paused(self, node: Host, role: NodeRole) -> bool:
         process = self._pausable(node, role)
         return process is not None and process.paused()
 
-    def _pausable(self, node: Host, role: Role) -> Any:
+    def _pausable(self, node: Host, role: NodeRole) -> Any:
         try:
             return self.processes.pausable(self.process_name(node, role))
         except RuntimeFailure as exc:
@@ -246,82 +223,11 @@ class KafkaCluster:
                 if self.process(node, role) is None:
                     self.start(node, role)
 
-    # -- bring-up and readiness --------------------------------------------
+    # -- bring-up and live views --------------------------------------------
     def bring_up(self, timeout: float = 90.0) -> None:
         """Start every process, create the topic, wait until it is all ready (`testbed.kafka.bringup`);
         the seconds of each step in `bring_up_steps`."""
         self.bring_up_steps = bringup.bring_up(self, timeout)
-
-    def check_processes(self) -> None:
-        """ClusterError naming a process of this cluster that exited (during bring-up, a broker that exited
-        for want of a ZooKeeper quorum is started again instead: `restart_exited_broker`). At most once per
-        PROCESS_CHECK_S: the readiness polls run faster, and on docker or ssh each look is a round trip."""
-        if time.monotonic() - self._processes_checked < PROCESS_CHECK_S:
-            return
-        self._processes_checked = time.monotonic()
-        for node in self.nodes:
-            for role in self.roles:
-                name = self.process_name(node, role)
-                process = self.processes.get(name)
-                if process is None or process.alive():
-                    continue
-                if role == "broker" and self.restart_exited_broker is not None and self.restart_exited_broker(node):
-                    continue
-                raise ClusterError(f"{name} exited during start-up: {self.processes.log_tail(name)}")
-
-    def wait_quorum(self, timeout: float, interval: float = 0.2) -> dict[str, str]:
-        if self.settings.kraft:
-            return {"active controller": str(wait_for("a KRaft quorum", lambda: kraft.quorum_ready(self), timeout))}
-
-        def quorum() -> dict[str, str] | None:
-            self.check_processes()
-            modes = {n.name: zookeeper_mode(n.address, kcfg.ZK_CLIENT_PORT, 1.0) for n in self.nodes}
-            leaders = [m for m in modes.values() if m == "leader"]
-            ok = len(leaders) == 1 and all(m in ("leader", "follower") for m in modes.values())
-            return modes if ok else None
-        return wait_for("a ZooKeeper quorum (one leader, every server serving)", quorum, timeout, interval)
-
-    def wait_brokers(self, timeout: float, zk: KazooClient | None = None, interval: float = 0.2) -> dict[str, Any]:
-        """Every broker registered, a controller elected and known to every broker; `zk`: a session to read
-        ZooKeeper through (else one per poll)."""
-        want = sorted(n.broker_id for n in self.nodes)
-        if self.settings.kraft:
-            return kraft.wait_brokers(self, want, timeout, interval)
-
-        def registered() -> dict[str, Any] | None:
-            self.check_processes()
-            snap = read_snapshot(zk, self.zk_connect) if zk is not None else zk_snapshot(self.zk_connect, None, 2.0)
-            if snap["brokers"] != want or snap["controller"] is None:
-                return None
-            # Registered is not yet known: each broker learns its peers from the controller.
-            views = self.views()
-            known = all(v is not None and sorted(v.brokers) == want and v.controller == snap["controller"]
-                        for v in views.values())
-            return snap if known else None
-        return wait_for(f"brokers {want} registered in ZooKeeper, a controller elected and known to every broker",
-                        registered, timeout, interval)
-
-    def create_topic(self) -> None:
-        """Create the run's topics (`topic` and any `extra_topics`), each with the same layout and settings."""
-        s = self.settings
-        # librdkafka's own lines (e.g. a BGQUEUE notice on close) through logging: harness.log, not the terminal.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000},
-                            logger=logging.getLogger("rdkafka.admin"))
-        new = []
-        for topic in s.topics:
-            if s.replica_assignment is not None:
-                new.append(NewTopic(topic, num_partitions=len(s.replica_assignment),
-                                    replica_assignment=[list(r) for r in s.replica_assignment],
-                                    config=kcfg.flush_configs(s)))
-            else:
-                new.append(NewTopic(topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                                    config=kcfg.flush_configs(s)))
-        futures = admin.create_topics(new, operation_timeout=20, request_timeout=25)
-        for topic in s.topics:
-            try:
-                futures[topic].result(timeout=30)
-            except Exception as exc:  # KafkaException carries the broker's error
-                raise ClusterError(f"creating topic {topic}: {exc}") from exc
 
     def expected_replicas(self) -> int:
         if self.settings.replica_assignment is not None:
@@ -366,11 +272,3 @@ class KafkaCluster:
         """Poll `check` (default: `settled`) until the cluster has settled; at the deadline a ClusterError naming
         `what` and what was still missing at the last look (`self.unsettled`)."""
         return wait_for(what, check or self.settled, timeout, interval, why=lambda: self.unsettled)
-
-    def wait_topic_ready(self, timeout: float, interval: float = 0.2) -> dict[str, BrokerView]:
-        def ready() -> dict[str, BrokerView] | None:
-            self.check_processes()
-            return self.settled()
-        return self.wait_settled(f"topic {', '.join(self.settings.topics)} led everywhere with a full ISR, agreed by "
-                                 "every broker", timeout, interval, check=ready)
-

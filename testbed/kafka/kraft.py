@@ -30,6 +30,7 @@ from testbed.addressing import Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
 from testbed.kafka.quorum import QuorumView, describe_quorum
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView
 
 if TYPE_CHECKING:
@@ -120,10 +121,8 @@ def with_active_controller(cluster: KafkaCluster, views: dict[str, BrokerView | 
 def wait_brokers(cluster: KafkaCluster, want: list[int], timeout: float, interval: float) -> dict[str, Any]:
     """Every broker registered and unfenced (a KRaft broker's Metadata lists only unfenced brokers), known to
     every broker, and an active controller."""
-    from testbed.kafka.cluster import wait_for
-
     def known() -> dict[str, Any] | None:
-        cluster.check_processes()
+        cluster.readiness.check_processes()
         views = cluster.views()
         ok = all(v is not None and sorted(v.brokers) == want and v.controller is not None for v in views.values())
         first = next(iter(views.values()))
@@ -134,7 +133,7 @@ def wait_brokers(cluster: KafkaCluster, want: list[int], timeout: float, interva
 
 def quorum_ready(cluster: KafkaCluster) -> int | None:
     """The active controller's broker id once one controller leads and every voter has caught up with it."""
-    cluster.check_processes()
+    cluster.readiness.check_processes()
     views = quorum_views(cluster, 1.0)
     leading = [v for v in views.values() if v is not None and v.leading]
     if len(leading) != 1 or leading[0].high_watermark is None:
@@ -147,8 +146,6 @@ def quorum_ready(cluster: KafkaCluster) -> int | None:
 
 def start_quorum(cluster: KafkaCluster, wanted: int | None, deadline: float, interval: float) -> int:
     """Start the quorum's processes (the wanted node's first) and wait for a leader; the wanted one where asked."""
-    from testbed.kafka.cluster import wait_for
-
     role = cluster.roles[0]  # the controller, or (combined) the broker that is one
     order = list(cluster.nodes) if wanted is None else [cluster.node(wanted)] + \
         [n for n in cluster.nodes if n.broker_id != wanted]

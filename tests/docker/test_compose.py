@@ -19,7 +19,8 @@ import yaml
 
 from harness.compose import COMPOSE_FILE, ENV_FILE, load_cluster
 from testbed.kafka import config as kcfg
-from testbed.kafka.cluster import ROLES, KafkaCluster, wait_for
+from testbed.kafka.cluster import ROLES, KafkaCluster
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import broker_view
 from testbed.kafka.zk import zk_snapshot
 from testbed.runfolder import RunFolder

@@ -33,7 +33,7 @@ SETTLE_S = 120.0
 @pytest.fixture
 def nemesis(live_cluster: tuple[KafkaCluster, Runtime], tmp_path: Path) -> Iterator[Nemesis]:
     cluster, runtime = live_cluster
-    cluster.wait_topic_ready(SETTLE_S)  # every test starts from a settled cluster
+    cluster.readiness.wait_topic_ready(SETTLE_S)  # every test starts from a settled cluster
     nem = Nemesis(cluster, runtime, tmp_path / "nemesis.jsonl", seed=42)
     try:
         yield nem
@@ -54,7 +54,7 @@ def rules_on(runtime: Runtime) -> dict[str, str]:
 
 def test_observe_agrees_with_zookeeper(live_cluster: tuple[KafkaCluster, Runtime]) -> None:
     cluster, _ = live_cluster
-    cluster.wait_topic_ready(SETTLE_S)
+    cluster.readiness.wait_topic_ready(SETTLE_S)
     facts = observe(cluster)
     leader, controller = authority(cluster)
     assert facts.source == "views"
@@ -106,7 +106,7 @@ def test_unresolvable_target_is_journaled_and_changes_nothing(nemesis: Nemesis) 
 def test_a_snapshot_is_taken_before_each_undo_and_never_holds_it_back(
         live_cluster: tuple[KafkaCluster, Runtime], tmp_path: Path) -> None:
     cluster, runtime = live_cluster
-    cluster.wait_topic_ready(SETTLE_S)
+    cluster.readiness.wait_topic_ready(SETTLE_S)
     seen: list[tuple[str, bool]] = []
 
     def snapshot(label: str) -> dict[str, Any]:
@@ -169,7 +169,7 @@ def test_process_faults_kill_pause_power_off_graceful_stop(nemesis: Nemesis) -> 
     nemesis.stop(off)
     assert None not in cluster.pids(az2).values()
 
-    cluster.wait_topic_ready(SETTLE_S)
+    cluster.readiness.wait_topic_ready(SETTLE_S)
     graceful = nemesis.start({"fault": "graceful-stop", "target": "controller"})
     stopped_node = cluster.plan.host(graceful.targets["nodes"][0])
     assert cluster.pids(stopped_node)["broker"] is None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import testbed.kafka.cluster
+import testbed.kafka.readiness
 from testbed.errors import ClusterError
 from testbed.kafka.bringup import MAX_RESTARTS, ZK_CONNECT_TIMEOUT, BrokerRestarts
 from testbed.kafka.cluster import KafkaCluster
@@ -25,7 +25,7 @@ TIMED_OUT = (f"[2026-11-23 19:30:00,000] ERROR Fatal error during KafkaServer st
 
 @pytest.fixture(autouse=True)
 def _look_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(testbed.kafka.cluster, "PROCESS_CHECK_S", 0.0)  # each call looks (else once per 0.2 s)
+    monkeypatch.setattr(testbed.kafka.readiness, "PROCESS_CHECK_S", 0.0)  # each call looks (else once per 0.2 s)
 
 
 def cluster_with(tmp_path: Path, broker: Script, server_log: str) -> tuple[KafkaCluster, FakeRuntime]:
@@ -47,19 +47,19 @@ def brokers_started(runtime: FakeRuntime) -> int:
 
 def test_a_broker_that_timed_out_on_zookeeper_is_started_again_at_bring_up(tmp_path: Path) -> None:
     cluster, runtime = cluster_with(tmp_path, DIES_AT_ONCE, "INFO starting\n" + TIMED_OUT)
-    cluster.restart_exited_broker = BrokerRestarts(cluster)
-    cluster.check_processes()
+    cluster.readiness.restart_exited_broker = BrokerRestarts(cluster)
+    cluster.readiness.check_processes()
     assert brokers_started(runtime) == 2
     assert ("az1-node", cluster.node_folder(cluster.nodes[0]).logs("broker")) in runtime.fetches
 
 
 def test_restarts_end_after_the_limit(tmp_path: Path) -> None:
     cluster, runtime = cluster_with(tmp_path, DIES_AT_ONCE, TIMED_OUT)
-    cluster.restart_exited_broker = BrokerRestarts(cluster)
+    cluster.readiness.restart_exited_broker = BrokerRestarts(cluster)
     for _ in range(MAX_RESTARTS):
-        cluster.check_processes()
+        cluster.readiness.check_processes()
     with pytest.raises(ClusterError, match="az1-node/broker exited during start-up"):
-        cluster.check_processes()
+        cluster.readiness.check_processes()
     assert brokers_started(runtime) == 1 + MAX_RESTARTS
 
 
@@ -70,16 +70,16 @@ def test_restarts_end_after_the_limit(tmp_path: Path) -> None:
 def test_a_broker_that_exited_for_another_reason_fails_the_bring_up(tmp_path: Path, broker: Script,
                                                                     server_log: str) -> None:
     cluster, runtime = cluster_with(tmp_path, broker, server_log)
-    cluster.restart_exited_broker = BrokerRestarts(cluster)
+    cluster.readiness.restart_exited_broker = BrokerRestarts(cluster)
     with pytest.raises(ClusterError, match="az1-node/broker exited during start-up"):
-        cluster.check_processes()
+        cluster.readiness.check_processes()
     assert brokers_started(runtime) == 1
 
 
 def test_outside_bring_up_no_broker_is_restarted(tmp_path: Path) -> None:
     cluster, runtime = cluster_with(tmp_path, DIES_AT_ONCE, TIMED_OUT)
     with pytest.raises(ClusterError):
-        cluster.check_processes()
+        cluster.readiness.check_processes()
     assert brokers_started(runtime) == 1
 
 
@@ -100,7 +100,7 @@ def test_no_broker_starts_before_every_zookeeper_server_serves(tmp_path: Path, m
         seen.append(sorted(p.name for p in runtime.spawned))
         raise QuorumReached
 
-    monkeypatch.setattr(cluster, "wait_quorum", quorum)
+    monkeypatch.setattr(cluster.readiness, "wait_quorum", quorum)
     with pytest.raises(QuorumReached):
         bring_up(cluster, 30.0)
     assert seen == [sorted(f"{n.name}/zookeeper" for n in cluster.nodes)]

@@ -26,6 +26,7 @@ from testbed.runtime.kinds import (
     implemented_abilities,
     kind,
 )
+from tests.conftest import REPO
 
 SPEC: dict[str, Any] = {"name": "s", "duration_s": 5, "workloads": {"producers": [{"azs": ["az1"]}]},
                         "nemesis": [{"at": 2, "fault": "slow-link", "target": "az1", "delay_ms": 200}]}
@@ -127,3 +128,13 @@ def test_the_spec_asks_the_record_which_kind_needs_an_inventory() -> None:
                                         r"docker$"):
         parse_spec({**SPEC, "cluster": {"runtime": "docker", "inventory": "x.yaml"}, "nemesis": []})
     assert parse_spec({**SPEC, "cluster": {"runtime": "docker"}, "nemesis": []}).cluster.network == "198.19.0.0/24"
+
+
+def test_the_kinds_and_the_docker_range_use_the_address_plan_modules_networks() -> None:
+    from testbed import addressing
+    from testbed.runtime import docker_api
+
+    assert kind("netns").network == addressing.DEFAULT_NETWORK and kind("docker").network == addressing.DOCKER_NETWORK
+    assert str(docker_api.NETWORK_RANGE) == addressing.DOCKER_NETWORK
+    source = "\n".join(p.read_text() for p in (REPO / "testbed" / "runtime").glob("*.py"))
+    assert f'"{addressing.DEFAULT_NETWORK}"' not in source and f'"{addressing.DOCKER_NETWORK}"' not in source

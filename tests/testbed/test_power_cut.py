@@ -22,8 +22,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from nemesis.faults import start_again
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
-from testbed.kafka.cluster import KafkaCluster, wait_for
+from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import BROKER_PORT, ClusterSettings
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import broker_view
 from testbed.lifecycle import provision
 from testbed.runtime import unsynced

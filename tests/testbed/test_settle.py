@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from testbed.errors import ClusterError
-from testbed.kafka.cluster import wait_for
 from testbed.kafka.settle import unsettled
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView, PartitionView
 
 TOPICS = ["faultline", "faultline-in"]
