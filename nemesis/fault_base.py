@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nemesis.firewall import Firewall
     from nemesis.targets import Resolver
     from testbed.addressing import AddressPlan
-    from testbed.kafka.cluster import KafkaCluster, Role
+    from testbed.kafka.cluster import KafkaCluster, NodeRole
 
 
 class WorkloadControl(Protocol):
@@ -70,7 +70,7 @@ class Injected:
     fault: str
     targets: dict[str, Any]
     detail: dict[str, Any] = field(default_factory=dict)
-    processes: tuple[tuple[str, Role], ...] = field(default=())
+    processes: tuple[tuple[str, NodeRole], ...] = field(default=())
 
 
 class Fault(Protocol):

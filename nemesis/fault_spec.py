@@ -31,7 +31,7 @@ from testbed.journal_names import PRODUCER_PATTERN
 Category = Literal["partition", "process", "link", "workload", "client"]
 Ends = Literal["az", "node"]
 # Which process of a node a process fault hits (`role`): its broker, its ZooKeeper server or KRaft controller, both.
-NodeRole = Literal["broker", "zookeeper", "both"]
+TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted node a fault hits (both: each)
 
 # The requests a `hold-request` may hold or release before, by the name the spec uses: Kafka's api key, and for
 # EndTxn whether it commits (None: either).
@@ -57,7 +57,7 @@ class FaultSpec:
     scope: Scope = "all"
     one_way: bool = False
     ends: Ends = "az"
-    role: NodeRole = "broker"
+    role: TargetRole = "broker"
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     release_before: str | None = None  # hold-request: once undone, forward it just before the next such request

@@ -30,7 +30,7 @@ from testbed.errors import ClusterError, FaultError
 
 if TYPE_CHECKING:
     from nemesis.targets import Resolver
-    from testbed.kafka.cluster import KafkaCluster, Role
+    from testbed.kafka.cluster import KafkaCluster, NodeRole
 
 KILL_WAIT_S = 10.0
 GRACEFUL_STOP_S = 60.0
@@ -159,13 +159,13 @@ class LinkFault:
 
 
 # -- processes -------------------------------------------------------------------
-Hit = tuple[Host, "Role", int]  # a node, one of its processes, its pid
+Hit = tuple[Host, "NodeRole", int]  # a node, one of its processes, its pid
 # What a process kind does to the processes it hits, all at once; the journal's name for it when that differs
 # from the kind's (a power-off that dropped unsynced writes is a power cut).
 ProcessAction = Callable[["KafkaCluster", list[Host], list[Hit]], "str | None"]
 
 
-def _roles(spec: FaultSpec, cluster: KafkaCluster, every_process: bool) -> tuple[Role, ...]:
+def _roles(spec: FaultSpec, cluster: KafkaCluster, every_process: bool) -> tuple[NodeRole, ...]:
     """The processes a fault hits on each node; `role: zookeeper` is the node's metadata-quorum process: its
     ZooKeeper server, or in KRaft its controller (a combined KRaft node has none apart: refused by the spec)."""
     if every_process or spec.role == "both":
@@ -241,7 +241,7 @@ class ProcessFault:
         start_again(cluster, procs)
 
 
-def start_again(cluster: KafkaCluster, procs: list[tuple[Host, Role]]) -> list[tuple[Host, Role]]:
+def start_again(cluster: KafkaCluster, procs: list[tuple[Host, NodeRole]]) -> list[tuple[Host, NodeRole]]:
     """Start those of `procs` that are not running, ZooKeeper servers (KRaft controllers) first; return the ones
     started.
 
@@ -276,7 +276,7 @@ def _wait_unregistered(cluster: KafkaCluster, node: Host) -> None:
                 node.broker_id)
 
 
-def _wait_state(cluster: KafkaCluster, procs: list[tuple[Host, Role]], paused: bool) -> None:
+def _wait_state(cluster: KafkaCluster, procs: list[tuple[Host, NodeRole]], paused: bool) -> None:
     """Wait until every process is (or is no longer) paused: a signal reaches a JVM's threads a moment later.
 
     A process that has ended meanwhile counts as done."""

@@ -32,7 +32,7 @@ from nemesis.spec import parse_fault
 from nemesis.targets import Resolver, coordinator_finder, observe
 from testbed.errors import FaultError, HarnessError
 from testbed.journal_names import HEAL_ALL
-from testbed.kafka.cluster import KafkaCluster, Role
+from testbed.kafka.cluster import KafkaCluster, NodeRole
 
 log = logging.getLogger("faultline.nemesis")
 POLL_S = 0.05
@@ -246,7 +246,7 @@ class Nemesis:
             raise FaultError("heal-all: " + "; ".join(report.errors))
         return report
 
-    def _restore_processes(self, report: HealReport, by_faults: set[tuple[str, Role]]) -> None:
+    def _restore_processes(self, report: HealReport, by_faults: set[tuple[str, NodeRole]]) -> None:
         cluster = self.cluster
         for node in cluster.nodes:
             for role in cluster.roles:

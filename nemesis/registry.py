@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from nemesis import fault_words, faults
 from nemesis.fault_base import Fault
-from nemesis.fault_spec import Category, FaultSpec, NodeRole
+from nemesis.fault_spec import Category, FaultSpec, TargetRole
 from nemesis.fault_words import Words
 from nemesis.links import needs_shaper
 from nemesis.stray import STRAY_FAULT
@@ -66,7 +66,7 @@ class FaultKind:
     implementation: Fault
     keys: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
-    roles: tuple[NodeRole, ...] = ()  # the `role` values it takes, when it takes `role` (default broker)
+    roles: tuple[TargetRole, ...] = ()  # the `role` values it takes, when it takes `role` (default broker)
     single_target: bool = False  # `target` is one selector, not a list
     values: Mapping[str, float | None] = field(default_factory=dict)
     needs: tuple[Need, ...] = ()
@@ -84,7 +84,7 @@ class FaultKind:
         return (self.name, *self.journaled_as)
 
 
-ROLES: tuple[NodeRole, ...] = ("broker", "zookeeper")
+ROLES: tuple[TargetRole, ...] = ("broker", "zookeeper")
 LINK_KEYS = ("between", "target", "ends")
 SHAPED = Need(Ability.SHAPE_LINKS, lambda spec, _: spec.degrade is not None and needs_shaper(spec.degrade))
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, RuntimeFailure
+from testbed.journal_names import POWER_CUT, POWER_OFF
 from testbed.kafka import bringup, kraft
 from testbed.kafka import config as kcfg
 from testbed.kafka.node_files import java_argv, render_node_configs
@@ -45,7 +46,6 @@ from testbed.runtime.base import (
 )
 
 NodeRole = Literal["zookeeper", "controller", "broker"]  # which of a node's JVMs
-Role = NodeRole  # the old name, still imported by nemesis/ (its own area): to go once nemesis imports NodeRole
 ROLES: tuple[NodeRole, ...] = ("zookeeper", "broker")  # ZooKeeper mode's; a cluster's own are `cluster.roles`
 log = logging.getLogger("faultline.cluster")
 
@@ -208,8 +208,8 @@ class KafkaCluster:
         if self.processes.kill(names):
             raise ClusterError(f"{', '.join(n.name for n in nodes)} survived power-off")
         if isinstance(runtime, PowerKinds) and any(runtime.power_kind(n) == PROCESSES_ONLY for n in nodes):
-            return "power-off"  # a host whose power-off kept its page cache (ssh: neither unsyncfs nor a command)
-        return "power-cut" if self.loses_unsynced_writes else "power-off"
+            return POWER_OFF  # a host whose power-off kept its page cache (ssh: neither unsyncfs nor a command)
+        return POWER_CUT if self.loses_unsynced_writes else POWER_OFF
 
     def power_on(self, node: Host) -> None:
         for role in self.roles:
