@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from campaign import lake as lakes
+from campaign.campaign_report import CampaignReport
 from campaign.command import Options, run_campaign
 from campaign.merge import MergeOptions, merge_campaign
-from campaign.outputs import CampaignReport
 from campaign.shards import Shard
 from harness.cli import main
 from harness.spec import Spec
