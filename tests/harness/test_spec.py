@@ -347,8 +347,8 @@ def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_its
 
 
 def test_an_expected_unknown_verdict_passes_only_when_the_run_ends_unjudged() -> None:
+    from harness.judge import compare
     from harness.spec import parse_expect
-    from harness.verdicts import compare
     facts = {"unavailability": True}
     expect = parse_expect({"absent": ["lost"], "observed": ["unavailability"], "valid": "unknown"})
     unsettled = {"valid": "unknown", "reason": "timed out ...: faultline-0 leader 0, ISR [0] of 3 replicas",
