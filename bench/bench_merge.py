@@ -23,8 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from campaign import lake as lakes  # noqa: E402
+from campaign.campaign_report import CampaignReport  # noqa: E402
 from campaign.merge import MergeOptions, merge_campaign  # noqa: E402
-from campaign.outputs import CampaignReport, write_outputs  # noqa: E402
+from campaign.outputs import write_outputs  # noqa: E402
 from campaign.plan import CATALOGUE, Case  # noqa: E402
 from campaign.records import CaseResult, judge_run  # noqa: E402
 from campaign.shards import Shard, deal, shard_record  # noqa: E402

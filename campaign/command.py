@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from campaign import lake as lakes
+from campaign.campaign_report import CampaignReport, change_lines
 from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
-from campaign.outputs import INDEX_FILE, SUMMARY_FILE, CampaignReport, change_lines, write_outputs
+from campaign.outputs import INDEX_FILE, SUMMARY_FILE, write_outputs
 from campaign.plan import Case, date_seed, plan_cases
 from campaign.records import CaseResult
 from campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs

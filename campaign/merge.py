@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from campaign import lake as lakes
+from campaign.campaign_report import CampaignReport
 from campaign.command import CAMPAIGNS, RUNS, finish
-from campaign.outputs import CAMPAIGN_FILE, CampaignReport
+from campaign.outputs import CAMPAIGN_FILE
 from campaign.plan import Case
 from campaign.records import Attempt, CaseResult
 from harness.scenario import link_latest

@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
+from campaign.campaign_report import CampaignReport, change_lines
 from campaign.matrix import cell_label
-from campaign.outputs import CampaignReport, change_lines
 from campaign.records import SKIPPED
 from testbed.runfolder import RunFolder
 

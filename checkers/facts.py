@@ -2,7 +2,7 @@
 
 The one owner of the facts' names and of the rule that decides each. The spec
 checks a scenario's ``expect.observed`` against ``OBSERVED_FACTS``, the verdict
-(harness.verdicts) holds the expectation to ``observed_facts``, and the report
+(harness.judge) holds the expectation to ``observed_facts``, and the report
 draws and lists the very split brains those facts stand on (``split_brains``),
 so what the report shows and what the verdict says cannot drift apart.
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import yaml
 
+from harness.judge import RunOutcome, judge
 from harness.manifest import finish_recovered
 from harness.progress import Progress
 from harness.run import finish, make_nemesis
 from harness.runlog import run_log
 from harness.spec import Spec, parse_spec
-from harness.verdicts import RunOutcome, judge
 from harness.workloadset import PROCESS_PREFIX, WorkloadSet
 from testbed.errors import HarnessError, SpecError
 from testbed.handover import hand_over

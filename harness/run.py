@@ -27,11 +27,11 @@ from pathlib import Path
 
 import yaml
 
+from harness.judge import RunOutcome, judge
 from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
-from harness.verdicts import RunOutcome, judge
 from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.dist.clients import ClientEnv

@@ -38,12 +38,12 @@ from typing import TextIO
 
 from checkers.configuration_result import ConfigurationResult
 from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_VALID
+from harness.judge import RunOutcome
 from harness.pipeline import JudgingPipeline
 from harness.run import Judgement, run_story
 from harness.runfolders import LATEST
 from harness.runlog import run_log
 from harness.spec import Spec
-from harness.verdicts import RunOutcome
 from testbed.errors import HarnessError
 from testbed.handover import hand_over
 from testbed.lifecycle import terminate_on_sigterm, timestamp

@@ -23,7 +23,7 @@ from report import fmt
 from report.errors import ReportError
 from report.files import write_atomically
 from report.run import load_run
-from report.verdict import read_expectation, read_outcome
+from report.verdict_view import read_expectation, read_outcome
 from testbed.runfolder import RunFolder
 
 PACKAGE = "faultline"

@@ -31,7 +31,7 @@ from report.hosts import host_notes
 from report.logexcerpts import Excerpts
 from report.replicas import read_replicas
 from report.run import Run, parse_json
-from report.verdict import Outcome, read_expectation, read_outcome
+from report.verdict_view import Outcome, read_expectation, read_outcome
 from testbed.kafka.config import ClusterSettings
 from testbed.runfolder import RunFolder
 

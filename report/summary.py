@@ -9,7 +9,7 @@ from report import fmt
 from report.faults import fault_windows
 from report.replicas import read_replicas
 from report.run import Run, load_run
-from report.verdict import read_expectation, read_outcome
+from report.verdict_view import read_expectation, read_outcome
 from testbed.runfolder import RunFolder
 
 MAX_FAULTS = 6

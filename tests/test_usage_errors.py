@@ -15,6 +15,7 @@ COMMANDS = [
     (["-m", "checkers", "history"], "the following arguments are required: --out"),
     (["-m", "harness", "show"], "the following arguments are required: run_dir"),
     (["-m", "harness", "run", "scenarios/smoke.yaml", "--engine", "bogus"], "invalid choice: 'bogus'"),
+    (["-m", "faultline", "show"], "the following arguments are required: run_dir"),
     (["-m", "workloads"], "usage: python -m workloads CONFIG.json"),
     (["-m", "testbed.kafka.probe", "host"], "usage: python -m testbed.kafka.probe"),
     (["-m", "testbed.runtime.dockerd_cli", "frob"], "usage: python -m testbed.runtime.dockerd_cli"),

@@ -22,112 +22,36 @@ its sends' `txn` (contract v2).
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
 from testbed.journal_names import STRAY_PRODUCE
 from testbed.runfolder import NEMESIS_JOURNAL  # the run folder owns its names
+from workloads.history_rows import Build, HistoryError, Lines, Outcomes, Transactions, field, poll_rows
+from workloads.history_stray import stray_rows
+from workloads.history_transformer import transformer_rows
 from workloads.journal import JournalError, JournalReader
-from workloads.tables import TableWriter
 from workloads.values import ValuePlan
 
-Lines = Iterator[tuple[int, dict[str, Any]]]
 
-
-class HistoryError(ValueError):
-    """A journal that cannot become history rows; the message names the file and line."""
-
-
-class _Build:
-    """The tables being written, and the summary of what went in."""
-
-    def __init__(self, history_dir: Path) -> None:
-        self.history_dir = history_dir
-        # `transactions` stays empty unless a transactional producer ran (contract v2): an empty table is a history
-        # without transactions, judged by the v1 rules alone.
-        self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
-                                                                       "observations", "transactions")}
-        self.nemesis: TableWriter | None = None
-        self.statuses: Counter[str] = Counter()
-        self.phases: Counter[str] = Counter()
-        self.journals = 0
-        self.empty: list[str] = []
-        self.torn = 0
-        self.drains: dict[str, str] = {}
-        self.unfinished: list[str] = []
-        self.crashed: list[str] = []
-
-    def nemesis_table(self) -> TableWriter:
-        if self.nemesis is None:
-            self.nemesis = TableWriter(self.history_dir, "nemesis")
-        return self.nemesis
-
-    def writers(self) -> list[TableWriter]:
-        return [*self.tables.values(), *([self.nemesis] if self.nemesis is not None else [])]
-
-
-def _field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:
-    try:
-        return record[name]
-    except KeyError:
-        raise HistoryError(f"{path}:{lineno}: {record.get('kind')} line without {name!r}") from None
-
-
-Outcome = tuple[str, str | None, int | None, int | None]  # status, error, offset, complete_ns
-UNKNOWN: Outcome = ("info", None, None, None)  # invoked, but the process ended before its outcome
-
-
-class _Outcomes:
-    """Each op's one outcome, from a producing journal's ``ack`` and ``outcome`` lines; an outcome for an op
-    that `invoked` does not hold (`never`: "invoked" or "sent"), or a second one, is a HistoryError."""
-
-    KINDS = ("ack", "outcome")
-
-    def __init__(self, path: Path, invoked: Container[int], never: str) -> None:
-        self.path, self.invoked, self.never = path, invoked, never
-        self.outcomes: dict[int, Outcome] = {}
-
-    def _settle(self, lineno: int, op: int, outcome: Outcome) -> None:
-        if op not in self.invoked:
-            raise HistoryError(f"{self.path}:{lineno}: outcome for op {op}, which was never {self.never}")
-        if op in self.outcomes:
-            raise HistoryError(f"{self.path}:{lineno}: a second outcome for op {op}")
-        self.outcomes[op] = outcome
-
-    def line(self, lineno: int, kind: str, rec: dict[str, Any]) -> None:
-        if kind == "ack":
-            t = _field(self.path, lineno, rec, "t")
-            ops = [int(digits) for digits in rec["op"].split(",")] if rec["op"] else []
-            for op, offset in zip(ops, rec["offset"], strict=True):
-                self._settle(lineno, op, ("ok", None, offset if offset is not None and offset >= 0 else None, t))
-        else:
-            op = _field(self.path, lineno, rec, "op")
-            self._settle(lineno, op, (rec["status"], rec.get("error"), None, rec.get("t")))
-
-    def of(self, op: int) -> Outcome:
-        return self.outcomes.get(op, UNKNOWN)
-
-
-def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
+def _producer(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     invoked: dict[int, int] = {}  # op -> invoke_ns; value, key and partition follow from the plan
-    outcomes = _Outcomes(path, invoked, "invoked")
-    plan = ValuePlan.from_json(_field(path, 1, header, "values"))
+    outcomes = Outcomes(path, invoked, "invoked")
+    plan = ValuePlan.from_json(field(path, 1, header, "values"))
     txn_of: dict[int, str] = {}  # op -> its transaction (transactional producers only)
-    txns = _Transactions(path, header)
+    txns = Transactions(path, header)
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "invoke":
-            first, t = _field(path, lineno, rec, "op"), _field(path, lineno, rec, "t")
-            ops_of = range(first, first + _field(path, lineno, rec, "n"))
+            first, t = field(path, lineno, rec, "op"), field(path, lineno, rec, "t")
+            ops_of = range(first, first + field(path, lineno, rec, "n"))
             invoked.update(dict.fromkeys(ops_of, t))
             if rec.get("txn") is not None:
                 txns.check_open(lineno, rec["txn"])
                 txn_of.update(dict.fromkeys(ops_of, str(rec["txn"])))
-        elif kind in _Transactions.KINDS:
+        elif kind in Transactions.KINDS:
             txns.line(lineno, kind, rec)
-        elif kind in _Outcomes.KINDS:
+        elif kind in Outcomes.KINDS:
             outcomes.line(lineno, kind, rec)
     ops = sorted(invoked)
     values = [plan.value(op) for op in ops]
@@ -143,75 +67,19 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
     txns.write(build.tables["transactions"])
 
 
-class _Transactions:
-    """A transactional producer's ``txn_begin`` / ``txn_end`` / ``txn_done`` lines, as `transactions` rows.
-
-    A transaction begun and never ended (the process died) is `info` with null intent and end_ns; one whose
-    end was asked for but whose outcome never came is `info` with its intent and end_ns."""
-
-    KINDS = ("txn_begin", "txn_end", "txn_done")
-
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
-        self.path, self.header = path, header
-        self.rows: dict[str, dict[str, Any]] = {}
-
-    def _row(self, lineno: int, txn: str) -> dict[str, Any]:
-        if txn not in self.rows:
-            raise HistoryError(f"{self.path}:{lineno}: transaction {txn} was never begun")
-        return self.rows[txn]
-
-    def check_open(self, lineno: int, txn: str) -> None:
-        if self._row(lineno, txn)["complete_ns"] is not None:
-            raise HistoryError(f"{self.path}:{lineno}: a send in transaction {txn}, which had ended")
-
-    def line(self, lineno: int, kind: str, rec: dict[str, Any]) -> None:
-        txn, t = _field(self.path, lineno, rec, "txn"), _field(self.path, lineno, rec, "t")
-        if kind == "txn_begin":
-            if txn in self.rows:
-                raise HistoryError(f"{self.path}:{lineno}: transaction {txn} begun twice")
-            self.rows[txn] = {"txn": txn, "intent": None, "status": "info", "error": None, "begin_ns": t,
-                              "end_ns": None, "complete_ns": None, "group": None, "consumed": None}
-        elif kind == "txn_end":  # a transformer's also names the group and the input offsets it committed
-            consumed = rec.get("consumed")
-            self._row(lineno, txn).update(intent=_field(self.path, lineno, rec, "intent"), end_ns=t,
-                                          group=rec.get("group"),
-                                          consumed=None if consumed is None else json.dumps(consumed))
-        else:
-            row = self._row(lineno, txn)
-            if row["complete_ns"] is not None:
-                raise HistoryError(f"{self.path}:{lineno}: a second outcome for transaction {txn}")
-            row.update(status=_field(self.path, lineno, rec, "status"), error=rec.get("error"), complete_ns=t)
-
-    def write(self, table: TableWriter) -> None:
-        for row in self.rows.values():
-            table.row(process=self.header["process"], az=self.header.get("az"), **row)
-
-
-def _poll_rows(path: Path, lineno: int, rec: dict[str, Any], process: str, topic: str, az: str | None,
-               build: _Build) -> None:
-    seq, records = _field(path, lineno, rec, "seq"), rec["records"]
-    if not records:
-        return
-    partitions, offsets, keys, values, epochs = (list(column) for column in zip(*records, strict=True))
-    build.phases[rec["phase"]] += len(records)
-    build.tables["reads"].rows(len(records), process=process, seq=list(range(seq, seq + len(records))),
-               phase=rec["phase"], topic=topic, partition=partitions, offset=offsets, key=keys,
-               value=values, leader_epoch=epochs, poll_ns=rec["t"], az=az, group=rec.get("group"))
-
-
-def _reader(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
+def _reader(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     process, topic, az = header["process"], header["topic"], header.get("az")
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "poll":
-            _poll_rows(path, lineno, rec, process, topic, az, build)
+            poll_rows(path, lineno, rec, process, topic, az, build)
         elif kind == "drain_end":
             build.drains[process] = "complete" if rec.get("complete") else "incomplete"
     if header["role"] == "drain":
         build.drains.setdefault(process, "unfinished")
 
 
-def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
+def _observer(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     for _lineno, rec in lines:
         if rec.get("kind") != "observation":
             continue
@@ -222,13 +90,8 @@ def _observer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -
                       controller=rec.get("controller"), high_watermark=high, last_stable_offset=stable)
 
 
-def _transformer(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
-    from workloads.history_transformer import transformer_rows  # it builds on this module's pieces
-    transformer_rows(path, header, lines, build)
-
-
 _ROLES = {"producer": _producer, "consumer": _reader, "drain": _reader, "observer": _observer,
-          "transformer": _transformer}
+          "transformer": transformer_rows}
 _ENDINGS = {"end", "drain_end"}
 
 
@@ -243,7 +106,7 @@ def _watch(lines: Lines, ends: set[str], crashes: set[str]) -> Lines:
         yield lineno, rec
 
 
-def _add_journal(path: Path, build: _Build) -> None:
+def _add_journal(path: Path, build: Build) -> None:
     reader = JournalReader(path)
     lines = iter(reader)
     try:
@@ -280,16 +143,15 @@ def _json_text(value: Any) -> str | None:
     return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _add_nemesis(path: Path, build: _Build) -> None:
+def _add_nemesis(path: Path, build: Build) -> None:
     table = build.nemesis_table()
     reader = JournalReader(path)
     try:
         for lineno, rec in reader:
-            table.row(time_ns=_field(path, lineno, rec, "time_ns"), type=_field(path, lineno, rec, "type"),
+            table.row(time_ns=field(path, lineno, rec, "time_ns"), type=field(path, lineno, rec, "type"),
                       fault=rec.get("fault"), targets=_json_text(rec.get("targets")),
                       detail=_json_text(rec.get("detail")))
             if rec.get("type") == "start" and rec.get("fault") == STRAY_PRODUCE:
-                from workloads.history_stray import stray_rows  # it builds on this module's pieces
                 stray_rows(path, lineno, rec, build)
     except JournalError as exc:
         raise HistoryError(str(exc)) from exc
@@ -304,7 +166,7 @@ def build_history(journal_dir: Path, history_dir: Path, nemesis_journal: Path | 
     journal has no end line: killed or still running), `crashed`, `empty`
     journals skipped, `torn` last lines skipped, and the written `tables`.
     """
-    build = _Build(history_dir)
+    build = Build(history_dir)
     paths = sorted(journal_dir.glob("*.jsonl"))
     nemesis = [p for p in paths if p.name == NEMESIS_JOURNAL]
     if nemesis_journal is not None and nemesis_journal.exists() \

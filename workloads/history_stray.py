@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from testbed.journal_names import STRAY_PRODUCE
-from workloads.history import HistoryError, _Build
+from workloads.history_rows import Build, HistoryError
 
 STRAY_KEYS = ("process", "value", "txn", "transactional_id", "topic", "partition", "offset", "status", "error",
               "invoke_ns", "complete_ns")
 
 
-def stray_rows(path: Path, lineno: int, rec: dict[str, Any], build: _Build) -> None:
+def stray_rows(path: Path, lineno: int, rec: dict[str, Any], build: Build) -> None:
     """The rows of one stray write from its fault's `start` row (`detail` a JSON object or its text)."""
     detail = rec.get("detail")
     detail = json.loads(detail) if isinstance(detail, str) else detail or {}

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from testbed.journal_names import KILL_CLIENT
-from workloads.history import HistoryError, Lines, _Build, _field, _Outcomes, _poll_rows, _Transactions
+from workloads.history_rows import Build, HistoryError, Lines, Outcomes, Transactions, field, poll_rows
 
 
-def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _Build) -> None:
+def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     process, az = header["process"], header.get("az")
-    output, source_topic = header["topic"], _field(path, 1, header, "input_topic")
+    output, source_topic = header["topic"], field(path, 1, header, "input_topic")
     invoked: dict[int, tuple[int, int, str, str | None]] = {}  # op -> (invoke_ns, partition, source, txn)
-    outcomes = _Outcomes(path, invoked, "sent")
-    txns = _Transactions(path, header)
+    outcomes = Outcomes(path, invoked, "sent")
+    txns = Transactions(path, header)
     readers: set[str] = set()
 
     for lineno, rec in lines:
@@ -32,18 +32,18 @@ def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: _B
         if kind == "poll":
             reader = str(rec.get("reader") or process)
             readers.add(reader)
-            _poll_rows(path, lineno, rec, reader, source_topic, az, build)
+            poll_rows(path, lineno, rec, reader, source_topic, az, build)
         elif kind == "send":
-            t, txn = _field(path, lineno, rec, "t"), rec.get("txn")
+            t, txn = field(path, lineno, rec, "t"), rec.get("txn")
             if txn is not None:
                 txns.check_open(lineno, txn)
-            for op, partition, source in _field(path, lineno, rec, "ops"):
+            for op, partition, source in field(path, lineno, rec, "ops"):
                 if op in invoked:
                     raise HistoryError(f"{path}:{lineno}: op {op} sent twice")
                 invoked[op] = (t, partition, source, txn)
-        elif kind in _Transactions.KINDS:
+        elif kind in Transactions.KINDS:
             txns.line(lineno, kind, rec)
-        elif kind in _Outcomes.KINDS:
+        elif kind in Outcomes.KINDS:
             outcomes.line(lineno, kind, rec)
     ops = sorted(invoked)
     settled = [outcomes.of(op) for op in ops]

@@ -18,7 +18,7 @@ import socket
 import struct
 from dataclasses import dataclass, field
 
-from testbed.kafka.wire import _exchange, _Reader
+from testbed.kafka.wire_codec import Reader, exchange
 
 DESCRIBE_QUORUM_KEY = 55
 DESCRIBE_QUORUM_VERSION = 0
@@ -50,7 +50,7 @@ def _uvarint(n: int) -> bytes:
             return bytes(out)
 
 
-class _FlexReader(_Reader):
+class _FlexReader(Reader):
     def uvarint(self) -> int:
         shift = value = 0
         while True:
@@ -112,4 +112,4 @@ def describe_quorum(host: str, port: int, timeout: float = 2.0) -> QuorumView:
     """Exactly this controller's answer; OSError/ConnectionError when it does not answer."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        return parse_describe_quorum(_exchange(sock, describe_quorum_request(1)))
+        return parse_describe_quorum(exchange(sock, describe_quorum_request(1)))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from testbed.kafka.wire import _exchange, _header, _Reader
+from testbed.kafka.wire_codec import Reader, exchange, request_header
 
 PRODUCE_API_KEY, PRODUCE_VERSION = 0, 3
 INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION = 22, 1
@@ -107,13 +107,13 @@ def _string(s: str) -> bytes:
 
 
 def _init_producer_id_request(transactional_id: str, timeout_ms: int, correlation_id: int) -> bytes:
-    body = _header(INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION, correlation_id, CLIENT_ID)
+    body = request_header(INIT_PRODUCER_ID_API_KEY, INIT_PRODUCER_ID_VERSION, correlation_id, CLIENT_ID)
     body += _string(transactional_id) + struct.pack(">i", timeout_ms)
     return struct.pack(">i", len(body)) + body
 
 
 def _parse_init_producer_id(data: bytes) -> tuple[int, int, int]:
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     r.take(">i")  # throttle time
     return r.take(">h"), r.take(">q"), r.take(">h")
@@ -124,13 +124,13 @@ def init_producer_id(host: str, port: int, transactional_id: str, transaction_ti
     """(error code, producer id, epoch) from the transaction coordinator at host:port."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        return _parse_init_producer_id(_exchange(sock, _init_producer_id_request(transactional_id,
+        return _parse_init_producer_id(exchange(sock, _init_producer_id_request(transactional_id,
                                                                                  transaction_timeout_ms, 1)))
 
 
 def _produce_request(transactional_id: str | None, topic: str, partition: int, batch: bytes, timeout_ms: int,
                      correlation_id: int) -> bytes:
-    body = _header(PRODUCE_API_KEY, PRODUCE_VERSION, correlation_id, CLIENT_ID)
+    body = request_header(PRODUCE_API_KEY, PRODUCE_VERSION, correlation_id, CLIENT_ID)
     body += struct.pack(">h", -1) if transactional_id is None else _string(transactional_id)
     body += struct.pack(">hi", -1, timeout_ms)  # acks=all
     body += struct.pack(">i", 1) + _string(topic) + struct.pack(">i", 1)
@@ -139,7 +139,7 @@ def _produce_request(transactional_id: str | None, topic: str, partition: int, b
 
 
 def _parse_produce(data: bytes) -> tuple[int, int]:
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     for _ in range(r.take(">i")):
         r.string()  # topic
@@ -156,5 +156,5 @@ def produce(host: str, port: int, transactional_id: str | None, topic: str, part
     """(error code, base offset) of one Produce of `batch` to `topic`/`partition` at host:port, acks=all."""
     with socket.create_connection((host, port), timeout=timeout_ms / 1000 + 5) as sock:
         sock.settimeout(timeout_ms / 1000 + 5)
-        return _parse_produce(_exchange(sock, _produce_request(transactional_id, topic, partition, batch,
+        return _parse_produce(exchange(sock, _produce_request(transactional_id, topic, partition, batch,
                                                                timeout_ms, 1)))

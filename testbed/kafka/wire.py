@@ -19,6 +19,8 @@ import socket
 import struct
 from dataclasses import dataclass, field
 
+from testbed.kafka.wire_codec import Reader, exchange, recv_exact, request_header
+
 METADATA_API_KEY = 3
 API_VERSIONS_KEY = 18
 METADATA_VERSION = 7  # the newest this parser reads (the first with each partition's leader epoch)
@@ -45,50 +47,14 @@ class BrokerView:
     partitions: dict[str, list[PartitionView]] = field(default_factory=dict)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str | None:
-        n = self.take(">h")
-        if n < 0:
-            return None
-        s = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def int_array(self) -> list[int]:
-        return [self.take(">i") for _ in range(max(self.take(">i"), 0))]
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed mid-response")
-        buf += chunk
-    return bytes(buf)
-
-
-def _header(api_key: int, version: int, correlation_id: int, client: bytes = b"faultline-observer") -> bytes:
-    """A request header v1: api key, version, correlation id and the client id `client`."""
-    return struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client
-
-
 def _api_versions_request(correlation_id: int) -> bytes:
-    body = _header(API_VERSIONS_KEY, 0, correlation_id)
+    body = request_header(API_VERSIONS_KEY, 0, correlation_id)
     return struct.pack(">i", len(body)) + body
 
 
 def _parse_api_versions(data: bytes) -> dict[int, tuple[int, int]]:
     """api key -> (oldest, newest) version the broker serves (ApiVersions v0 response)."""
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     error = r.take(">h")
     if error:
@@ -107,7 +73,7 @@ def metadata_version(api_versions: dict[int, tuple[int, int]]) -> int:
 
 
 def _metadata_request(topics: list[str] | None, correlation_id: int, version: int = METADATA_VERSION) -> bytes:
-    body = _header(METADATA_API_KEY, version, correlation_id)
+    body = request_header(METADATA_API_KEY, version, correlation_id)
     if topics is None:
         body += struct.pack(">i", -1)
     else:
@@ -120,7 +86,7 @@ def _metadata_request(topics: list[str] | None, correlation_id: int, version: in
 
 
 def _parse_metadata(data: bytes, address: str, version: int = METADATA_VERSION) -> BrokerView:
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     if version >= 3:
         r.take(">i")  # throttle time
@@ -155,12 +121,6 @@ def _parse_metadata(data: bytes, address: str, version: int = METADATA_VERSION) 
     return view
 
 
-def _exchange(sock: socket.socket, request: bytes) -> bytes:
-    sock.sendall(request)
-    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-    return _recv_exact(sock, size)
-
-
 def broker_view(host: str, port: int, topics: list[str] | None = None, timeout: float = 2.0) -> BrokerView:
     """Ask exactly this broker which Metadata versions it serves, then for its own view in the newest we share.
 
@@ -168,8 +128,8 @@ def broker_view(host: str, port: int, topics: list[str] | None = None, timeout: 
     """
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        version = metadata_version(_parse_api_versions(_exchange(sock, _api_versions_request(1))))
-        return _parse_metadata(_exchange(sock, _metadata_request(topics, 2, version)), f"{host}:{port}", version)
+        version = metadata_version(_parse_api_versions(exchange(sock, _api_versions_request(1))))
+        return _parse_metadata(exchange(sock, _metadata_request(topics, 2, version)), f"{host}:{port}", version)
 
 
 LIST_OFFSETS_API_KEY = 2
@@ -190,7 +150,7 @@ def _list_offsets_request(topic: str, partitions: list[int], isolation: int, cor
 
 def _parse_list_offsets(data: bytes) -> dict[int, int | None]:
     """partition -> offset, None where the broker answered with an error (not the leader, say)."""
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     r.take(">i")  # throttle time
     out: dict[int, int | None] = {}
@@ -216,8 +176,8 @@ def end_offsets(host: str, port: int, topic: str, partitions: list[int],
         # (asked the other way round, a write between the two answers showed an LSO above the high watermark).
         for correlation, isolation in enumerate((READ_COMMITTED, READ_UNCOMMITTED), 1):
             sock.sendall(_list_offsets_request(topic, partitions, isolation, correlation))
-            size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-            answers.append(_parse_list_offsets(_recv_exact(sock, size)))
+            size = struct.unpack(">i", recv_exact(sock, 4))[0]
+            answers.append(_parse_list_offsets(recv_exact(sock, size)))
     stable, high = answers
     return {p: (high.get(p), stable.get(p)) for p in partitions}
 
@@ -228,14 +188,14 @@ TRANSACTION_KEY = 1  # key_type: a transactional.id (0 is a consumer group)
 
 
 def _find_coordinator_request(key: str, key_type: int, correlation_id: int) -> bytes:
-    body = _header(FIND_COORDINATOR_API_KEY, FIND_COORDINATOR_VERSION, correlation_id)
+    body = request_header(FIND_COORDINATOR_API_KEY, FIND_COORDINATOR_VERSION, correlation_id)
     body += struct.pack(">h", len(key.encode())) + key.encode() + struct.pack(">b", key_type)
     return struct.pack(">i", len(body)) + body
 
 
 def _parse_find_coordinator(data: bytes) -> tuple[int, int | None]:
     """(error code, coordinator's broker id or None on an error) of a FindCoordinator v1 answer."""
-    r = _Reader(data)
+    r = Reader(data)
     r.take(">i")  # correlation id
     r.take(">i")  # throttle time
     error = r.take(">h")
@@ -251,7 +211,7 @@ def txn_coordinator(host: str, port: int, transactional_id: str, timeout: float 
     to); error 15 (COORDINATOR_NOT_AVAILABLE) while that partition has no leader."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        return _parse_find_coordinator(_exchange(sock, _find_coordinator_request(transactional_id, TRANSACTION_KEY, 1)))
+        return _parse_find_coordinator(exchange(sock, _find_coordinator_request(transactional_id, TRANSACTION_KEY, 1)))
 
 
 def first_txn_coordinator(hosts: list[str], port: int, transactional_id: str, timeout: float = 2.0) -> int | None:

@@ -49,7 +49,7 @@ def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
 
     removed = clean_netns(prefix)
     if docker_sdk():  # without the SDK this installation made no containers to clean
-        from testbed.runtime.docker_api import clean_leftovers as clean_docker
+        from testbed.runtime.docker_clean import clean_leftovers as clean_docker
 
         removed += clean_docker(prefix)
     return removed

@@ -43,6 +43,7 @@ from testbed.runtime import ssh_clock, ssh_firewall, ssh_install, ssh_power
 from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
 from testbed.runtime.ssh_links import SshLinks, unshape_command
+from testbed.runtime.ssh_preflight import check_hosts
 from testbed.runtime.ssh_procs import SshProcess, find_script, kill_all_script, spawn_command
 from testbed.runtime.ssh_unsynced import SshDisks, detach_command
 from testbed.state import RunState
@@ -331,8 +332,6 @@ def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, 
     FUSE); else UsageError.
 
     Runs before anything is created, on every host at once; changes nothing on any host."""
-    from testbed.runtime.ssh_preflight import check_hosts
-
     check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts, kafka_version)
 
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from campaign import lake as lakes
+from campaign.campaign_report import CampaignReport
 from campaign.command import Options, run_campaign
-from campaign.outputs import CampaignReport
 from campaign.runner import CAMPAIGN_ENV
 from checkers.anomalies import ANOMALIES
 from harness.spec import Spec

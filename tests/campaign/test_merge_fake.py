@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from campaign import lake as lakes
+from campaign.campaign_report import CampaignReport
 from campaign.command import Options, run_campaign
 from campaign.merge import MergeOptions, merge_campaign
-from campaign.outputs import CampaignReport
 from campaign.shards import Shard
-from harness.cli import main
+from faultline.cli import main
 from harness.spec import Spec
 from tests.campaign.fake import Driver, write_campaign, write_scenario
 from tests.campaign.pages import JUNIT_SCHEMA, links, text_of

@@ -1,4 +1,4 @@
-"""harness.testing.FaultlineCluster as an application team uses it: a plain client against real partitions."""
+"""faultline.testing.FaultlineCluster as an application team uses it: a plain client against real partitions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import docker
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from harness.testing import FaultlineCluster
+from faultline.testing import FaultlineCluster
 
 pytestmark = pytest.mark.docker
 

@@ -298,7 +298,7 @@ def test_several_spec_files_each_keep_their_folder_latest_and_junit_and_the_wors
 
 def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: FakeMachine, tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from faultline.cli import main
 
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(SPEC))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
+from faultline.cli import main
 from harness.runfolders import find_runs
 from testbed.errors import UsageError
 from testbed.runfolder import RunFolder

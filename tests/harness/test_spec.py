@@ -328,7 +328,7 @@ def test_a_power_off_that_must_lose_unsynced_writes_is_refused_where_the_runtime
 
 
 def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_itself_when_wrong(tmp_path: Path) -> None:
-    from harness.cli import parse_sets
+    from faultline.cli import parse_sets
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(dict(BASE, settle_timeout_s=120, configurations={
         "a": {}, "b": {"overrides": {"cluster": {"partitions": 6}, "settle_timeout_s": 90}}})))

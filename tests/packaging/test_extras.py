@@ -23,7 +23,7 @@ sys.meta_path.insert(0, Block())
 
 
 def test_a_run_and_its_report_import_none_of_the_extras() -> None:
-    modules = ("harness.cli", "harness.scenario", "harness.run", "report", "report.junit", "checkers.api",
+    modules = ("faultline.cli", "harness.scenario", "harness.run", "report", "report.junit", "checkers.api",
                "checkers.pandas_engine", "campaign.command", "testbed.runtime.kinds")
     code = BLOCK_EXTRAS + "".join(f"import {m}\n" for m in modules) + "print('ok')\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

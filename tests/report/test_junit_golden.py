@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from campaign.campaign_report import CampaignReport
 from campaign.changes import Changes
-from campaign.outputs import CampaignReport, junit_document
+from campaign.outputs import junit_document
 from campaign.plan import Case
 from campaign.records import Attempt, CaseResult
 from checkers.configuration_result import ConfigurationResult as record

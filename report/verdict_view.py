@@ -1,9 +1,11 @@
-"""Reading a verdict.json (spec/history.md) the way every report output states it.
+"""The report's view of a verdict: reading a verdict.json (spec/history.md) the way every report output
+states it (the verdict document is `checkers/verdict.py`'s, judging a run `harness/judge.py`).
 
 One place decides what "valid", "invalid" and "unknown" mean for the report,
 the summary and junit.xml: ``valid`` true is valid, false is invalid, and
 anything else (the string "unknown", a missing or unreadable verdict) is
 unknown, with the checker's ``reason`` where it gave one.
+Must never: write a verdict or judge a history (it reads what the checker wrote).
 """
 
 from __future__ import annotations

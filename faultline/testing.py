@@ -1,6 +1,6 @@
 """A throwaway faulted Kafka cluster for an application team's own pytest suite.
 
-    from harness.testing import FaultlineCluster
+    from faultline.testing import FaultlineCluster
 
     def test_my_producer_survives_losing_an_az():
         with FaultlineCluster() as c:

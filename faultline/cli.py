@@ -1,4 +1,4 @@
-"""`python -m harness` (also `faultline`): the command line.
+"""`python -m harness` (also `python -m faultline` and `faultline`): the command line.
 
 Every HarnessError becomes one line on stderr and exit status 3 (DESIGN.md's
 contract); bad options are HarnessErrors too. Every path a user types is made

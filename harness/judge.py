@@ -1,9 +1,11 @@
-"""From journals to a verdict: build the history tables, run the checker, hold the result to the spec.
+"""Judging a run: from journals to a verdict (build the history tables, run the checker, hold the result to
+the spec). The verdict document itself is `checkers/verdict.py`'s; how a report reads it, `report/verdict_view.py`.
 
 The history is written before the checker runs (a crash in analysis never
 loses it). A run whose end phases were incomplete (the cluster never settled,
 a drain did not finish) can never be valid: its verdict is 'unknown' with the
 reasons, whatever the checker found.
+Must never: write the verdict before the history tables, or let a report that fails to render hide the verdict.
 """
 
 from __future__ import annotations
