@@ -17,7 +17,7 @@ Must never: import an engine, pandas or pyspark (the harness imports this module
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from checkers import example_builders as b
@@ -65,6 +65,7 @@ class Anomaly:
     transactions restates. ``located_by``: what an instance names, a value or a position (the examples
     fetch the rows of that). ``lake_version``: the lake schema version that added its count column to
     `runs` (a new anomaly takes the next one, so an old lake is refused rather than mixed).
+    Every record states its ``lake_version`` (keyword, no default) so a new one cannot forget it.
     ``transactions_view``: where the report's transactions view traces its examples to their
     transaction, in this order (None: it does not).
     """
@@ -77,7 +78,7 @@ class Anomaly:
     judge: Judge = ALWAYS
     restated: bool = False
     located_by: Literal["value", "position"] = "value"
-    lake_version: int = 1
+    lake_version: int = field(kw_only=True)
     transactions_view: int | None = None
 
 
@@ -86,26 +87,26 @@ _PAIR_KEY = ("process", "topic", "partition", "seq", "offset", "value")
 
 RECORDS: tuple[Anomaly, ...] = (
     Anomaly(LOST, 1, "Writes the broker acknowledged that are missing from the final log.", _WRITE_KEY,
-            b.write_example, UNLESS_ACKS_0, restated=True, transactions_view=8),
+            b.write_example, UNLESS_ACKS_0, restated=True, transactions_view=8, lake_version=1),
     Anomaly(DUPLICATE, 1, "Values that sit at two or more positions of the final log: one send, written twice.",
-            ("value",), b.duplicate, UNLESS_AT_LEAST_ONCE),
+            ("value",), b.duplicate, UNLESS_AT_LEAST_ONCE, lake_version=1),
     Anomaly(DIVERGENCE, 1, "Positions (topic, partition, offset) that held different values across "
             "acknowledgements and reads: two replicas wrote different logs at the same offsets.",
-            ("topic", "partition", "offset"), b.divergence, located_by="position"),
-    Anomaly(PHANTOM, 1, "Values read that no producer ever sent.", ("value",), b.phantom),
+            ("topic", "partition", "offset"), b.divergence, located_by="position", lake_version=1),
+    Anomaly(PHANTOM, 1, "Values read that no producer ever sent.", ("value",), b.phantom, lake_version=1),
     Anomaly(VANISHED_READ, 1, "Values a consumer read while the test ran that are missing from the final log.",
-            ("value",), b.vanished, restated=True),
+            ("value",), b.vanished, restated=True, lake_version=1),
     Anomaly(FAILED_PRESENT, 1, "Writes the client was told definitely failed, which were read all the same.",
-            _WRITE_KEY, b.failed_present),
+            _WRITE_KEY, b.failed_present, lake_version=1),
     Anomaly(RECOVERED, 1, "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
-            _WRITE_KEY, b.recovered, NEVER, restated=True, transactions_view=7),
+            _WRITE_KEY, b.recovered, NEVER, restated=True, transactions_view=7, lake_version=1),
     Anomaly(REORDERED, 1, "Pairs of acknowledged writes from one producer to one partition that landed in the "
             "log in the opposite order.", ("process", "topic", "partition", "op_id", "value"), b.reordered,
-            UNLESS_PIPELINED),
+            UNLESS_PIPELINED, lake_version=1),
     Anomaly(NONMONOTONIC_POLL, 1, "Consecutive live reads by one consumer whose offset went backwards or repeated.",
-            _PAIR_KEY, b.poll_pair, UNLESS_GROUP_CONSUMER),
+            _PAIR_KEY, b.poll_pair, UNLESS_GROUP_CONSUMER, lake_version=1),
     Anomaly(POLL_SKIP, 1, "Consecutive live reads by one consumer that skipped records present in the final log.",
-            _PAIR_KEY, b.poll_pair, restated=True),
+            _PAIR_KEY, b.poll_pair, restated=True, lake_version=1),
     Anomaly(ABORTED_READ, 2, "Values of aborted transactions that a read_committed consumer read.", _WRITE_KEY,
             b.aborted_read, lake_version=2, transactions_view=1),
     Anomaly(UNCOMMITTED_READ, 2, "Values a read_committed consumer read before their transaction was asked to "
