@@ -18,7 +18,7 @@ import pandas as pd
 
 from checkers.anomalies import REGISTRY, Registry
 from report.faults import FaultWindow, relation, windows_around
-from report.run import Run
+from report.loaded_run import Run
 
 # Shown in their own columns; everything else goes to "details".
 MAIN_FIELDS = ("value", "topic", "partition", "offset", "process")
