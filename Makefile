@@ -218,7 +218,8 @@ docs-diagram:
 spec-docs:
 	$(PY) -m harness.spec_schema
 
-# The table and column tables of docs/history.md, from checkers/schema.py (a test checks they are current).
+# The table, column and anomaly tables of docs/history.md, from checkers/schema.py and checkers/anomalies.py
+# (a test checks they are current).
 history-docs:
 	$(PY) -m checkers.history_docs
 

@@ -1,17 +1,41 @@
-"""The anomalies of spec/history.md: their names, what each means, and how examples are ordered.
+"""The anomalies of spec/history.md: one record per anomaly, and every table derived from the records.
 
-The one list of anomaly names: the harness (spec validation, the report)
-imports it from here rather than keeping its own.
+The one list of anomaly names: the harness (spec validation, the report), the
+lake and docs/history.md take it from here rather than keeping their own. A
+record says everything about an anomaly except how an engine finds it: its
+name, the contract version that defined it, a sentence for a person, when it
+is an error (a checkers.classify `Judge`), how its example is written (a
+checkers.example_builders builder), how its instances are ordered (its sort
+key, after "errors first": always non-null columns, the same in both engines)
+and where the report shows it. Adding an anomaly is a record here plus its
+logic in each engine (checkers.pandas_engine / txn_pandas, checkers.spark_engine /
+spark_queries / txn_spark); a test fails while an engine does not find it.
 
-Each anomaly is counted in units (values, positions or adjacent pairs); an
-engine reports one *instance* row per unit. Instances are ordered errors
-first, then by the anomaly's sort key, so both engines pick the same
-examples and a history always gives the same verdict bytes. The examples
-are spread over that order (first and last included) rather than its head,
-so they show the whole extent of an anomaly, not only where it began.
+Must never: import an engine, pandas or pyspark (the harness imports this module).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from checkers import example_builders as b
+from checkers.classify import (
+    ALWAYS,
+    NEVER,
+    UNLESS_ACKS_0,
+    UNLESS_AT_LEAST_ONCE,
+    UNLESS_GROUP_CONSUMER,
+    UNLESS_NOT_TRANSACTIONAL,
+    UNLESS_PIPELINED,
+    ClientConfig,
+    Judge,
+    Rule,
+)
+from checkers.example_order import INSTANCE_COLUMNS, MAX_EXAMPLES, example_positions
+
+__all__ = ["INSTANCE_COLUMNS", "MAX_EXAMPLES", "example_positions"]  # re-exported: their owner is example_order
 
 LOST = "lost"
 DUPLICATE = "duplicate"
@@ -31,108 +55,143 @@ UNREADABLE = "unreadable"
 REPROCESSED = "reprocessed"
 SKIPPED_INPUT = "skipped-input"
 
-# The anomalies of contract v2: 0 in a history without transactions (reprocessed: without `source` values).
-V2_ANOMALIES: tuple[str, ...] = (ABORTED_READ, UNCOMMITTED_READ, TORN_TRANSACTION, UNREADABLE, REPROCESSED,
-                                 SKIPPED_INPUT)
-# The v1 anomalies whose rule a history with transactions restates.
-RESTATED: tuple[str, ...] = (LOST, VANISHED_READ, RECOVERED, POLL_SKIP)
 
-ANOMALIES: tuple[str, ...] = (
-    LOST,
-    DUPLICATE,
-    DIVERGENCE,
-    PHANTOM,
-    VANISHED_READ,
-    FAILED_PRESENT,
-    RECOVERED,
-    REORDERED,
-    NONMONOTONIC_POLL,
-    POLL_SKIP,
-    *V2_ANOMALIES,
-)
+@dataclass(frozen=True)
+class Anomaly:
+    """One anomaly: everything the checker, the report, the lake and the docs need to know of it.
 
-# Each anomaly in a sentence, for a person reading a verdict (spec/history.md has the exact definitions).
-DESCRIPTIONS: dict[str, str] = {
-    LOST: "Writes the broker acknowledged that are missing from the final log.",
-    DUPLICATE: "Values that sit at two or more positions of the final log: one send, written twice.",
-    DIVERGENCE: "Positions (topic, partition, offset) that held different values across acknowledgements and "
-    "reads: two replicas wrote different logs at the same offsets.",
-    PHANTOM: "Values read that no producer ever sent.",
-    VANISHED_READ: "Values a consumer read while the test ran that are missing from the final log.",
-    FAILED_PRESENT: "Writes the client was told definitely failed, which were read all the same.",
-    RECOVERED: "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
-    REORDERED: "Pairs of acknowledged writes from one producer to one partition that landed in the log in "
-    "the opposite order.",
-    NONMONOTONIC_POLL: "Consecutive live reads by one consumer whose offset went backwards or repeated.",
-    POLL_SKIP: "Consecutive live reads by one consumer that skipped records present in the final log.",
-    ABORTED_READ: "Values of aborted transactions that a read_committed consumer read.",
-    UNCOMMITTED_READ: "Values a read_committed consumer read before their transaction was asked to commit.",
-    TORN_TRANSACTION: "Transactions partly in the committed final log and partly missing from it.",
-    UNREADABLE: "Acknowledged values the read_uncommitted drain read but the read_committed drain never reached.",
-    REPROCESSED: "Input records processed into the committed output twice.",
-    SKIPPED_INPUT: "Input records marked consumed by a committed transaction but never processed into the "
-    "committed output.",
-}
-
-MAX_EXAMPLES = 20
-
-
-def _spread(n: int, k: int) -> list[int]:
-    """k positions out of range(n), evenly spaced, first and last included."""
-    if n <= k:
-        return list(range(n))
-    if k == 1:
-        return [0]
-    return [(i * (n - 1)) // (k - 1) for i in range(k)]
-
-
-def example_positions(n_errors: int, n: int, k: int = MAX_EXAMPLES) -> list[int]:
-    """Which of n ordered instances (the n_errors errors first) become examples.
-
-    Errors are preferred: up to k spread over them, and any room left is
-    spread over the rest.
+    ``contract``: the history contract version that defined it (2: 0 in a history without transactions,
+    reprocessed: without `source` values). ``restated``: a v1 anomaly whose rule a history with
+    transactions restates. ``located_by``: what an instance names, a value or a position (the examples
+    fetch the rows of that). ``lake_version``: the lake schema version that added its count column to
+    `runs` (a new anomaly takes the next one, so an old lake is refused rather than mixed).
+    Every record states its ``lake_version`` (keyword, no default) so a new one cannot forget it.
+    ``transactions_view``: where the report's transactions view traces its examples to their
+    transaction, in this order (None: it does not).
     """
-    picked = _spread(n_errors, k)
-    return picked + [n_errors + i for i in _spread(n - n_errors, k - len(picked))]
 
+    name: str
+    contract: Literal[1, 2]
+    description: str
+    sort_key: tuple[str, ...]
+    example: b.Builder
+    judge: Judge = ALWAYS
+    restated: bool = False
+    located_by: Literal["value", "position"] = "value"
+    lake_version: int = field(kw_only=True)
+    transactions_view: int | None = None
 
-# Columns of an instance row; an anomaly fills those it needs, the rest are null.
-INSTANCE_COLUMNS: tuple[str, ...] = (
-    "value",
-    "topic",
-    "partition",
-    "offset",
-    "process",
-    "op_id",
-    "invoke_ns",
-    "seq",
-    "poll_ns",
-    "prev_value",
-    "prev_offset",
-    "prev_op_id",
-    "prev_seq",
-    "prev_poll_ns",
-)
 
 _WRITE_KEY = ("invoke_ns", "value")
 _PAIR_KEY = ("process", "topic", "partition", "seq", "offset", "value")
 
+RECORDS: tuple[Anomaly, ...] = (
+    Anomaly(LOST, 1, "Writes the broker acknowledged that are missing from the final log.", _WRITE_KEY,
+            b.write_example, UNLESS_ACKS_0, restated=True, transactions_view=8, lake_version=1),
+    Anomaly(DUPLICATE, 1, "Values that sit at two or more positions of the final log: one send, written twice.",
+            ("value",), b.duplicate, UNLESS_AT_LEAST_ONCE, lake_version=1),
+    Anomaly(DIVERGENCE, 1, "Positions (topic, partition, offset) that held different values across "
+            "acknowledgements and reads: two replicas wrote different logs at the same offsets.",
+            ("topic", "partition", "offset"), b.divergence, located_by="position", lake_version=1),
+    Anomaly(PHANTOM, 1, "Values read that no producer ever sent.", ("value",), b.phantom, lake_version=1),
+    Anomaly(VANISHED_READ, 1, "Values a consumer read while the test ran that are missing from the final log.",
+            ("value",), b.vanished, restated=True, lake_version=1),
+    Anomaly(FAILED_PRESENT, 1, "Writes the client was told definitely failed, which were read all the same.",
+            _WRITE_KEY, b.failed_present, lake_version=1),
+    Anomaly(RECOVERED, 1, "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
+            _WRITE_KEY, b.recovered, NEVER, restated=True, transactions_view=7, lake_version=1),
+    Anomaly(REORDERED, 1, "Pairs of acknowledged writes from one producer to one partition that landed in the "
+            "log in the opposite order.", ("process", "topic", "partition", "op_id", "value"), b.reordered,
+            UNLESS_PIPELINED, lake_version=1),
+    Anomaly(NONMONOTONIC_POLL, 1, "Consecutive live reads by one consumer whose offset went backwards or repeated.",
+            _PAIR_KEY, b.poll_pair, UNLESS_GROUP_CONSUMER, lake_version=1),
+    Anomaly(POLL_SKIP, 1, "Consecutive live reads by one consumer that skipped records present in the final log.",
+            _PAIR_KEY, b.poll_pair, restated=True, lake_version=1),
+    Anomaly(ABORTED_READ, 2, "Values of aborted transactions that a read_committed consumer read.", _WRITE_KEY,
+            b.aborted_read, lake_version=2, transactions_view=1),
+    Anomaly(UNCOMMITTED_READ, 2, "Values a read_committed consumer read before their transaction was asked to "
+            "commit.", _WRITE_KEY, b.uncommitted_read, lake_version=2, transactions_view=2),
+    # a transaction, by its first write missing from Frc
+    Anomaly(TORN_TRANSACTION, 2, "Transactions partly in the committed final log and partly missing from it.",
+            _WRITE_KEY, b.torn, lake_version=2, transactions_view=3),
+    Anomaly(UNREADABLE, 2, "Acknowledged values the read_uncommitted drain read but the read_committed drain "
+            "never reached.", _WRITE_KEY, b.unreadable, lake_version=2, transactions_view=4),
+    Anomaly(REPROCESSED, 2, "Input records processed into the committed output twice.", ("value",),  # the input
+            b.reprocessed, UNLESS_NOT_TRANSACTIONAL, lake_version=2, transactions_view=6),
+    Anomaly(SKIPPED_INPUT, 2, "Input records marked consumed by a committed transaction but never processed into "
+            "the committed output.", ("value",), b.skipped_input, lake_version=2, transactions_view=5),
+)
+
+
+class Registry:
+    """A sequence of anomaly records (in the verdict's order) and the tables derived from them.
+
+    Iterating gives the records; ``registry[name]`` one of them (KeyError for a name no record has).
+    """
+
+    def __init__(self, records: Iterable[Anomaly]) -> None:
+        self.records = tuple(records)
+        self._by_name = {r.name: r for r in self.records}
+        if len(self._by_name) != len(self.records):
+            raise ValueError("two anomaly records have one name")
+        if any(not r.sort_key or not r.description for r in self.records):
+            raise ValueError("every anomaly record has a sort key and a description")
+
+    def __iter__(self) -> Iterator[Anomaly]:
+        return iter(self.records)
+
+    def __getitem__(self, name: str) -> Anomaly:
+        return self._by_name[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def plus(self, *records: Anomaly) -> Registry:
+        """This registry with ``records`` added at the end (a test's new anomaly)."""
+        return Registry((*self.records, *records))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.records)
+
+    def of_contract(self, version: int) -> tuple[str, ...]:
+        return tuple(r.name for r in self.records if r.contract == version)
+
+    @property
+    def restated(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.records if r.restated)
+
+    @property
+    def transactions_view(self) -> tuple[str, ...]:
+        """The anomalies the report's transactions view traces to their transaction, in its order."""
+        traced = [r for r in self.records if r.transactions_view is not None]
+        return tuple(r.name for r in sorted(traced, key=lambda r: r.transactions_view or 0))
+
+    @property
+    def lake_version(self) -> int:
+        """The newest lake schema version an anomaly's count column needs."""
+        return max(r.lake_version for r in self.records)
+
+    def rules(self, configs: Mapping[str, ClientConfig], group_consumers: Iterable[str]) -> dict[str, Rule]:
+        """The rule for every anomaly, given the known configs and the group consumers."""
+        groups = frozenset(group_consumers)
+        return {r.name: r.judge(configs, groups) for r in self.records}
+
+
+REGISTRY = Registry(RECORDS)
+
+ANOMALIES: tuple[str, ...] = REGISTRY.names
+# The anomalies of contract v2: 0 in a history without transactions (reprocessed: without `source` values).
+V2_ANOMALIES: tuple[str, ...] = REGISTRY.of_contract(2)
+# The v1 anomalies whose rule a history with transactions restates.
+RESTATED: tuple[str, ...] = REGISTRY.restated
+# Each anomaly in a sentence, for a person reading a verdict (spec/history.md has the exact definitions).
+DESCRIPTIONS: dict[str, str] = {r.name: r.description for r in REGISTRY}
 # Sort key of each anomaly's instances (after "errors first"); always non-null columns.
-SORT_KEYS: dict[str, tuple[str, ...]] = {
-    LOST: _WRITE_KEY,
-    FAILED_PRESENT: _WRITE_KEY,
-    RECOVERED: _WRITE_KEY,
-    DUPLICATE: ("value",),
-    PHANTOM: ("value",),
-    VANISHED_READ: ("value",),
-    DIVERGENCE: ("topic", "partition", "offset"),
-    REORDERED: ("process", "topic", "partition", "op_id", "value"),
-    NONMONOTONIC_POLL: _PAIR_KEY,
-    POLL_SKIP: _PAIR_KEY,
-    ABORTED_READ: _WRITE_KEY,
-    UNCOMMITTED_READ: _WRITE_KEY,
-    TORN_TRANSACTION: _WRITE_KEY,  # a transaction, by its first write missing from Frc
-    UNREADABLE: _WRITE_KEY,
-    REPROCESSED: ("value",),  # the input value
-    SKIPPED_INPUT: ("value",),
-}
+SORT_KEYS: dict[str, tuple[str, ...]] = {r.name: r.sort_key for r in REGISTRY}
+
+
+def rules(configs: Mapping[str, ClientConfig], group_consumers: Iterable[str],
+          registry: Registry = REGISTRY) -> dict[str, Rule]:
+    """The rule for every anomaly of ``registry``, given the known configs and the group consumers."""
+    return registry.rules(configs, group_consumers)

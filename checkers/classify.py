@@ -8,25 +8,18 @@ Settings a row leaves out take the Kafka 2.7 client defaults (acks=1,
 enable.idempotence=false, max.in.flight.requests.per.connection=5).
 
 The result is data (a `Rule` per anomaly) so both engines apply it with one
-``isin`` over a handful of process names.
+``isin`` over a handful of process names. Each anomaly's record (checkers.anomalies)
+names its `Judge`, one of those below; `checkers.anomalies.rules` asks every record's.
+
+Must never: name an anomaly or import checkers.anomalies (the records import this module).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from checkers.anomalies import (
-    ANOMALIES,
-    DUPLICATE,
-    LOST,
-    NONMONOTONIC_POLL,
-    RECOVERED,
-    REORDERED,
-    REPROCESSED,
-)
 
 
 @dataclass(frozen=True)
@@ -104,19 +97,37 @@ def known_configs(rows: Iterable[tuple[str, str | None]]) -> dict[str, ClientCon
     return {p: c for p, c in configs.items() if p not in conflicting}
 
 
-def rules(configs: Mapping[str, ClientConfig], group_consumers: Iterable[str]) -> dict[str, Rule]:
-    """The rule for every anomaly, given the known configs and the group consumers."""
-    groups = frozenset(group_consumers)
-    table = {name: Rule("error") for name in ANOMALIES}
-    table[RECOVERED] = Rule("info")
-    table[LOST] = Rule("by-process", frozenset(p for p, c in configs.items() if c.acks == "0"))
-    table[DUPLICATE] = Rule("by-process", frozenset(p for p, c in configs.items() if not c.idempotent))
-    table[REORDERED] = Rule(
-        "by-process",
-        frozenset(p for p, c in configs.items() if not c.idempotent and c.max_in_flight != 1),
-    )
-    table[NONMONOTONIC_POLL] = Rule("by-process", frozenset(p for p in configs if p in groups))
-    # An instance is attributed to a writer of its outputs that is transactional (or has no known config) where
-    # there is one: information only when every writer is known not to be transactional.
-    table[REPROCESSED] = Rule("by-process", frozenset(p for p, c in configs.items() if not c.transactional))
-    return table
+@dataclass(frozen=True)
+class Judge:
+    """When one anomaly's instances are errors: the rule for a history's configs, and the same in words."""
+
+    error_when: str  # for docs/history.md's table
+    info_when: str
+    rule: Callable[[Mapping[str, ClientConfig], frozenset[str]], Rule]  # (configs, group consumers) -> Rule
+
+    def __call__(self, configs: Mapping[str, ClientConfig], group_consumers: Iterable[str]) -> Rule:
+        return self.rule(configs, frozenset(group_consumers))
+
+
+def _info_for(keep: Callable[[ClientConfig], bool]) -> Callable[[Mapping[str, ClientConfig], frozenset[str]], Rule]:
+    """By process: information for a process whose known config passes ``keep``."""
+    return lambda configs, _groups: Rule("by-process", frozenset(p for p, c in configs.items() if keep(c)))
+
+
+ALWAYS = Judge("always", "never", lambda _configs, _groups: Rule("error"))
+NEVER = Judge("never", "always", lambda _configs, _groups: Rule("info"))
+UNLESS_ACKS_0 = Judge("the writer had acks=all (-1) or acks=1", "acks=0 (it acknowledges nothing)",
+                      _info_for(lambda c: c.acks == "0"))
+UNLESS_AT_LEAST_ONCE = Judge("the writer had idempotence enabled", "otherwise (at-least-once delivery allows it)",
+                             _info_for(lambda c: not c.idempotent))
+UNLESS_PIPELINED = Judge("the writer had idempotence enabled, or max.in.flight.requests.per.connection = 1",
+                         "otherwise", _info_for(lambda c: not c.idempotent and c.max_in_flight != 1))
+UNLESS_GROUP_CONSUMER = Judge(
+    "a consumer with a fixed assignment that never seeked", "a group consumer (a rebalance may rewind)",
+    lambda configs, groups: Rule("by-process", frozenset(p for p in configs if p in groups)))
+# An instance is attributed to a writer of its outputs that is transactional (or has no known config) where
+# there is one: information only when every writer is known not to be transactional.
+UNLESS_NOT_TRANSACTIONAL = Judge(
+    "some process that wrote one of those outputs is transactional (`transactional.id` set) or has no "
+    "`processes` row", "every writer is known not to be transactional (at-least-once processing allows it)",
+    _info_for(lambda c: not c.transactional))

@@ -3,57 +3,30 @@
 Loads `writes` and `reads` whole (validated by checkers.tables) and computes
 each anomaly of spec/history.md as directly as the definitions read. It is
 the oracle the Spark engine is tested against, so clarity wins over speed.
+Each v1 anomaly's logic is a finder in FINDERS (contract v2's: checkers.txn_pandas); which anomalies
+there are, how they are judged and ordered is their records' (checkers.anomalies).
+
+Must never: name an anomaly's rule or sort key here (the record owns them), or skip a record: an
+anomaly no finder finds is a CheckerError, not a zero.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from checkers import anomalies as a
 from checkers import txn_pandas
-from checkers.classify import ClientConfig, Rule, rules
+from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
+from checkers.errors import CheckerError
+from checkers.pandas_frames import PAIR_GROUP, isin, poll_anomalies, records, to_frame
 from checkers.sources import TableSource
 from checkers.tables import load_table
 
 POS = ["topic", "partition", "offset"]
-PAIR_GROUP = ["process", "topic", "partition"]
-
-
-def to_frame(table: pa.Table) -> pd.DataFrame:
-    """Arrow to pandas keeping integers exact (nullable Int64, never float)."""
-    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-
-
-def plain(value: Any) -> Any:
-    """A pandas/numpy scalar as a plain Python value (NA as None)."""
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as dicts of plain Python values."""
-    return [{k: plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
-
-
-def isin(series: pd.Series, values: pd.Series) -> pd.Series:
-    """``series.isin(values)`` for text columns, through Arrow: pandas 3 checks Arrow-backed strings one
-    Python object at a time (1.5 s for 100k values), Arrow hashes them (milliseconds). Null is never in."""
-    if series.empty:
-        return pd.Series(False, index=series.index, dtype=bool)
-    found = pc.is_in(pa.array(series, type=pa.string()), value_set=pa.array(values, type=pa.string()).unique())
-    return pd.Series(found.fill_null(False).to_numpy(zero_copy_only=False), index=series.index, dtype=bool)
 
 
 def is_error(rule: Rule, process: pd.Series) -> pd.Series:
@@ -63,14 +36,31 @@ def is_error(rule: Rule, process: pd.Series) -> pd.Series:
     return ~process.isin(rule.info_processes) | process.isna()
 
 
+@dataclass(frozen=True)
+class Logs:
+    """What the v1 finders read: `writes`, `reads`, and the final and live reads apart."""
+
+    w: pd.DataFrame
+    r: pd.DataFrame
+    final: pd.DataFrame
+    live: pd.DataFrame
+
+
+# One function per group of anomalies computed together: each returns frames of instances (unclassified, in
+# the instance columns it needs, with `process`) by anomaly name. A new v1 anomaly adds its finder here.
+Finder = Callable[[Logs], dict[str, pd.DataFrame]]
+
+
 class PandasEngine:
     """Reference engine; see the module docstring and checkers.engine.Engine."""
 
     name = "pandas"
 
-    def __init__(self) -> None:
+    def __init__(self, registry: a.Registry = a.REGISTRY, finders: tuple[Finder, ...] | None = None) -> None:
         self.writes = pd.DataFrame()
         self.reads = pd.DataFrame()
+        self.registry = registry
+        self.finders = FINDERS if finders is None else finders
 
     def analyse(self, sources: dict[str, TableSource], configs: dict[str, ClientConfig]) -> Analysis:
         w = to_frame(load_table(sources["writes"]))
@@ -78,12 +68,13 @@ class PandasEngine:
         self.writes, self.reads = w, r
         terms = txn_pandas.prepare(sources, w, configs)  # contract v2 (None: no transactions, no sources)
         counts, errors, instances = {}, {}, {}
-        for name, top in classified_instances(w, r, configs, terms).items():
+        for name, top in classified_instances(w, r, configs, terms, self.registry, self.finders).items():
             counts[name] = len(top)
             errors[name] = int(top["is_error"].sum())
             cols = [c for c in (*a.INSTANCE_COLUMNS, "is_error") if c in top.columns]
             instances[name] = records(top.iloc[a.example_positions(errors[name], counts[name])][cols])
-        return Analysis(stats={**_stats(w, r), **txn_pandas.stats(terms, r)}, counts=counts, errors=errors, instances=instances)
+        return Analysis(stats={**_stats(w, r), **txn_pandas.stats(terms, r)}, counts=counts, errors=errors,
+                        instances=instances)
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         def pick(frame: pd.DataFrame) -> pd.DataFrame:
@@ -99,24 +90,28 @@ class PandasEngine:
 
 
 def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, ClientConfig],
-                         terms: txn_pandas.Terms | None = None) -> dict[str, pd.DataFrame]:
-    """Every instance of every anomaly, classified (``is_error``), errors first then by the anomaly's sort key."""
-    final, live = r[r["phase"] == "final"], r[r["phase"] == "live"]
+                         terms: txn_pandas.Terms | None = None, registry: a.Registry = a.REGISTRY,
+                         finders: tuple[Finder, ...] | None = None) -> dict[str, pd.DataFrame]:
+    """Every instance of every anomaly of ``registry``, classified (``is_error``), errors first then by the
+    anomaly's sort key. CheckerError when no finder (``finders``, default FINDERS; contract v2: txn_pandas)
+    finds an anomaly of the registry."""
+    logs = Logs(w, r, r[r["phase"] == "final"], r[r["phase"] == "live"])
     groups = r.loc[r["group"].notna(), "process"].unique().tolist()
-    table = rules(configs, groups)
-    found = {
-        **_value_anomalies(w, r, final, live),
-        a.DIVERGENCE: _divergence(w, r),
-        a.REORDERED: _reordered(w, final),
-        **_poll_anomalies(live, final),
-    }
+    table = registry.rules(configs, groups)
+    found: dict[str, pd.DataFrame] = {}
+    for finder in FINDERS if finders is None else finders:
+        found.update(finder(logs))
     found.update(txn_pandas.instances(terms, w, r, table))  # contract v2: new anomalies, restated v1 ones
     out = {}
-    for name in a.ANOMALIES:
-        frame = found[name].copy()
-        frame["is_error"] = is_error(table[name], frame["process"]).astype(bool)
-        keys = ["is_error", *a.SORT_KEYS[name]]
-        out[name] = frame.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable")
+    for record in registry:
+        if record.name not in found:
+            raise CheckerError(f"the pandas engine has no logic for the anomaly {record.name!r}")
+        frame = found[record.name].copy()
+        frame["is_error"] = is_error(table[record.name], frame["process"]).astype(bool)
+        keys = ["is_error", *record.sort_key]
+        # nulls first, as the Spark engine orders them (a sort key's columns are never null in an instance)
+        out[record.name] = frame.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable",
+                                             na_position="first")
     return out
 
 
@@ -142,9 +137,8 @@ def _stats(w: pd.DataFrame, r: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def _value_anomalies(
-    w: pd.DataFrame, r: pd.DataFrame, final: pd.DataFrame, live: pd.DataFrame
-) -> dict[str, pd.DataFrame]:
+def _value_anomalies(logs: Logs) -> dict[str, pd.DataFrame]:
+    w, r, final, live = logs.w, logs.r, logs.final, logs.live
     in_final = isin(w["value"], final["value"])
     in_reads = isin(w["value"], r["value"])
     positions = final[["value", *POS]].drop_duplicates().groupby("value").size()
@@ -167,14 +161,16 @@ def _value_anomalies(
     }
 
 
-def _divergence(w: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
+def _divergence(logs: Logs) -> dict[str, pd.DataFrame]:
+    w, r = logs.w, logs.r
     acked = w[(w["status"] == "ok") & w["partition"].notna() & w["offset"].notna()]
     evidence = pd.concat([acked[[*POS, "value"]], r[[*POS, "value"]]]).drop_duplicates()
     values = evidence.groupby(POS).size()
-    return values[values >= 2].reset_index()[POS].assign(process=None)
+    return {a.DIVERGENCE: values[values >= 2].reset_index()[POS].assign(process=None)}
 
 
-def _reordered(w: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
+def _reordered(logs: Logs) -> dict[str, pd.DataFrame]:
+    w, final = logs.w, logs.final
     placed = final.groupby("value")["offset"].min()
     ok = w[(w["status"] == "ok") & w["partition"].notna()].copy()
     ok["placed"] = ok["value"].map(placed)
@@ -186,32 +182,11 @@ def _reordered(w: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
     out["prev_value"] = prev.loc[flagged, "value"]
     out["prev_offset"] = prev.loc[flagged, "placed"]
     out["prev_op_id"] = prev.loc[flagged, "op_id"]
-    return out
+    return {a.REORDERED: out}
 
 
-def _poll_anomalies(live: pd.DataFrame, final: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    cols = ["process", "topic", "partition", "seq", "offset", "value", "poll_ns"]
-    reads = live[cols].sort_values(["process", "topic", "partition", "seq", "offset", "value"], kind="stable")
-    prev = reads.groupby(PAIR_GROUP, sort=False)[["offset", "value", "seq", "poll_ns"]].shift(1)
-    pairs = reads.assign(
-        prev_offset=prev["offset"],
-        prev_value=prev["value"],
-        prev_seq=prev["seq"],
-        prev_poll_ns=prev["poll_ns"],
-    )
-    pairs = pairs[pairs["prev_offset"].notna()]
-    nonmonotonic = pairs[pairs["offset"] <= pairs["prev_offset"]]
-    gaps = pairs[pairs["offset"] > pairs["prev_offset"] + 1]
-    skipped = np.zeros(len(gaps), dtype=bool)
-    held = final.groupby(["topic", "partition"])["offset"].unique()
-    for key, group in gaps.groupby(["topic", "partition"], sort=False).indices.items():
-        if key not in held.index:
-            continue
-        offsets = np.sort(np.asarray(held[key], dtype=np.int64))
-        lo = gaps["prev_offset"].to_numpy(dtype=np.int64)[group]
-        hi = gaps["offset"].to_numpy(dtype=np.int64)[group]
-        nxt = np.searchsorted(offsets, lo, side="right")
-        has = nxt < len(offsets)
-        has[has] = offsets[nxt[has]] < hi[has]
-        skipped[group] = has
-    return {a.NONMONOTONIC_POLL: nonmonotonic, a.POLL_SKIP: gaps[skipped]}
+def _poll_pairs(logs: Logs) -> dict[str, pd.DataFrame]:
+    return poll_anomalies(logs.live, logs.final)
+
+
+FINDERS: tuple[Finder, ...] = (_value_anomalies, _divergence, _reordered, _poll_pairs)

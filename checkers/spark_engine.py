@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from checkers import anomalies as a
 from checkers import spark_queries as q
 from checkers import txn_spark, txn_terms
-from checkers.classify import ClientConfig, Rule, rules
+from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError
 from checkers.parquet import RowSummary, pick_rows
@@ -52,6 +52,7 @@ from checkers.spark_session import checker_settings, spark_session
 from checkers.spark_tables import raise_bad_row, read_table, summarize
 
 DUPLICATE_WRITE = "_duplicate-write"
+CHECK_SORT_KEY = ("value",)  # the engine's own checks (duplicate writes, missing transactions): by value
 SMALL_INSTANCES = 1_000_000  # instance rows fetched whole as Arrow (~100 MB at most); past it Spark picks the examples
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 Totals = dict[str, tuple[int, int]]
@@ -61,18 +62,24 @@ def _instance(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in (*a.INSTANCE_COLUMNS, "is_error")}
 
 
+def sort_key(name: str) -> tuple[str, ...]:
+    """The order of ``name``'s instances after "errors first": its record's sort key, as in the pandas engine
+    (KeyError for a name no record has); the engine's own checks by value."""
+    return CHECK_SORT_KEY if name in (DUPLICATE_WRITE, txn_spark.MISSING_TXN) else a.REGISTRY[name].sort_key
+
+
 def top_from_arrow(table: pa.Table) -> dict[str, list[dict[str, Any]]]:
     """The example instances of an instance set fetched whole (as Arrow).
 
-    Each anomaly's rows are ordered by Arrow (errors first, then its sort key, anomalies.SORT_KEYS,
-    nulls first as in Spark), anomalies.example_positions picks from that order, and only the
+    Each anomaly's rows are ordered by Arrow (errors first, then its sort key, `sort_key`, nulls first
+    as in Spark and the pandas engine), anomalies.example_positions picks from that order, and only the
     picked rows become Python values.
     """
     instances: dict[str, list[dict[str, Any]]] = {}
     names = table.column("anomaly")
     for name in sorted(pc.unique(names).drop_null().to_pylist()):
         rows = table.filter(pc.equal(names, name))
-        keys = a.SORT_KEYS.get(name, ("value",))
+        keys = sort_key(name)
         order = pc.sort_indices(rows, sort_keys=[("is_error", "descending", "at_start"),
                                                  *[(k, "ascending", "at_start") for k in keys]])
         n_errors = pc.sum(pc.cast(rows.column("is_error"), pa.int64())).as_py() or 0
@@ -100,7 +107,7 @@ def _top_in_spark(flagged: DataFrame, totals: Totals) -> dict[str, list[dict[str
     for name in (*a.ANOMALIES, DUPLICATE_WRITE):
         n, n_errors = totals.get(name, (0, 0))
         if n:
-            keys = a.SORT_KEYS.get(name, ("value",))
+            keys = sort_key(name)
             order = Window.orderBy(F.col("is_error").desc(), *[F.col(k).asc() for k in keys])
             picked.append(
                 flagged.filter(F.col("anomaly") == name)
@@ -184,7 +191,7 @@ class SparkEngine:
         stats.update(plan.stats() if plan else txn_terms.stats(None))
         if plan is not None:
             w, r = plan.writes(w), plan.reads(r)
-        flagged, cached = self._flagged(names.encode(w), names.encode(r), rules(configs, groups), names, plan)
+        flagged, cached = self._flagged(names.encode(w), names.encode(r), a.rules(configs, groups), names, plan)
         # Few partitions: the union has one set per branch, and each later look-up scans them all.
         flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
         cached.append(flagged)

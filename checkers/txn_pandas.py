@@ -14,17 +14,12 @@ import pandas as pd
 from checkers import anomalies as a
 from checkers import txn_terms
 from checkers.classify import ClientConfig, Rule
+from checkers.pandas_frames import isin, poll_anomalies, to_frame
 from checkers.sources import TableSource
 from checkers.txn_terms import Terms
 
 WRITE_COLS = ["value", "process", "invoke_ns"]
 POS = ["topic", "partition", "offset"]
-
-
-def _isin(series: pd.Series, values: pd.Series) -> pd.Series:
-    from checkers.pandas_engine import isin
-
-    return isin(series, values)
 
 
 def prepare(sources: dict[str, TableSource], w: pd.DataFrame, configs: dict[str, ClientConfig]) -> Terms | None:
@@ -38,7 +33,7 @@ def prepare(sources: dict[str, TableSource], w: pd.DataFrame, configs: dict[str,
     txns = w["txn"].dropna()
     if len(txns):
         known = pd.Series(terms.transactions.column("txn").to_pylist() if terms.transactions else [], dtype=object)
-        missing = txns[~_isin(txns, known)]
+        missing = txns[~isin(txns, known)]
         if len(missing):
             raise txn_terms.missing_row(sources, str(missing.min()))
     return terms
@@ -69,7 +64,7 @@ def instances(terms: Terms | None, w: pd.DataFrame, r: pd.DataFrame, table: dict
     rc_read = r["process"].isin(terms.read_committed)
     frc, fru = final[rc_read[final.index]], final[~rc_read[final.index]]
     o = frc if len(frc) else final
-    in_o = _isin(w["value"], o["value"])
+    in_o = isin(w["value"], o["value"])
     if terms.has_transactions:
         out.update(_transactional(terms, w, r, final, frc, fru, rc_read, table))
     if terms.source_maybe:
@@ -82,8 +77,6 @@ def instances(terms: Terms | None, w: pd.DataFrame, r: pd.DataFrame, table: dict
 def _transactional(terms: Terms, w: pd.DataFrame, r: pd.DataFrame, final: pd.DataFrame, frc: pd.DataFrame,
                    fru: pd.DataFrame, rc_read: pd.Series, table: dict[str, Rule]) -> dict[str, pd.DataFrame]:
     assert terms.transactions is not None
-    from checkers.pandas_engine import _poll_anomalies, to_frame
-
     t = to_frame(terms.transactions).set_index("txn")
     in_txn = w["txn"].notna()
     tstatus = w["txn"].map(t["status"])
@@ -92,27 +85,27 @@ def _transactional(terms: Terms, w: pd.DataFrame, r: pd.DataFrame, final: pd.Dat
     acked = (~in_txn & (w["status"] == "ok")) | (in_txn & (tstatus == "ok"))
     aborted = in_txn & (tstatus == "fail")
     unknown = (~in_txn & (w["status"] == "info")) | (in_txn & (tstatus == "info"))
-    in_f, in_frc = _isin(w["value"], final["value"]), _isin(w["value"], frc["value"])
+    in_f, in_frc = isin(w["value"], final["value"]), isin(w["value"], frc["value"])
     live_values = pd.Series(r.loc[r["phase"] == "live", "value"].unique(), dtype=object)
-    vanished = live_values[~_isin(live_values, final["value"]) & ~_isin(live_values, w.loc[aborted, "value"])]
+    vanished = live_values[~isin(live_values, final["value"]) & ~isin(live_values, w.loc[aborted, "value"])]
     rc = r[rc_read]
     first_rc_poll = w["value"].map(rc.groupby("value")["poll_ns"].min())
     early = (intent == "abort") | end_ns.isna() | (end_ns > first_rc_poll)
     live = r[r["phase"] == "live"]
     rc_live = live["process"].isin(terms.read_committed)
-    skips = pd.concat([_poll_anomalies(live[rc_live], frc)[a.POLL_SKIP],
-                       _poll_anomalies(live[~rc_live], final)[a.POLL_SKIP]])
+    skips = pd.concat([poll_anomalies(live[rc_live], frc)[a.POLL_SKIP],
+                       poll_anomalies(live[~rc_live], final)[a.POLL_SKIP]])
     out = {
         a.LOST: w.loc[acked & ~in_f, WRITE_COLS],
         a.VANISHED_READ: pd.DataFrame({"value": vanished, "process": None}),
         a.RECOVERED: w.loc[unknown & in_f.where(~in_txn, in_frc), WRITE_COLS],
         a.POLL_SKIP: skips,
-        a.ABORTED_READ: w.loc[aborted & _isin(w["value"], rc["value"]), WRITE_COLS],
+        a.ABORTED_READ: w.loc[aborted & isin(w["value"], rc["value"]), WRITE_COLS],
         a.UNCOMMITTED_READ: w.loc[in_txn & first_rc_poll.notna() & early.fillna(False).astype(bool), WRITE_COLS],
         a.TORN_TRANSACTION: _torn(w[in_txn & tstatus.isin(["ok", "info"])], in_frc),
     }
     if len(frc):
-        out[a.UNREADABLE] = w.loc[acked & _isin(w["value"], fru["value"]) & ~in_frc, WRITE_COLS]
+        out[a.UNREADABLE] = w.loc[acked & isin(w["value"], fru["value"]) & ~in_frc, WRITE_COLS]
     return out
 
 
@@ -145,7 +138,7 @@ def _skipped_input(w: pd.DataFrame, o: pd.DataFrame, in_o: pd.Series,
     below = o[(o["offset"] < limit).fillna(False).astype(bool)]
     named = w.loc[in_o & w["source"].notna(), "source"]
     values = pd.Series(below["value"].unique(), dtype=object)
-    values = values[~_isin(values, named)]
+    values = values[~isin(values, named)]
     writer = w.set_index("value")
     return pd.DataFrame({"value": values, "process": values.map(writer["process"]),
                          "invoke_ns": values.map(writer["invoke_ns"]).astype("Int64")})

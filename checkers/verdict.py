@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from checkers.anomalies import ANOMALIES
+from checkers.anomalies import REGISTRY, Registry
 from checkers.engine import Analysis
 
 VERDICT_FILE = "verdict.json"
@@ -27,9 +27,10 @@ NO_COMMITTED_VIEW = ("the history has transactions but no final read by a read_c
                      "view of the log was never drained, so nothing can be judged")
 
 
-def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The verdict of one analysed history."""
-    errors = {name: analysis.errors[name] for name in ANOMALIES if analysis.errors.get(name, 0) > 0}
+def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str, Any]]],
+             registry: Registry = REGISTRY) -> dict[str, Any]:
+    """The verdict of one analysed history (its counts and errors: those of ``registry``'s anomalies)."""
+    errors = {name: analysis.errors[name] for name in registry.names if analysis.errors.get(name, 0) > 0}
     valid: bool | str = not errors
     reason = None
     if analysis.stats.get("final_reads", 0) == 0:
@@ -39,7 +40,7 @@ def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str,
     verdict: dict[str, Any] = {
         "valid": valid,
         "engine": engine,
-        "counts": {name: int(analysis.counts.get(name, 0)) for name in ANOMALIES},
+        "counts": {name: int(analysis.counts.get(name, 0)) for name in registry.names},
         "errors": errors,
         "examples": examples,
         "stats": analysis.stats,
@@ -56,7 +57,7 @@ def failed(engine: str, exc: BaseException) -> dict[str, Any]:
     return {
         "valid": "unknown",
         "engine": engine,
-        "counts": dict.fromkeys(ANOMALIES),
+        "counts": dict.fromkeys(REGISTRY.names),
         "errors": {},
         "examples": {},
         "stats": {},

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from checkers.anomalies import ANOMALIES
+from checkers.anomalies import REGISTRY, Registry
 from report.faults import FaultWindow, relation, windows_around
-from report.run import Run
+from report.loaded_run import Run
 
 # Shown in their own columns; everything else goes to "details".
 MAIN_FIELDS = ("value", "topic", "partition", "offset", "process")
@@ -64,17 +64,18 @@ class Example:
         return leaders if isinstance(leaders, list) else None
 
 
-def anomaly_order(verdict: dict[str, Any] | None) -> list[str]:
-    """The spec's anomalies first, then any other name the verdict mentions, sorted."""
+def anomaly_order(verdict: dict[str, Any] | None, registry: Registry = REGISTRY) -> list[str]:
+    """The records' anomalies first, then any other name the verdict mentions, sorted."""
     extra: set[str] = set()
     for key in ("counts", "errors", "examples"):
         section = (verdict or {}).get(key)
         if isinstance(section, dict):
             extra.update(str(k) for k in section)
-    return list(ANOMALIES) + sorted(extra - set(ANOMALIES))
+    return list(registry.names) + sorted(extra - set(registry.names))
 
 
-def collect_examples(run: Run, windows: list[FaultWindow]) -> dict[str, list[Example]]:
+def collect_examples(run: Run, windows: list[FaultWindow], registry: Registry = REGISTRY
+                     ) -> dict[str, list[Example]]:
     """Every example of the verdict, per anomaly, in the verdict's order."""
     examples = (run.verdict or {}).get("examples")
     if not isinstance(examples, dict):
@@ -82,7 +83,7 @@ def collect_examples(run: Run, windows: list[FaultWindow]) -> dict[str, list[Exa
     errors = (run.verdict or {}).get("errors") or {}
     lookup = _HistoryLookup(run, examples)
     out: dict[str, list[Example]] = {}
-    for name in anomaly_order(run.verdict):
+    for name in anomaly_order(run.verdict, registry):
         rows = [row for row in examples.get(name) or [] if isinstance(row, dict)]
         placed = []
         for number, row in enumerate(rows, 1):

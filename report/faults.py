@@ -18,7 +18,7 @@ import pandas as pd
 from checkers.context import pair_faults
 from nemesis.registry import of_category
 from report import fmt
-from report.run import parse_json
+from report.loaded_run import parse_json
 
 # "Around" an anomaly: a fault that ended shortly before it may well be its cause.
 AROUND_NS = 5 * fmt.NS

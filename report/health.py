@@ -27,7 +27,7 @@ from checkers.leadership import natural_key
 from report import fmt
 from report.faults import FaultEvent, FaultWindow
 from report.figures import SERIES_COLORS, Frame, add_faults, az_of_writes, base_layout
-from report.run import parse_json
+from report.loaded_run import parse_json
 
 MAX_BUCKETS = 300
 GAP_S = 3.0  # an observer silent this long (a killed or powered-off broker) has no view: a gap in its line

@@ -17,8 +17,8 @@ import jinja2
 from markupsafe import Markup
 
 from report.files import write_atomically
+from report.loaded_run import load_run
 from report.page import build_context, plot_config
-from report.run import load_run
 from testbed.runfolder import RunFolder
 
 _TEMPLATES = resources.files("report") / "templates"

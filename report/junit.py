@@ -22,7 +22,7 @@ from checkers.configuration_result import ConfigurationResult
 from report import fmt
 from report.errors import ReportError
 from report.files import write_atomically
-from report.run import load_run
+from report.loaded_run import load_run
 from report.verdict_view import read_expectation, read_outcome
 from testbed.runfolder import RunFolder
 

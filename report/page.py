@@ -28,9 +28,9 @@ from report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, faul
 from report.figures import Frame, Lane, az_of_writes, fault_colors, leadership_figure, timeline_figure
 from report.health import MAX_PARTITIONS, isr_figure, isr_views, latency_figure
 from report.hosts import host_notes
+from report.loaded_run import Run, parse_json
 from report.logexcerpts import Excerpts
 from report.replicas import read_replicas
-from report.run import Run, parse_json
 from report.verdict_view import Outcome, read_expectation, read_outcome
 from testbed.kafka.config import ClusterSettings
 from testbed.runfolder import RunFolder

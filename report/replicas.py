@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from report.run import load_json_object
+from report.loaded_run import load_json_object
 from testbed.runfolder import RunFolder
 
 

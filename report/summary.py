@@ -7,8 +7,8 @@ from pathlib import Path
 from checkers.facts import split_brains
 from report import fmt
 from report.faults import fault_windows
+from report.loaded_run import Run, load_run
 from report.replicas import read_replicas
-from report.run import Run, load_run
 from report.verdict_view import read_expectation, read_outcome
 from testbed.runfolder import RunFolder
 

@@ -24,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from checkers.anomalies import REGISTRY, Registry
 from checkers.leadership import natural_key
 from report import fmt
 from report.anomalies import Example
@@ -31,8 +32,6 @@ from report.faults import FaultEvent, FaultWindow
 from report.figures import SERIES_COLORS, Frame, add_faults, base_layout
 
 STATUS = (("ok", "committed", "#059669"), ("fail", "aborted", "#9ca3af"), ("info", "unknown", "#dc2626"))
-TXN_ANOMALIES = ("aborted-read", "uncommitted-read", "torn-transaction", "unreadable", "skipped-input", "reprocessed",
-                 "recovered", "lost")
 MAX_DRILLDOWNS = 3  # examples traced per anomaly
 MAX_ROWS = 30  # writes or reads shown per transaction
 MAX_PRODUCERS = 12  # producers drawn, one row each
@@ -104,14 +103,16 @@ def lso_figure(lags: dict[str, list[tuple[float, int]]], frame: Frame, windows: 
 
 
 def drilldowns(examples: dict[str, list[Example]], txns: pd.DataFrame, writes: pd.DataFrame,
-               reads: pd.DataFrame, processes: pd.DataFrame, t0: int) -> list[dict[str, Any]]:
-    """For each transactional anomaly's first examples: the transaction, its writes, the reads that saw them."""
+               reads: pd.DataFrame, processes: pd.DataFrame, t0: int, registry: Registry = REGISTRY
+               ) -> list[dict[str, Any]]:
+    """For each traced anomaly's first examples (its record's `transactions_view`, in that order): the
+    transaction, its writes, the reads that saw them."""
     if txns.empty or "txn" not in writes:
         return []
     levels = _isolation_levels(processes)
     by_txn = txns.set_index("txn")
     out = []
-    for anomaly in TXN_ANOMALIES:
+    for anomaly in registry.transactions_view:
         for example in examples.get(anomaly, [])[:MAX_DRILLDOWNS]:
             value = example.fields.get("value")
             txn = example.fields.get("txn") or _txn_of(writes, value)

@@ -1,4 +1,4 @@
-"""One finished run folder as rows of the lake's tables (spark_analysis.schema).
+"""One finished run folder as rows of the lake's tables (spark_analysis.lake_tables).
 
 Reads the run through its manifest (`run.json`), its `verdict.json` and its
 `history/` tables (every anomaly instance: spark_analysis.instances). A folder that cannot give a whole, finished run raises
@@ -26,7 +26,7 @@ from checkers.leadership import partition_views
 from checkers.schema import STATUSES
 from checkers.sources import locate_history
 from checkers.tables import load_table
-from spark_analysis import schema as s
+from spark_analysis import lake_tables as s
 from spark_analysis.instances import instance_rows
 from testbed.dist.versions import default_metadata
 from testbed.errors import DistributionError

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 
 from spark_analysis import lake as lk
-from spark_analysis import schema as s
+from spark_analysis import lake_tables as s
 from spark_analysis.extract import SkipRun, extract_run
 from testbed.errors import UsageError
 from testbed.runfolder import RunFolder

@@ -23,7 +23,7 @@ from checkers.classify import ClientConfig
 from checkers.context import FaultWindow
 from checkers.pandas_engine import all_instances
 from checkers.sources import TableSource
-from spark_analysis.schema import ANOMALY_ROWS
+from spark_analysis.lake_tables import ANOMALY_ROWS
 
 NS = 1_000_000_000
 POS = ["topic", "partition", "offset"]

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from spark_analysis import schema as s
+from spark_analysis import lake_tables as s
 from testbed.files import write_json_atomic
 from testbed.runfolder import RunFolder
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.lake import committed
-from spark_analysis.schema import META_FILE
+from spark_analysis.lake_tables import META_FILE
 from testbed.paths import REPO_ROOT, RESULTS_DIR
 
 NOTEBOOK = REPO_ROOT / "spark_analysis" / "analysis.ipynb"

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from checkers.anomalies import ANOMALIES
-from spark_analysis.schema import count_column
+from spark_analysis.lake_tables import count_column
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from checkers import check
-from checkers.classify import DEFAULT_CONFIG, Rule, known_configs, parse_config, rules
+from checkers.anomalies import rules
+from checkers.classify import DEFAULT_CONFIG, Rule, known_configs, parse_config
 from tests.checkers.histories import proc, r, reads, w, write
 
 # One lost value (b acknowledged at 1, F holds only 0), written by p.

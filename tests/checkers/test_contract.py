@@ -12,7 +12,7 @@ from checkers import history_docs, schema
 from checkers.schema import TABLES, Column, arrow_schema, read_type
 from checkers.sources import locate_history
 from checkers.tables import load_table
-from spark_analysis import schema as lake
+from spark_analysis import lake_tables as lake
 from tests.checkers.histories import T0, r, reads, w, write
 from workloads.tables import SCHEMAS, TableWriter
 

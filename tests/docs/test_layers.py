@@ -6,7 +6,7 @@ imported module's; `ast` finds them all, inside functions and under TYPE_CHECKIN
 The test fails on an arrow `ALLOWED` does not hold, on a folder with Python code no row names,
 on a cycle among `testbed/`'s sub-packages and its own modules, on any import cycle between two
 modules anywhere in the checkout (imports inside functions count, those under `if TYPE_CHECKING:`
-do not; `KNOWN_CYCLES` holds the ones other branches mend and must end empty), on a source module
+do not), on a source module
 over 400 lines, on a layer pyproject.toml's package lists leave out, and when
 docs/architecture.md's tables name other arrows than the ones declared here.
 """
@@ -56,13 +56,6 @@ TESTBED_ALLOWED: dict[str, frozenset[str]] = {
     "testbed/runtime/": frozenset({"testbed/dist/"}),
     "testbed/dist/": frozenset(),
 }
-
-# The file-level import cycles other branches of issue 36 mend (nemesis: the fault registry; checkers: the anomaly
-# record; testbed/kafka: a wait helper below the cluster). It must end empty: whoever mends one removes it here,
-# and a listed cycle that no longer exists fails the test, so the list can only shrink.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"checkers.pandas_engine", "checkers.txn_pandas"}),
-})
 
 Edges = dict[tuple[str, str], set[str]]  # (from unit, to unit) -> the files that import so
 
@@ -343,9 +336,7 @@ def test_no_import_cycle_between_modules() -> None:
     """No module imports itself back through others (imports inside functions count; TYPE_CHECKING ones do not)."""
     graph = module_graph(REPO, python_files(REPO))
     cycles = module_cycles(graph)
-    assert cycle_lines(graph, [c for c in cycles if frozenset(c) not in KNOWN_CYCLES]) == []
-    assert sorted(sorted(c) for c in KNOWN_CYCLES - {frozenset(c) for c in cycles}) == [], \
-        "mended: remove these from KNOWN_CYCLES"
+    assert cycle_lines(graph, cycles) == []
 
 
 def test_the_declared_layers_have_no_cycle() -> None:

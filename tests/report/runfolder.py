@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.examples import WRITE_FIELDS
+from checkers.example_builders import WRITE_FIELDS
 
 NS = 1_000_000_000
 MS = 1_000_000

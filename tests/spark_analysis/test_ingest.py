@@ -17,7 +17,7 @@ from checkers.api import check
 from checkers.synth import SynthSpec, generate, write_history
 from checkers.verdict import exit_status, write_verdict
 from spark_analysis import lake as lk
-from spark_analysis import schema as s
+from spark_analysis import lake_tables as s
 from spark_analysis.cli import main
 from spark_analysis.ingest import ingest
 from spark_analysis.synthetic import write_run

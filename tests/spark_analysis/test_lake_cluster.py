@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from checkers.anomalies import ANOMALIES
-from spark_analysis import schema as s
+from spark_analysis import lake_tables as s
 from spark_analysis.cli import verify_with_spark
 from spark_analysis.ingest import ingest
 from spark_analysis.notebook import run_notebook, summary_of

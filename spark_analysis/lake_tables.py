@@ -1,4 +1,4 @@
-"""The results lake's tables: their names, Arrow schemas, partition columns and schema version.
+"""The results lake's tables (its layout): their names, Arrow schemas, partition columns and schema version.
 
 The one owner of the lake's layout (docs/results-lake.md describes it for people):
 `<lake>/<table>/scenario=<s>/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet`. Every table of
@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from checkers.anomalies import ANOMALIES
+from checkers.anomalies import REGISTRY, Registry
 from checkers.schema import STATUSES, read_field
 
-SCHEMA_VERSION = 4  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`;
-# 4: `metadata` and the client under test's versions in `runs` (the version x scenario view)
+# The layout's own changes: 2: the transaction stats in `runs`; 3: `transactions`; 4: `metadata` and the client
+# under test's versions in `runs` (the version x scenario view). An anomaly's count column comes with its
+# record's `lake_version` (2: the contract v2 anomalies), so a new anomaly moves the version by its record alone.
+LAYOUT_VERSION = 4
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
@@ -53,40 +55,54 @@ SETTING_COLUMNS: tuple[tuple[str, pa.DataType, tuple[str, ...]], ...] = (
 STAT_COLUMNS = ("writes", "ok", "fail", "info", "reads", "final_reads", "transactions", "committed", "aborted",
                 "unknown")
 
-RUNS = pa.schema([
-    *KEY,
-    pa.field("campaign_id", pa.string()),
-    pa.field("configuration", pa.string()),
-    pa.field("started_at", pa.timestamp("ms", tz="UTC")),
-    pa.field("ended_at", pa.timestamp("ms", tz="UTC")),
-    pa.field("duration_s", pa.float64()),
-    pa.field("runtime", pa.string()),
-    pa.field("kafka_version", pa.string()),
-    pa.field("librdkafka_version", pa.string()),
-    pa.field("confluent_kafka_version", pa.string()),
-    pa.field("metadata", pa.string()),
-    pa.field("client_confluent_kafka_version", pa.string()),
-    pa.field("client_librdkafka_version", pa.string()),
-    pa.field("faultline_version", pa.string()),
-    pa.field("commit", pa.string()),
-    pa.field("seed", pa.int64()),
-    pa.field("producer_groups", pa.int64()),
-    *(pa.field(name, kind) for name, kind, _ in SETTING_COLUMNS),
-    pa.field("faults", pa.string()),
-    *(pa.field(count_column(a), pa.int64()) for a in ANOMALIES),
-    pa.field("errors", pa.string()),
-    *(pa.field(f"stat_{s}", pa.int64()) for s in STAT_COLUMNS),
-    pa.field("valid", pa.string()),
-    pa.field("reason", pa.string()),
-    pa.field("engine", pa.string()),
-    pa.field("exit_status", pa.int64()),
-    pa.field("status", pa.string()),
-    pa.field("expected", pa.string()),
-    pa.field("observed", pa.string()),
-    pa.field("outcome", pa.string()),
-    pa.field("t0_ns", pa.int64()),
-    pa.field("ingest_batch", pa.string()),
-])
+
+def schema_version(registry: Registry = REGISTRY) -> int:
+    """The lake's schema version: its layout's, or a newer anomaly record's."""
+    return max(LAYOUT_VERSION, registry.lake_version)
+
+
+SCHEMA_VERSION = schema_version()
+
+
+def runs_schema(registry: Registry = REGISTRY) -> pa.Schema:
+    """`runs`: one row per run, a count column per anomaly of ``registry`` in its order."""
+    return pa.schema([
+        *KEY,
+        pa.field("campaign_id", pa.string()),
+        pa.field("configuration", pa.string()),
+        pa.field("started_at", pa.timestamp("ms", tz="UTC")),
+        pa.field("ended_at", pa.timestamp("ms", tz="UTC")),
+        pa.field("duration_s", pa.float64()),
+        pa.field("runtime", pa.string()),
+        pa.field("kafka_version", pa.string()),
+        pa.field("librdkafka_version", pa.string()),
+        pa.field("confluent_kafka_version", pa.string()),
+        pa.field("metadata", pa.string()),
+        pa.field("client_confluent_kafka_version", pa.string()),
+        pa.field("client_librdkafka_version", pa.string()),
+        pa.field("faultline_version", pa.string()),
+        pa.field("commit", pa.string()),
+        pa.field("seed", pa.int64()),
+        pa.field("producer_groups", pa.int64()),
+        *(pa.field(name, kind) for name, kind, _ in SETTING_COLUMNS),
+        pa.field("faults", pa.string()),
+        *(pa.field(count_column(a), pa.int64()) for a in registry.names),
+        pa.field("errors", pa.string()),
+        *(pa.field(f"stat_{s}", pa.int64()) for s in STAT_COLUMNS),
+        pa.field("valid", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("engine", pa.string()),
+        pa.field("exit_status", pa.int64()),
+        pa.field("status", pa.string()),
+        pa.field("expected", pa.string()),
+        pa.field("observed", pa.string()),
+        pa.field("outcome", pa.string()),
+        pa.field("t0_ns", pa.int64()),
+        pa.field("ingest_batch", pa.string()),
+    ])
+
+
+RUNS = runs_schema()
 
 ANOMALY_ROWS = pa.schema([
     *KEY,
