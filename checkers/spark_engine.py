@@ -41,8 +41,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers import anomalies as a
-from checkers import spark_queries as q
 from checkers import group_terms, groups_spark, txn_spark, txn_terms
+from checkers import spark_queries as q
 from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError

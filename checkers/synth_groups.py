@@ -70,7 +70,7 @@ def _planted_reads(live: pd.DataFrame, final: pd.DataFrame, plant: dict[str, int
                    rng: np.random.Generator) -> pd.DataFrame:
     """Group reads added at the end of a member's reads: rewound (well below what it committed, after the commit)
     and redelivered (a record another member read, once more)."""
-    rows = []
+    rows: list[pd.Series] = []
     last = live.groupby("process").tail(1)
     seq_end = live.groupby("process")["seq"].max()
     for kind, k in ((a.REWOUND, plant.get(a.REWOUND, 0)), (a.REDELIVERED, plant.get(a.REDELIVERED, 0))):

@@ -18,8 +18,9 @@ import pyarrow as pa
 from checkers.anomalies import ANOMALIES
 from checkers.schema import STATUSES, read_field
 
-SCHEMA_VERSION = 4  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`;
-# 4: `metadata` and the client under test's versions in `runs` (the version x scenario view)
+SCHEMA_VERSION = 5  # 2: the contract v2 anomalies' counts and the transaction stats in `runs`; 3: `transactions`;
+# 4: `metadata` and the client under test's versions in `runs` (the version x scenario view); 5: the contract v3
+# anomalies' counts in `runs` (checkers.anomalies: their records' lake_version)
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
