@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from checkers import example_builders as b
+from checkers import group_examples as g
 from checkers.classify import (
     ALWAYS,
     NEVER,
     UNLESS_ACKS_0,
     UNLESS_AT_LEAST_ONCE,
     UNLESS_GROUP_CONSUMER,
+    UNLESS_NOT_ALL_AFTER,
     UNLESS_NOT_TRANSACTIONAL,
     UNLESS_PIPELINED,
     ClientConfig,
@@ -54,6 +56,11 @@ TORN_TRANSACTION = "torn-transaction"
 UNREADABLE = "unreadable"
 REPROCESSED = "reprocessed"
 SKIPPED_INPUT = "skipped-input"
+# Contract v3 (consumer groups and delivery semantics).
+GROUP_SKIP = "group-skip"
+REDELIVERED = "redelivered"
+REWOUND = "rewound"
+LOST_COMMIT = "lost-commit"
 
 
 @dataclass(frozen=True)
@@ -61,29 +68,31 @@ class Anomaly:
     """One anomaly: everything the checker, the report, the lake and the docs need to know of it.
 
     ``contract``: the history contract version that defined it (2: 0 in a history without transactions,
-    reprocessed: without `source` values). ``restated``: a v1 anomaly whose rule a history with
+    reprocessed: without `source` values; 3: 0 in a history without group commits). ``restated``: a v1 anomaly whose rule a history with
     transactions restates. ``located_by``: what an instance names, a value or a position (the examples
     fetch the rows of that). ``lake_version``: the lake schema version that added its count column to
     `runs` (a new anomaly takes the next one, so an old lake is refused rather than mixed).
     Every record states its ``lake_version`` (keyword, no default) so a new one cannot forget it.
     ``transactions_view``: where the report's transactions view traces its examples to their
-    transaction, in this order (None: it does not).
+    transaction, in this order (None: it does not). ``located_by`` "group": an instance names a group's
+    partition, and its example needs no `writes` or `reads` rows.
     """
 
     name: str
-    contract: Literal[1, 2]
+    contract: Literal[1, 2, 3]
     description: str
     sort_key: tuple[str, ...]
     example: b.Builder
     judge: Judge = ALWAYS
     restated: bool = False
-    located_by: Literal["value", "position"] = "value"
+    located_by: Literal["value", "position", "group"] = "value"
     lake_version: int = field(kw_only=True)
     transactions_view: int | None = None
 
 
 _WRITE_KEY = ("invoke_ns", "value")
 _PAIR_KEY = ("process", "topic", "partition", "seq", "offset", "value")
+_GROUP_POSITION_KEY = ("group", "topic", "partition", "offset", "value")
 
 RECORDS: tuple[Anomaly, ...] = (
     Anomaly(LOST, 1, "Writes the broker acknowledged that are missing from the final log.", _WRITE_KEY,
@@ -120,6 +129,16 @@ RECORDS: tuple[Anomaly, ...] = (
             b.reprocessed, UNLESS_NOT_TRANSACTIONAL, lake_version=2, transactions_view=6),
     Anomaly(SKIPPED_INPUT, 2, "Input records marked consumed by a committed transaction but never processed into "
             "the committed output.", ("value",), b.skipped_input, lake_version=2, transactions_view=5),
+    Anomaly(GROUP_SKIP, 3, "Records below a group's final committed offset that no member of the group was "
+            "handed: the group committed past them.", _GROUP_POSITION_KEY, g.group_skip, UNLESS_NOT_ALL_AFTER,
+            lake_version=5),
+    Anomaly(REDELIVERED, 3, "Records handed to a consumer group twice or more (at-least-once delivery repeats "
+            "what was not yet committed).", ("group", "value"), g.redelivered, NEVER, lake_version=5),
+    Anomaly(REWOUND, 3, "Records handed to a group member after the group's acknowledged commit had already "
+            "passed them.", _GROUP_POSITION_KEY, g.rewound, lake_version=5),
+    Anomaly(LOST_COMMIT, 3, "Group partitions whose final committed offset is behind a commit the coordinator "
+            "acknowledged, or missing: an acknowledged commit it did not keep.", ("group", "topic", "partition"),
+            g.lost_commit, located_by="group", lake_version=5),
 )
 
 
@@ -183,6 +202,8 @@ REGISTRY = Registry(RECORDS)
 ANOMALIES: tuple[str, ...] = REGISTRY.names
 # The anomalies of contract v2: 0 in a history without transactions (reprocessed: without `source` values).
 V2_ANOMALIES: tuple[str, ...] = REGISTRY.of_contract(2)
+# The anomalies of contract v3: 0 in a history without group commits.
+V3_ANOMALIES: tuple[str, ...] = REGISTRY.of_contract(3)
 # The v1 anomalies whose rule a history with transactions restates.
 RESTATED: tuple[str, ...] = REGISTRY.restated
 # Each anomaly in a sentence, for a person reading a verdict (spec/history.md has the exact definitions).

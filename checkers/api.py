@@ -10,6 +10,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from checkers import group_terms
 from checkers import verdict as v
 from checkers.auto import AUTO, choose_engine
 from checkers.context import load_context
@@ -77,4 +78,4 @@ def _judge(sources: dict[str, TableSource], engine: str, spark_master: str | Non
         raise
     except Exception as exc:  # an engine failure is "unknown", never a crash or a pass
         return v.failed(engine, exc)
-    return v.assemble(engine, analysis, examples)
+    return v.assemble(engine, analysis, examples, unknown=group_terms.unknown_reason(context.groups))

@@ -31,6 +31,8 @@ class ClientConfig:
     max_in_flight: int | None
     transactional: bool = False  # `transactional.id` set (contract v2): counts as idempotent
     read_committed: bool = False  # `isolation.level` is `read_committed` (left out: read_uncommitted)
+    commit: str | None = None  # `processes.commit` (contract v3): before, after, auto, none; null: not a group member
+    from_beginning: bool = False  # `auto.offset.reset` earliest, smallest or beginning (contract v3)
 
 
 DEFAULT_CONFIG = ClientConfig(acks="1", idempotent=False, max_in_flight=5)
@@ -71,8 +73,11 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def parse_config(text: str | None) -> ClientConfig:
-    """A `processes.config` JSON object string as a ClientConfig (defaults filled in)."""
+FROM_BEGINNING = ("earliest", "smallest", "beginning")  # auto.offset.reset values that start at the beginning
+
+
+def parse_config(text: str | None, commit: str | None = None) -> ClientConfig:
+    """A `processes.config` JSON object string (and, contract v3, its `commit` column) as a ClientConfig."""
     settings: dict[str, Any] = json.loads(text) if text else {}
     transactional = settings.get("transactional.id") not in (None, "")
     return ClientConfig(
@@ -83,15 +88,19 @@ def parse_config(text: str | None) -> ClientConfig:
         ),
         transactional=transactional,
         read_committed=str(settings.get("isolation.level", "")).strip().lower() == "read_committed",
+        commit=commit,
+        from_beginning=str(settings.get("auto.offset.reset", "")).strip().lower() in FROM_BEGINNING,
     )
 
 
-def known_configs(rows: Iterable[tuple[str, str | None]]) -> dict[str, ClientConfig]:
-    """Each process's config from (process, config) rows; disagreeing processes are left out."""
+def known_configs(rows: Iterable[tuple[str, str | None] | tuple[str, str | None, str | None]]
+                  ) -> dict[str, ClientConfig]:
+    """Each process's config from (process, config) or (process, config, commit) rows; disagreeing processes are
+    left out."""
     configs: dict[str, ClientConfig] = {}
     conflicting: set[str] = set()
-    for process, text in rows:
-        config = parse_config(text)
+    for process, text, *commit in rows:
+        config = parse_config(text, commit[0] if commit else None)
         if configs.setdefault(process, config) != config:
             conflicting.add(process)
     return {p: c for p, c in configs.items() if p not in conflicting}
@@ -125,6 +134,14 @@ UNLESS_PIPELINED = Judge("the writer had idempotence enabled, or max.in.flight.r
 UNLESS_GROUP_CONSUMER = Judge(
     "a consumer with a fixed assignment that never seeked", "a group consumer (a rebalance may rewind)",
     lambda configs, groups: Rule("by-process", frozenset(p for p in configs if p in groups)))
+# Contract v3: a group-skip instance is attributed to a member of its group not known to commit `after` where there
+# is one (checkers.group_terms.attribute), so it is information unless every member commits after processing.
+UNLESS_NOT_ALL_AFTER = Judge(
+    "every member of the group has `commit` `after`",
+    "otherwise (at-most-once and auto-commit may skip what a crash interrupted; a member without a `processes` "
+    "row has no commit mode)",
+    lambda configs, groups: Rule("by-process", frozenset(p for p in groups if p not in configs
+                                                         or configs[p].commit != "after")))
 # An instance is attributed to a writer of its outputs that is transactional (or has no known config) where
 # there is one: information only when every writer is known not to be transactional.
 UNLESS_NOT_TRANSACTIONAL = Judge(

@@ -1,4 +1,4 @@
-"""What was going on around an anomaly: active faults and claimed leaders.
+"""What was going on around an anomaly: active faults and claimed leaders (and the small tables' other facts).
 
 Built from the small optional tables (`processes`, `nemesis`,
 `observations`), loaded whole into this process and shared by both engines,
@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from checkers import group_terms
 from checkers.classify import ClientConfig, known_configs
 from checkers.sources import TableSource
 from checkers.tables import load_table
@@ -155,6 +156,7 @@ class Context:
     faults: FaultTimeline | None
     leaders: LeaderTimeline | None
     transactions: pa.Table | None = None  # contract v2, validated (checkers.txn_terms)
+    groups: group_terms.GroupTerms | None = None  # contract v3, validated (None: no group commits)
 
 
 def load_context(sources: dict[str, TableSource]) -> Context:
@@ -162,9 +164,9 @@ def load_context(sources: dict[str, TableSource]) -> Context:
     configs: dict[str, ClientConfig] = {}
     if "processes" in sources:
         table = load_table(sources["processes"])
-        configs = known_configs(
-            zip(table.column("process").to_pylist(), table.column("config").to_pylist(), strict=True)
-        )
+        configs = known_configs(zip(*(table.column(c).to_pylist() for c in ("process", "config", "commit")),
+                                    strict=True))
     faults = FaultTimeline(load_table(sources["nemesis"])) if "nemesis" in sources else None
     leaders = LeaderTimeline(load_table(sources["observations"])) if "observations" in sources else None
-    return Context(configs=configs, faults=faults, leaders=leaders, transactions=load_transactions(sources))
+    return Context(configs=configs, faults=faults, leaders=leaders, transactions=load_transactions(sources),
+                   groups=group_terms.prepare(sources))

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkers.engine import Evidence, Position
 from checkers.example_order import MAX_EXAMPLES
+
+if TYPE_CHECKING:
+    from checkers.group_terms import GroupTerms
 
 Row = dict[str, Any]
 Window = tuple[int, int]
@@ -54,10 +57,12 @@ def _write_window(w: Row) -> Window:
 
 
 class EvidenceIndex:
-    """Evidence rows by value and by position (and, contract v2, the transactions and read_committed readers)."""
+    """Evidence rows by value and by position (and, contract v2, the transactions and read_committed readers;
+    contract v3, the group commits)."""
 
     def __init__(self, evidence: Evidence, txns: dict[str, Row] | None = None,
-                 read_committed: frozenset[str] = frozenset()) -> None:
+                 read_committed: frozenset[str] = frozenset(), groups: GroupTerms | None = None) -> None:
+        self.groups = groups
         self.txns = txns or {}
         self.read_committed = read_committed
         self.writes = {w["value"]: w for w in evidence.writes}

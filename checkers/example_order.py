@@ -32,6 +32,7 @@ INSTANCE_COLUMNS: tuple[str, ...] = (
     "prev_op_id",
     "prev_seq",
     "prev_poll_ns",
+    "group",  # contract v3: the consumer group of a group anomaly
 )
 
 

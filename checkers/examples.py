@@ -24,9 +24,10 @@ def _wanted(instances: dict[str, list[Row]], registry: a.Registry) -> tuple[set[
     positions: set[Position] = set()
     for name, rows in instances.items():
         for inst in rows:
-            if registry[name].located_by == "position":
+            located_by = registry[name].located_by
+            if located_by == "position":
                 positions.add((inst["topic"], inst["partition"], inst["offset"]))
-            else:
+            elif located_by == "value":
                 values.add(inst["value"])
             if inst.get("prev_value") is not None:
                 values.add(inst["prev_value"])
@@ -55,7 +56,7 @@ def build_examples(analysis: Analysis, engine: Engine, context: Context,
     values, positions = _wanted(instances, registry)
     evidence = engine.evidence(sorted(values), sorted(positions))
     idx = EvidenceIndex(evidence, _transactions(context, evidence),
-                        frozenset(p for p, c in context.configs.items() if c.read_committed))
+                        frozenset(p for p, c in context.configs.items() if c.read_committed), context.groups)
     examples: dict[str, list[Row]] = {}
     for record in registry:
         out = []

@@ -3,7 +3,7 @@
 Loads `writes` and `reads` whole (validated by checkers.tables) and computes
 each anomaly of spec/history.md as directly as the definitions read. It is
 the oracle the Spark engine is tested against, so clarity wins over speed.
-Each v1 anomaly's logic is a finder in FINDERS (contract v2's: checkers.txn_pandas); which anomalies
+Each v1 anomaly's logic is a finder in FINDERS (contract v2's: checkers.txn_pandas; v3's: checkers.groups_pandas); which anomalies
 there are, how they are judged and ordered is their records' (checkers.anomalies).
 
 Must never: name an anomaly's rule or sort key here (the record owns them), or skip a record: an
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from checkers import anomalies as a
-from checkers import txn_pandas
+from checkers import group_terms, groups_pandas, txn_pandas
 from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import CheckerError
@@ -67,14 +67,15 @@ class PandasEngine:
         r = to_frame(load_table(sources["reads"]))
         self.writes, self.reads = w, r
         terms = txn_pandas.prepare(sources, w, configs)  # contract v2 (None: no transactions, no sources)
+        groups = group_terms.prepare(sources)  # contract v3 (None: no group commits)
         counts, errors, instances = {}, {}, {}
-        for name, top in classified_instances(w, r, configs, terms, self.registry, self.finders).items():
+        for name, top in classified_instances(w, r, configs, terms, self.registry, self.finders, groups).items():
             counts[name] = len(top)
             errors[name] = int(top["is_error"].sum())
             cols = [c for c in (*a.INSTANCE_COLUMNS, "is_error") if c in top.columns]
             instances[name] = records(top.iloc[a.example_positions(errors[name], counts[name])][cols])
-        return Analysis(stats={**_stats(w, r), **txn_pandas.stats(terms, r)}, counts=counts, errors=errors,
-                        instances=instances)
+        return Analysis(stats={**_stats(w, r), **txn_pandas.stats(terms, r), **group_terms.stats(sources)},
+                        counts=counts, errors=errors, instances=instances)
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         def pick(frame: pd.DataFrame) -> pd.DataFrame:
@@ -91,17 +92,19 @@ class PandasEngine:
 
 def classified_instances(w: pd.DataFrame, r: pd.DataFrame, configs: dict[str, ClientConfig],
                          terms: txn_pandas.Terms | None = None, registry: a.Registry = a.REGISTRY,
-                         finders: tuple[Finder, ...] | None = None) -> dict[str, pd.DataFrame]:
+                         finders: tuple[Finder, ...] | None = None, group_commits: group_terms.GroupTerms | None = None
+                         ) -> dict[str, pd.DataFrame]:
     """Every instance of every anomaly of ``registry``, classified (``is_error``), errors first then by the
-    anomaly's sort key. CheckerError when no finder (``finders``, default FINDERS; contract v2: txn_pandas)
-    finds an anomaly of the registry."""
+    anomaly's sort key. CheckerError when no finder (``finders``, default FINDERS; contract v2: txn_pandas;
+    v3: groups_pandas, given the history's ``group_commits``) finds an anomaly of the registry."""
     logs = Logs(w, r, r[r["phase"] == "final"], r[r["phase"] == "live"])
     groups = r.loc[r["group"].notna(), "process"].unique().tolist()
-    table = registry.rules(configs, groups)
+    table = group_terms.restate_rules(registry.rules(configs, groups), group_commits, configs, groups, registry)
     found: dict[str, pd.DataFrame] = {}
     for finder in FINDERS if finders is None else finders:
         found.update(finder(logs))
     found.update(txn_pandas.instances(terms, w, r, table))  # contract v2: new anomalies, restated v1 ones
+    found.update(groups_pandas.instances(group_commits, r, configs))  # contract v3
     out = {}
     for record in registry:
         if record.name not in found:
@@ -120,7 +123,8 @@ def all_instances(sources: dict[str, TableSource], configs: dict[str, ClientConf
     """(writes, reads, every instance of every anomaly): for readers that want all of them, not examples."""
     w = to_frame(load_table(sources["writes"]))
     r = to_frame(load_table(sources["reads"]))
-    return w, r, classified_instances(w, r, configs, txn_pandas.prepare(sources, w, configs))
+    return w, r, classified_instances(w, r, configs, txn_pandas.prepare(sources, w, configs),
+                                      group_commits=group_terms.prepare(sources))
 
 
 def _stats(w: pd.DataFrame, r: pd.DataFrame) -> dict[str, int]:

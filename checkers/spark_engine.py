@@ -18,7 +18,8 @@ functions. The intermediate tables are cached for the one job that computes
 are few (up to SMALL_INSTANCES, the usual case) they are fetched whole as
 Arrow and examples picked here, otherwise one more job ranks each anomaly and
 fetches only its examples. Contract v2 (checkers.txn_spark) adds its columns
-to the same shuffle and per-value table rather than a plan of its own. The
+to the same shuffle and per-value table rather than a plan of its own; contract v3 (checkers.groups_spark)
+unions its instances into the same job. The
 examples' evidence rows of a Parquet history are picked by a streaming
 pyarrow pass (checkers.parquet.pick_rows), not by two more Spark scans.
 The per-anomaly queries are in checkers.spark_queries; this module plans
@@ -40,8 +41,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers import anomalies as a
+from checkers import group_terms, groups_spark, txn_spark, txn_terms
 from checkers import spark_queries as q
-from checkers import txn_spark, txn_terms
 from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
 from checkers.errors import HistoryError
@@ -191,7 +192,12 @@ class SparkEngine:
         stats.update(plan.stats() if plan else txn_terms.stats(None))
         if plan is not None:
             w, r = plan.writes(w), plan.reads(r)
-        flagged, cached = self._flagged(names.encode(w), names.encode(r), a.rules(configs, groups), names, plan)
+        gterms = group_terms.prepare(sources)  # contract v3 (None: no group commits)
+        stats.update(group_terms.stats(sources))
+        table = group_terms.restate_rules(a.rules(configs, groups), gterms, configs, groups)
+        flagged, cached = self._flagged(names.encode(w), names.encode(r), table, names, plan)
+        if gterms is not None:  # its instances join the one job
+            flagged = flagged.unionByName(groups_spark.instances(self.spark, r, sources["commits"], configs, table))
         # Few partitions: the union has one set per branch, and each later look-up scans them all.
         flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
         cached.append(flagged)

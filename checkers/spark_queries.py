@@ -18,7 +18,7 @@ from checkers import anomalies as a
 from checkers.classify import Rule
 
 INSTANCE_TYPES = {
-    c: ("string" if c in ("value", "topic", "process", "prev_value") else "long") for c in a.INSTANCE_COLUMNS
+    c: ("string" if c in ("value", "topic", "process", "prev_value", "group") else "long") for c in a.INSTANCE_COLUMNS
 }
 POS = ["topic", "partition", "offset"]
 STATUS_IDS = {"ok": 0, "fail": 1, "info": 2}  # in id order: an id indexes the list of names

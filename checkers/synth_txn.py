@@ -25,7 +25,8 @@ MS = 1_000_000
 
 def _table(frame: pd.DataFrame, name: str) -> pa.Table:
     schema = arrow_schema(name)
-    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+    # a column the contract added later (processes.commit, v3) is null here
+    return pa.Table.from_pandas(frame.reindex(columns=schema.names), schema=schema, preserve_index=False)
 
 
 def transactional(tables: dict[str, pa.Table], seed: int = 0, txn_size: int = 5, abort_rate: float = 0.1,

@@ -3,7 +3,7 @@
 ``valid`` is true, false or "unknown"; false exactly when ``errors`` is not
 empty. "unknown" carries a ``reason``: no final reads (the drain never
 completed), a history with transactions and no final read by a read_committed
-process (contract v2), or an engine that failed; then ``errors`` is empty and nothing
+process (contract v2), a group with commits and no final row (contract v3), or an engine that failed; then ``errors`` is empty and nothing
 is judged. The file is written atomically (temp file, then rename), so a
 reader never sees half a verdict.
 """
@@ -28,8 +28,10 @@ NO_COMMITTED_VIEW = ("the history has transactions but no final read by a read_c
 
 
 def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str, Any]]],
-             registry: Registry = REGISTRY) -> dict[str, Any]:
-    """The verdict of one analysed history (its counts and errors: those of ``registry``'s anomalies)."""
+             registry: Registry = REGISTRY, unknown: str | None = None) -> dict[str, Any]:
+    """The verdict of one analysed history (its counts and errors: those of ``registry``'s anomalies); ``unknown``:
+    why the small tables cannot support one (contract v3: a group's committed offsets never drained), after the
+    reasons of the final reads."""
     errors = {name: analysis.errors[name] for name in registry.names if analysis.errors.get(name, 0) > 0}
     valid: bool | str = not errors
     reason = None
@@ -37,6 +39,8 @@ def assemble(engine: str, analysis: Analysis, examples: dict[str, list[dict[str,
         valid, errors, reason = "unknown", {}, NO_FINAL_READS
     elif analysis.stats.get("transactions", 0) > 0 and analysis.stats.get("read_committed_final_reads", 0) == 0:
         valid, errors, reason = "unknown", {}, NO_COMMITTED_VIEW
+    elif unknown is not None:
+        valid, errors, reason = "unknown", {}, unknown
     verdict: dict[str, Any] = {
         "valid": valid,
         "engine": engine,

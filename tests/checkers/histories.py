@@ -131,7 +131,7 @@ def namespaced(prefix: str, tables: dict[str, list[Row]]) -> dict[str, list[Row]
         renamed = []
         for row in rows:
             row = dict(row)
-            for col in ("process", "topic", "value", "txn", "source"):
+            for col in ("process", "topic", "value", "txn", "source", "group"):
                 if row.get(col) is not None:
                     row[col] = f"{prefix}/{row[col]}"
             if row.get("consumed") is not None:  # transactions: the topics of the offsets it committed

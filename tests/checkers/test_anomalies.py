@@ -26,9 +26,11 @@ def test_hand_worked_counts(tmp_path: Path, name: str, fmt: str) -> None:
 
 def test_every_anomaly_has_a_hand_worked_case() -> None:
     from checkers.anomalies import ANOMALIES
+    from tests.checkers.group_cases import GROUP_CASES
     from tests.checkers.txn_cases import TXN_CASES
 
-    covered = {name for case in (*CASES.values(), *TXN_CASES.values()) for name, n in case.counts.items() if n}
+    cases = (*CASES.values(), *TXN_CASES.values(), *GROUP_CASES.values())
+    covered = {name for case in cases for name, n in case.counts.items() if n}
 
     assert covered == set(ANOMALIES)
 

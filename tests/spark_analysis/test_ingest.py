@@ -81,7 +81,7 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == 4
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == s.SCHEMA_VERSION == 5
     # Hive partitions: scenario and day come back as columns, one folder each.
     assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
 

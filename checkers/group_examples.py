@@ -1,0 +1,118 @@
+"""How the examples of contract v3's anomalies are written: each leads to the group, the member, the commit and
+the reads.
+
+Builders in checkers.example_builders' shape (an instance row and an `EvidenceIndex`, returning the example
+and its time window). The reads come from the evidence (the value's rows); the commits from the index's
+group commits (checkers.group_terms, loaded whole by the context), so both engines' examples are the same
+rows picked by the same rules here:
+
+- the commit that passed a record at offset o: the first (by completion, then invocation, process, kind,
+  offset) acknowledged commit of the group for its partition with an offset greater than o (for `rewound`,
+  completed strictly before the read);
+- a lost commit's: the acknowledged commit with the greatest offset (the first completed among equals).
+
+Must never: name an anomaly, or import checkers.anomalies or checkers.group_terms at run time (the records
+import this module).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.compute as pc
+
+from checkers.example_builders import MAX_EXAMPLES, EvidenceIndex, Row, Window
+
+COMMIT_FIELDS = ("process", "kind", "offset", "status", "error", "invoke_ns", "complete_ns")
+GROUP_READ_FIELDS = ("process", "seq", "topic", "partition", "offset", "poll_ns")
+
+
+def _commit_order(row: Row) -> tuple[Any, ...]:
+    done = row["complete_ns"]
+    return (done is None, done or 0, row["invoke_ns"], row["process"], row["kind"], row["offset"])
+
+
+def _acknowledged(idx: EvidenceIndex, group: str, topic: str, partition: int) -> list[Row]:
+    """The group's acknowledged commits for one partition, in _commit_order."""
+    if idx.groups is None:
+        return []
+    table = idx.groups.acknowledged()
+    mask = pc.and_(pc.and_(pc.equal(table.column("group"), group), pc.equal(table.column("topic"), topic)),
+                   pc.equal(table.column("partition"), partition))
+    return sorted(table.filter(mask).select(list(COMMIT_FIELDS)).to_pylist(), key=_commit_order)
+
+
+def _final(idx: EvidenceIndex, group: str, topic: str, partition: int) -> Row | None:
+    if idx.groups is None:
+        return None
+    f = idx.groups.finals
+    mask = pc.and_(pc.and_(pc.equal(f.column("group"), group), pc.equal(f.column("topic"), topic)),
+                   pc.equal(f.column("partition"), partition))
+    rows = f.filter(mask).select(["process", "offset", "invoke_ns", "complete_ns"]).to_pylist()
+    return rows[0] if rows else None
+
+
+def _commit_window(commit: Row) -> Window:
+    end = commit["complete_ns"] if commit["complete_ns"] is not None else commit["invoke_ns"]
+    return min(commit["invoke_ns"], end), max(commit["invoke_ns"], end)
+
+
+def _head(inst: Row, *fields: str) -> Row:
+    return {"value": inst["value"], "topic": inst["topic"], "partition": inst["partition"], "offset": inst["offset"],
+            "group": inst["group"], "process": inst["process"], **{k: inst[k] for k in fields}}
+
+
+def _group_reads(inst: Row, idx: EvidenceIndex) -> list[Row]:
+    return [{k: r[k] for k in GROUP_READ_FIELDS} for r in idx.reads[inst["value"]]
+            if r["phase"] == "live" and r.get("group") == inst["group"]][:MAX_EXAMPLES]
+
+
+def group_skip(inst: Row, idx: EvidenceIndex) -> tuple[Row, Window]:
+    """The record in F, the member it is judged by, the group's final committed offset and the commit that passed
+    it (null when no acknowledged commit did: the final offset alone is past it)."""
+    example = _head(inst)
+    final = _final(idx, inst["group"], inst["topic"], inst["partition"])
+    example["committed"] = final
+    passed = [c for c in _acknowledged(idx, inst["group"], inst["topic"], inst["partition"])
+              if c["offset"] > inst["offset"]]
+    example["commit"] = passed[0] if passed else None
+    example["final_positions"] = [{"topic": t, "partition": p, "offset": o}
+                                  for t, p, o in idx.final_positions(inst["value"])[:MAX_EXAMPLES]]
+    if passed:
+        return example, _commit_window(passed[0])
+    at = final["invoke_ns"] if final else 0
+    return example, (at, at)
+
+
+def redelivered(inst: Row, idx: EvidenceIndex) -> tuple[Row, Window]:
+    """The first group read of the record (its member) and every group read of it (`reads`)."""
+    example = _head(inst, "seq", "poll_ns")
+    example["reads"] = _group_reads(inst, idx)
+    polls = [r["poll_ns"] for r in example["reads"]] or [inst["poll_ns"]]
+    return example, (min(polls), max(polls))
+
+
+def rewound(inst: Row, idx: EvidenceIndex) -> tuple[Row, Window]:
+    """The first read of the record after an acknowledged commit of the group had passed it, and that commit."""
+    example = _head(inst, "seq", "poll_ns")
+    passed = [c for c in _acknowledged(idx, inst["group"], inst["topic"], inst["partition"])
+              if c["offset"] > inst["offset"] and c["complete_ns"] is not None and c["complete_ns"] < inst["poll_ns"]]
+    example["commit"] = passed[0] if passed else None
+    example["reads"] = _group_reads(inst, idx)
+    start = passed[0]["complete_ns"] if passed else inst["poll_ns"]
+    return example, (min(start, inst["poll_ns"]), inst["poll_ns"])
+
+
+def lost_commit(inst: Row, idx: EvidenceIndex) -> tuple[Row, Window]:
+    """The group's partition, its final committed offset (`offset`, null: none) and the acknowledged commit with
+    the greatest offset, whose member is the example's `process`."""
+    group, topic, partition = inst["group"], inst["topic"], inst["partition"]
+    final = _final(idx, group, topic, partition)
+    acked = _acknowledged(idx, group, topic, partition)
+    best = max(acked, key=lambda c: c["offset"]) if acked else None  # max keeps the first of equals
+    example: Row = {"value": None, "topic": topic, "partition": partition,
+                    "offset": final["offset"] if final else None, "group": group,
+                    "process": best["process"] if best else inst["process"], "committed": final, "commit": best}
+    lo = best["invoke_ns"] if best else (final["invoke_ns"] if final else 0)
+    hi = final["invoke_ns"] if final else lo
+    return example, (min(lo, hi), max(lo, hi))

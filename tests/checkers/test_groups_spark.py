@@ -1,0 +1,46 @@
+"""Contract v3 by the Spark engine: the hand-worked cases against their counts and the pandas engine, and
+synthetic group histories with planted skips, rewinds and lost commits on which both engines agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checkers import check
+from checkers.errors import HistoryError
+from tests.checkers.group_cases import GROUP_CASES, final
+from tests.checkers.histories import assert_spark_judges_cases_together, without_engine, write
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_v3_cases_together(tmp_path: Path, spark: object, fmt: str) -> None:
+    assert_spark_judges_cases_together(tmp_path, GROUP_CASES, fmt)
+
+
+@pytest.mark.parametrize("name", ["rewound", "group-skip-before", "lost-commit"])
+def test_v3_cases_alone_give_the_same_verdict_bytes(tmp_path: Path, spark: object, name: str) -> None:
+    history = write(tmp_path, GROUP_CASES[name].tables(), "parquet")
+    assert without_engine(check(history, engine="spark")) == without_engine(check(history, engine="pandas"))
+
+
+def test_a_second_final_row_is_malformed_for_spark_too(tmp_path: Path, spark: object) -> None:
+    tables = GROUP_CASES["clean-group"].tables()
+    tables["commits"] = [*tables["commits"], final(5)]
+    with pytest.raises(HistoryError, match="second final row"):
+        check(write(tmp_path, tables, "parquet"), engine="spark")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_engines_agree_on_synthetic_group_histories(tmp_path: Path, spark: object, seed: int) -> None:
+    from checkers.synth import SynthSpec, generate, write_history
+    from checkers.synth_groups import grouped
+
+    tables = grouped(generate(SynthSpec(operations=6_000, seed=seed)), seed=seed)
+    history = write_history(tables, tmp_path)
+    verdict = check(history, engine="spark")
+    assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
+    for name in ("group-skip", "redelivered", "rewound", "lost-commit"):
+        assert verdict["counts"][name] > 0, (name, verdict["counts"])
