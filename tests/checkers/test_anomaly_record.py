@@ -28,13 +28,13 @@ from checkers.pandas_engine import FINDERS, Logs, PandasEngine
 from checkers.sources import locate_history
 from checkers.verdict import assemble
 from report.anomalies import anomaly_order, collect_examples
-from spark_analysis.lake_tables import LAYOUT_VERSION, runs_schema, schema_version
+from spark_analysis.lake_tables import runs_schema, schema_version
 from tests.checkers.cases import CASES
 from tests.checkers.histories import write
 
 ODD = "odd-write"
 RECORD = a.Anomaly(ODD, 1, "Acknowledged writes with an odd op_id (a fixture's anomaly).", ("invoke_ns", "value"),
-                   example_builders.write_example, UNLESS_ACKS_0, transactions_view=9, lake_version=LAYOUT_VERSION + 1)
+                   example_builders.write_example, UNLESS_ACKS_0, transactions_view=9, lake_version=schema_version() + 1)
 REGISTRY = a.REGISTRY.plus(RECORD)
 
 
