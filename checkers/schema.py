@@ -36,6 +36,8 @@ STATUSES = ("ok", "fail", "info")
 INTENTS = ("commit", "abort")
 PHASES = ("live", "final")
 NEMESIS_TYPES = ("start", "stop", "info")
+COMMIT_MODES = ("before", "after", "auto", "none")  # processes.commit (contract v3)
+COMMIT_KINDS = ("sync", "async", "auto", "final")  # commits.kind (contract v3)
 
 KINDS: dict[Type, Kind] = {"string": "string", "int32": "int", "int64": "int", "id": "id", "json": "json",
                            "any": "any"}
@@ -159,8 +161,14 @@ PROCESSES = TableSpec(
         _may("az", "string"),
         _may("config", "json", "the client settings that matter to the verdict: `acks`, `enable.idempotence`, "
              "`max.in.flight.requests.per.connection`, `retries`, `isolation.level`, `enable.auto.commit`, "
-             "`transactional.id`, ..."),
+             "`transactional.id`, ...; for a group member also `group.id`, `group.protocol`, "
+             "`partition.assignment.strategy`, `auto.offset.reset` and `session.timeout.ms` (contract v3)"),
+        _may("commit", "string", "how a group member commits (contract v3): `before` (commits the offsets a poll "
+             "returned, synchronously, before it records them; nothing recorded from a poll whose commit did not "
+             "succeed: at-most-once), `after` (records, then commits synchronously: at-least-once), `auto` "
+             "(librdkafka's `enable.auto.commit`), `none` (never commits); null for anything not a group member"),
     ),
+    domains={"commit": COMMIT_MODES},
 )
 
 NEMESIS = TableSpec(
@@ -226,9 +234,35 @@ TRANSACTIONS = TableSpec(
     unique=("txn",),
 )
 
+COMMITS = TableSpec(
+    "commits",
+    required=False,
+    doc="one partition of one commit a group member made, or one partition's committed offset as the final drain "
+        "read it (contract v3)",
+    columns=(
+        _must("process", "string", "the group member that committed, or the drain that read the final offsets"),
+        _must("group", "string", "the consumer group"),
+        _must("kind", "string", "`sync` or `async`: a commit the process asked for. `auto`: one librdkafka made by "
+              "itself, as its commit callback reported it. `final`: the group's committed offset as the final "
+              "drain read it, after the heal, once every member had stopped"),
+        _must("topic", "string"),
+        _must("partition", "int32"),
+        _may("offset", "int64", "the committed offset, the next one to consume (Kafka's convention); for `final`, "
+             "null when the group has no committed offset there", required=True),
+        _must("status", "string", "`ok`: the coordinator acknowledged it. `fail`: definitely not stored (a "
+              "generation, member or epoch error that says the commit was refused). `info`: unknown (a timeout, a "
+              "lost coordinator, the process ended first). A `final` row is always `ok`"),
+        _may("error", "string", "the error name for `fail` and `info`"),
+        _must("invoke_ns", "int64", "when the commit (or the final read) was asked for"),
+        _may("complete_ns", "int64", "when its outcome arrived; null if the process ended first"),
+        _may("az", "string"),
+    ),
+    domains={"kind": COMMIT_KINDS, "status": STATUSES},
+)
+
 # In docs/history.md's order.
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (WRITES, READS, PROCESSES, NEMESIS, OBSERVATIONS,
-                                                              TRANSACTIONS)}
+                                                              TRANSACTIONS, COMMITS)}
 
 
 def arrow_type(col: Column) -> pa.DataType:
