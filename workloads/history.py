@@ -16,7 +16,8 @@ so two would mean a producer bug, not a history to pick from.
 Tables are streamed in row groups, so memory stays bounded by the largest
 producer journal. Observers are not client processes: they get no
 `processes` row. A transactional producer's ``txn_*`` lines become `transactions` rows and
-its sends' `txn` (contract v2).
+its sends' `txn` (contract v2); a group consumer's commits and the drain's committed offsets become
+`commits` rows, and its process line's ``commit`` `processes.commit` (contract v3, history_commits.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.runfolder import NEMESIS_JOURNAL  # the run folder owns its names
+from workloads.history_commits import Commits
 from workloads.history_rows import Build, HistoryError, Lines, Outcomes, Transactions, field, poll_rows
 from workloads.history_stray import STRAY_FAULT, stray_rows
 from workloads.history_transformer import transformer_rows
@@ -68,12 +70,17 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: Build) ->
 
 def _reader(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     process, topic, az = header["process"], header["topic"], header.get("az")
+    commits = Commits(path, header, build)
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "poll":
             poll_rows(path, lineno, rec, process, topic, az, build)
+        elif kind in Commits.KINDS:
+            commits.line(lineno, kind, rec)
         elif kind == "drain_end":
             build.drains[process] = "complete" if rec.get("complete") else "incomplete"
+    commits.finish()
+    build.client_killed(header, "the consumer's supervisor")
     if header["role"] == "drain":
         build.drains.setdefault(process, "unfinished")
 
@@ -124,7 +131,7 @@ def _add_journal(path: Path, build: Build) -> None:
             _ROLES[header["role"]](path, header, _watch(lines, ends, crashes), build)
             if header["role"] != "observer":
                 build.tables["processes"].row(process=header["process"], role=header["role"], az=header.get("az"),
-                          config=json.dumps(header.get("config") or {}, sort_keys=True))
+                          config=json.dumps(header.get("config") or {}, sort_keys=True), commit=header.get("commit"))
             if not ends:
                 build.unfinished.append(header["process"])
             if crashes:
@@ -188,7 +195,7 @@ def build_history(journal_dir: Path, history_dir: Path, nemesis_journal: Path | 
         "ok": build.statuses["ok"], "fail": build.statuses["fail"], "info": build.statuses["info"],
         "reads": counts["reads"], "live_reads": build.phases["live"], "final_reads": build.phases["final"],
         "processes": counts["processes"], "observations": counts["observations"],
-        "nemesis": counts.get("nemesis", 0),
+        "nemesis": counts.get("nemesis", 0), **({"commits": counts["commits"]} if "commits" in counts else {}),
         "drains": dict(sorted(build.drains.items())), "unfinished": sorted(build.unfinished),
         "crashed": sorted(build.crashed), "empty": build.empty, "torn": build.torn,
         "tables": {name: str(path) for name, path in sorted(written.items())},

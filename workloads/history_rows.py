@@ -36,6 +36,7 @@ class Build:
         self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
                                                                        "observations", "transactions")}
         self.nemesis: TableWriter | None = None
+        self.commits: TableWriter | None = None  # contract v3: only once a journal holds a commit
         self.statuses: Counter[str] = Counter()
         self.phases: Counter[str] = Counter()
         self.journals = 0
@@ -50,8 +51,23 @@ class Build:
             self.nemesis = TableWriter(self.history_dir, "nemesis")
         return self.nemesis
 
+    def commits_table(self) -> TableWriter:
+        if self.commits is None:
+            self.commits = TableWriter(self.history_dir, "commits")
+        return self.commits
+
     def writers(self) -> list[TableWriter]:
-        return [*self.tables.values(), *([self.nemesis] if self.nemesis is not None else [])]
+        return [*self.tables.values(), *(w for w in (self.nemesis, self.commits) if w is not None)]
+
+    def client_killed(self, header: dict[str, Any], by: str) -> None:
+        """An instance started after its supervisor killed the one before: a `kill-client` fault from the kill
+        until this instance started (workloads/supervisor.py), if its process line says so."""
+        if header.get("after_kill_ns") is None:
+            return
+        targets = json.dumps({"processes": [header["process"]]})
+        detail = json.dumps({"instance": header.get("instance"), "by": by})
+        for kind, t in (("start", header["after_kill_ns"]), ("stop", header["start_ns"])):
+            self.nemesis_table().row(time_ns=t, type=kind, fault="kill-client", targets=targets, detail=detail)
 
 
 def field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:
