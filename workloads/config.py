@@ -393,7 +393,7 @@ def config_to_json(config: AnyConfig) -> dict[str, Any]:
         del raw["proxy"]
     # nor does a drain of no group's offsets, nor a consumer never killed and without processing time (contract v3)
     defaults = {"groups": (), "kill_every_s": 0.0, "kill_first_s": 0.0, "restart_delay_s": 1.0, "processing_ms": 0}
-    for key in [k for k in defaults if isinstance(config, DrainConfig | ConsumerConfig) and raw.get(k, 1) == defaults[k]]:
+    for key in [k for k in defaults if k in raw and raw[k] == defaults[k]]:
         del raw[key]
     if "groups" in raw:
         raw["groups"] = list(raw["groups"])
