@@ -216,3 +216,31 @@ def test_only_refusals_are_fail() -> None:
         assert classify_commit(refused) == ("fail", refused)
     for unknown in ("REQUEST_TIMED_OUT", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT", "ANYTHING"):
         assert classify_commit(unknown) == ("info", unknown)
+
+
+def test_a_killed_member_restarts_in_a_journal_of_its_own_with_its_kill_in_the_history(
+        cluster: tuple[Producer, str], tmp_path: Path) -> None:
+    """The supervisor SIGKILLs a group member on schedule and starts it again; the history gets one process
+    whose reads' seqs keep increasing across instances, and a `kill-client` fault per kill."""
+    from workloads.supervisor import run_supervised
+
+    journal = tmp_path / "consumer-az1-0.jsonl"
+    config = ConsumerConfig(process="consumer-az1-0", role="consumer", az="az1", journal=journal, topic=TOPIC,
+                            bootstrap=cluster[1], mode="group", group="g", commit="after", partitions=PARTITIONS,
+                            poll_batch=2, processing_ms=100, kill_every_s=5.0, kill_first_s=2.0, restart_delay_s=0.2,
+                            kafka={"session.timeout.ms": 1500, "heartbeat.interval.ms": 300})
+    stop = StopFlag()
+    threading.Timer(8.5, stop.set).start()
+    assert run_supervised(config, stop) == 0
+    instances = sorted(tmp_path.glob("consumer-az1-0*.jsonl"))
+    assert len(instances) == 3, instances  # killed at 2 s and 7 s, started again each time
+    headers = [next(iter(JournalReader(p)))[1] for p in instances]
+    assert sorted(h["instance"] for h in headers) == list(range(len(instances)))
+    assert all((h["after_kill_ns"] is None) == (h["instance"] == 0) for h in headers)
+    build_history(tmp_path, tmp_path / "history")
+    nemesis = pq.read_table(tmp_path / "history" / "nemesis.parquet").to_pylist()
+    kills = [r for r in nemesis if r["fault"] == "kill-client" and r["type"] == "start"]
+    assert len(kills) == len(instances) - 1 and all("consumer-az1-0" in r["targets"] for r in kills)
+    reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pylist()
+    assert {r["process"] for r in reads} == {"consumer-az1-0"} and len({r["seq"] for r in reads}) == len(reads)
+    assert any(r["seq"] >= 10**9 for r in reads)  # a later instance read, numbered from instance * SPAN
