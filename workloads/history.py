@@ -3,7 +3,7 @@
 `build_history(journal_dir, history_dir, nemesis_journal=None)` reads every
 ``*.jsonl`` journal in `journal_dir` (``nemesis.jsonl`` holds contract rows
 already and is converted as is) and writes ``writes``, ``reads``,
-``processes`` and ``observations`` (always, possibly empty) and ``nemesis``
+``processes``, ``observations``, ``transactions`` and ``commits`` (always, possibly empty) and ``nemesis``
 (when a nemesis journal exists) into `history_dir`, each atomically. It works
 on the journals of a killed run: a torn last line is skipped, a send with an
 invoke but no outcome becomes `info` with a null complete_ns, a journal with
@@ -195,7 +195,7 @@ def build_history(journal_dir: Path, history_dir: Path, nemesis_journal: Path | 
         "ok": build.statuses["ok"], "fail": build.statuses["fail"], "info": build.statuses["info"],
         "reads": counts["reads"], "live_reads": build.phases["live"], "final_reads": build.phases["final"],
         "processes": counts["processes"], "observations": counts["observations"],
-        "nemesis": counts.get("nemesis", 0), **({"commits": counts["commits"]} if "commits" in counts else {}),
+        "nemesis": counts.get("nemesis", 0), "commits": counts["commits"],
         "drains": dict(sorted(build.drains.items())), "unfinished": sorted(build.unfinished),
         "crashed": sorted(build.crashed), "empty": build.empty, "torn": build.torn,
         "tables": {name: str(path) for name, path in sorted(written.items())},

@@ -9,8 +9,8 @@ is `info` with a null complete_ns. The drain's ``committed`` lines (group, t, do
 offset or null]]) become the `final` rows. ``commit`` lines without ``done`` are the journals of
 faultline before contract v3 and are skipped, so an old run's history is rebuilt as it was.
 
-Must never: write the `commits` table for a history whose journals hold no commit (an empty
-`commits` table is no table: the history keeps its v1 and v2 shape byte for byte).
+Must never: make a row from a journal line that is not a v3 commit line (a history whose journals hold
+none keeps an empty `commits` table: no group commits, its v1 and v2 verdicts unchanged).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Commits:
         self.settled: set[int] = set()
 
     def _rows(self, group: str, kind: str, rows: list[dict[str, Any]]) -> None:
-        table = self.build.commits_table()
+        table = self.build.tables["commits"]
         for row in rows:
             table.row(process=self.header["process"], group=group, kind=kind, topic=self.header["topic"],
                       az=self.header.get("az"), **row)

@@ -32,11 +32,11 @@ class Build:
     def __init__(self, history_dir: Path) -> None:
         self.history_dir = history_dir
         # `transactions` stays empty unless a transactional producer ran (contract v2): an empty table is a history
-        # without transactions, judged by the v1 rules alone.
+        # without transactions, judged by the v1 rules alone; so does `commits` unless a group member committed
+        # (contract v3: a history without a commits row has no group commits).
         self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
-                                                                       "observations", "transactions")}
+                                                                       "observations", "transactions", "commits")}
         self.nemesis: TableWriter | None = None
-        self.commits: TableWriter | None = None  # contract v3: only once a journal holds a commit
         self.statuses: Counter[str] = Counter()
         self.phases: Counter[str] = Counter()
         self.journals = 0
@@ -51,13 +51,8 @@ class Build:
             self.nemesis = TableWriter(self.history_dir, "nemesis")
         return self.nemesis
 
-    def commits_table(self) -> TableWriter:
-        if self.commits is None:
-            self.commits = TableWriter(self.history_dir, "commits")
-        return self.commits
-
     def writers(self) -> list[TableWriter]:
-        return [*self.tables.values(), *(w for w in (self.nemesis, self.commits) if w is not None)]
+        return [*self.tables.values(), *([self.nemesis] if self.nemesis is not None else [])]
 
     def client_killed(self, header: dict[str, Any], by: str) -> None:
         """An instance started after its supervisor killed the one before: a `kill-client` fault from the kill

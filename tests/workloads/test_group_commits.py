@@ -199,14 +199,14 @@ def test_commit_lines_become_rows_and_a_commit_never_answered_is_info(tmp_path: 
     assert {(r["group"], r["topic"]) for r in rows} == {("g", "t")}
 
 
-def test_a_journal_without_v3_commits_writes_no_commits_table(tmp_path: Path) -> None:
+def test_a_journal_without_v3_commits_writes_an_empty_commits_table(tmp_path: Path) -> None:
     journal = tmp_path / "journal"
     journal.mkdir()
     write(journal / "consumer-az1-0.jsonl", [  # a commit line as faultline wrote it before contract v3
         {**HEADER, "commit": None}, {"kind": "commit", "t": 1301, "mode": "sync", "error": None,
                                      "offsets": [[1, 1, None]]}])
     summary = build_history(journal, tmp_path / "history")
-    assert not (tmp_path / "history" / "commits.parquet").exists() and "commits" not in summary
+    assert pq.read_table(tmp_path / "history" / "commits.parquet").num_rows == 0 == summary["commits"]
 
 
 def test_only_refusals_are_fail() -> None:
