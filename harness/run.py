@@ -32,7 +32,7 @@ from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
-from harness.workloadset import WorkloadSet, drain_workloads, plan_workloads
+from harness.workloadset import WorkloadSet, drain_workloads, member_groups, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.dist.clients import ClientEnv
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
@@ -210,7 +210,7 @@ def finish(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet, progress: 
     time.sleep(max(0.0, stopping + transaction_timeout_s(spec) - time.monotonic()))
     progress.phase("draining")
     codes = workloads.run_to_completion(drain_workloads(cluster, spec.drain_timeout_s, drain_suffix,
-                                                        both_views=spec.transactional),
+                                                        both_views=spec.transactional, groups=member_groups(spec)),
                                         spec.drain_timeout_s + STOP_GRACE_S)
     for name, code in sorted(codes.items()):
         if code != 0:

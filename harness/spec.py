@@ -27,7 +27,8 @@ import yaml
 from harness.expectation import Expectation, parse_expect
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
-from harness.spec_keys import CLUSTER, CONSUMER, PRODUCER, SPEC
+from harness.spec_consumers import ConsumerGroup, parse_consumers
+from harness.spec_keys import CLUSTER, PRODUCER, SPEC
 from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
 from harness.spec_types import NO_DEFAULT, Section, fail
@@ -61,14 +62,6 @@ class ProducerGroup:
 
 
 @dataclass(frozen=True)
-class ConsumerGroup:
-    azs: tuple[str, ...]
-    per_az: int
-    mode: str
-    group: str | None
-    commit: str
-    settings: dict[str, Any] = field(default_factory=dict)
-    isolation_level: str = "read_committed"
 
 
 @dataclass(frozen=True)
@@ -245,20 +238,7 @@ def parse_workloads(raw: dict[str, Any] | None, nodes: int) -> tuple[tuple[Produ
     producers = []
     for i, p in enumerate(raw.get("producers") or []):
         producers.append(_producer_group(f"workloads.producers[{i}]", p, nodes))
-    consumers = []
-    for i, c in enumerate(raw.get("consumers") or []):
-        where, v = f"workloads.consumers[{i}]", functools.partial(_value, CONSUMER, c)
-        mode = v("mode")
-        if mode == "assign" and ("group" in c or "commit" in c):
-            raise fail(f"{where}.{'group' if 'group' in c else 'commit'}",
-                        "only a group consumer (mode: group) has a group and commits")
-        if "isolation.level" in (c.get("settings") or {}):
-            raise fail(f"{where}.settings.isolation.level", "set it with the consumer key isolation_level")
-        consumers.append(ConsumerGroup(
-            azs=_azs(where, c, nodes), per_az=v("per_az"), mode=mode,
-            group=c.get("group", f"faultline-g{i}") if mode == "group" else None, commit=v("commit"),
-            settings=client_settings(f"{where}.settings", "consumer", c.get("settings")),
-            isolation_level=v("isolation_level")))
+    consumers = parse_consumers(raw, nodes, _azs, client_settings)
     if not producers:
         raise fail("workloads.producers", "a run needs at least one producer")
     return tuple(producers), tuple(consumers)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from checkers.anomalies import ANOMALIES
 from checkers.facts import OBSERVED_FACTS
+from checkers.schema import COMMIT_MODES  # contract v3's processes.commit
 from harness.spec_types import (
     SETTING_VALUE,
     AnyOf,
@@ -41,7 +42,6 @@ from testbed.runtime.kinds import KIND_NAMES, networks_text
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
 KRAFT_CONTROLLERS = ("separate", "combined")
-COMMIT_MODES = ("auto", "sync")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECKERS = ("auto", "spark", "pandas")  # auto: pandas or Spark by the history's size (checkers.auto)
 AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number of nodes",
@@ -151,8 +151,16 @@ CONSUMER = Section({
     "mode": Choice(CONSUMER_MODES, "assign: every partition from the earliest offset, no group; "
                                    "group: subscribe as a member of `group`", "assign"),
     "group": Str("the consumer group (mode group only; default faultline-g<index>)"),
-    "commit": Choice(COMMIT_MODES, "mode group: auto commits in the background, sync commits after each poll",
-                     "auto"),
+    "commit": Choice(COMMIT_MODES, "mode group (contract v3): before commits the offsets a poll returned "
+                     "synchronously, then records them (at-most-once; nothing recorded from a poll whose commit "
+                     "failed); after records, then commits synchronously (at-least-once); auto is librdkafka's "
+                     "enable.auto.commit (offsets stored at poll); none never commits", "auto"),
+    "processing_ms": Int("mode group: the processing time between a poll and its record (before: between the "
+                         "commit and the record), so that a kill lands in it", 0, 0, 60_000),
+    "kill_every_s": Num("SIGKILL one of these consumers' client processes this often, in turn, and start it again "
+                        "(0: never), as a transformer's", 0, 0),
+    "kill_first_s": Num("when the first of those kills comes (default: `kill_every_s`)", low=0),
+    "restart_delay_s": Num("how long a killed consumer stays down", 1.0, 0),
     "isolation_level": Choice(ISOLATION_LEVELS, "read_committed: records of open or aborted transactions are "
                               "skipped (librdkafka's default); read_uncommitted: every record", ISOLATION_LEVELS[0],
                               what="isolation level"),

@@ -85,16 +85,18 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                     config = dataclasses.replace(config, **_proxied(cluster, name))
                 out.append(Workload(name, plan.client_of_az(az), "producer", config))
     for cgroup in spec.consumers:
-        for az in cgroup.azs:
-            for _ in range(cgroup.per_az):
-                name = name_for("consumer", az)
-                grouped = cgroup.mode == "group"
-                out.append(Workload(name, plan.client_of_az(az), "consumer", ConsumerConfig(
-                    process=name, role="consumer", az=az, journal=folder.journal(name), topic=topic,
-                    bootstrap=cluster.bootstrap, mode="group" if grouped else "assign",
-                    group=cgroup.group if grouped else None,
-                    commit=("sync" if cgroup.commit == "sync" else "auto") if grouped else None,
-                    partitions=partitions, kafka={**cgroup.settings, "isolation.level": cgroup.isolation_level})))
+        members = [az for az in cgroup.azs for _ in range(cgroup.per_az)]
+        for index, az in enumerate(members):
+            name = name_for("consumer", az)
+            grouped = cgroup.mode == "group"
+            out.append(Workload(name, plan.client_of_az(az), "consumer", ConsumerConfig(
+                process=name, role="consumer", az=az, journal=folder.journal(name), topic=topic,
+                bootstrap=cluster.bootstrap, mode="group" if grouped else "assign",
+                group=cgroup.group if grouped else None, commit=cast(Any, cgroup.commit) if grouped else None,
+                processing_ms=cgroup.processing_ms if grouped else 0,
+                partitions=partitions, kafka={**cgroup.settings, "isolation.level": cgroup.isolation_level},
+                **_kill_schedule(cgroup.kill_every_s, cgroup.kill_first_s, cgroup.restart_delay_s, index,
+                                 len(members)))))
     for tgroup in spec.transformers:
         members = [az for az in tgroup.azs for _ in range(tgroup.per_az)]
         for index, az in enumerate(members):
@@ -105,11 +107,8 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                 mode="exactly-once" if tgroup.transactional else "at-least-once", partitions=partitions,
                 batch=tgroup.batch, transactional_id=f"{cluster.runtime.prefix}-{name}" if tgroup.transactional else None,
                 kafka={"transaction.timeout.ms": tgroup.transaction_timeout_ms} if tgroup.transactional else {},
-                # one member of the group killed every kill_every_s from kill_first_s, in turn: each every n times that
-                kill_every_s=tgroup.kill_every_s * len(members),
-                kill_first_s=(tgroup.kill_every_s if tgroup.kill_first_s is None else tgroup.kill_first_s)
-                + tgroup.kill_every_s * index,
-                restart_delay_s=tgroup.restart_delay_s)))
+                **_kill_schedule(tgroup.kill_every_s, tgroup.kill_first_s, tgroup.restart_delay_s, index,
+                                 len(members)))))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
         out.append(Workload(name, node, "observer", ObserverConfig(
@@ -119,6 +118,14 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
             controller_id_base=kcfg.controller_id(cluster.settings, 0) if cluster.settings.kraft else 0,
             extra_topics=cluster.settings.extra_topics)))
     return out
+
+
+def _kill_schedule(every_s: float, first_s: float | None, restart_delay_s: float, index: int,
+                   members: int) -> dict[str, Any]:
+    """One of a group's `members` killed every `every_s` from `first_s`, in turn: each every `members` times that
+    (workloads/supervisor.py's keys for member `index`)."""
+    return {"kill_every_s": every_s * members, "restart_delay_s": restart_delay_s,
+            "kill_first_s": (every_s if first_s is None else first_s) + every_s * index}
 
 
 def _proxied(cluster: KafkaCluster, name: str) -> dict[str, Any]:
@@ -141,17 +148,29 @@ DRAIN_VIEWS = {"": "read_committed", "-ru": "read_uncommitted"}
 
 
 def drain_workloads(cluster: KafkaCluster, timeout_s: float, suffix: str = "",
-                    both_views: bool = False) -> list[Workload]:
+                    both_views: bool = False, groups: tuple[str, ...] = ()) -> list[Workload]:
     """One fresh fixed-assignment reader per AZ (two with `both_views`), from the earliest offset to the end; for
-    each extra topic of the cluster as many more, `drain-<az>-<topic>[-ru]`."""
+    each extra topic of the cluster as many more, `drain-<az>-<topic>[-ru]`. The first of them also reads the
+    committed offsets of `groups` (contract v3: one `final` row per group and partition, so one drain only)."""
     views = DRAIN_VIEWS if both_views else {"": DRAIN_VIEWS[""]}
     topics = {"": cluster.topic, **{f"-{t}": t for t in cluster.settings.extra_topics}}
-    return [Workload(name, host, "drain", DrainConfig(
+    drains = [Workload(name, host, "drain", DrainConfig(
         process=name, role="drain", az=host.az, journal=cluster.folder.journal(name), topic=topic,
         bootstrap=cluster.bootstrap, partitions=cluster.settings.partitions, timeout_s=timeout_s,
         kafka={"isolation.level": level}))
         for tag, topic in topics.items() for host in cluster.plan.clients for view, level in views.items()
         for name in [f"drain-{host.az}{tag}{view}{suffix}"]]
+    if groups:
+        first = drains[0]
+        assert isinstance(first.config, DrainConfig)
+        first.config = dataclasses.replace(first.config, groups=groups)
+    return drains
+
+
+def member_groups(spec: Spec) -> tuple[str, ...]:
+    """The consumer groups of the run's group consumers (contract v3: each has members whose commits the final
+    drain's committed offsets judge), each once."""
+    return tuple(dict.fromkeys(g.group for g in spec.consumers if g.mode == "group" and g.group is not None))
 
 
 class WorkloadSet:

@@ -20,7 +20,7 @@ import re
 POWER_OFF = "power-off"  # a node's processes died at one instant, its page cache kept
 POWER_CUT = "power-cut"  # a power-off that dropped the node's unsynced writes (journaled for `power-off`)
 STRAY_PRODUCE = "stray-transactional-produce"  # the nemesis' own transactional write (its start row holds it)
-KILL_CLIENT = "kill-client"  # a transformer's supervisor killed the instance (from the kill until the next started)
+KILL_CLIENT = "kill-client"  # a supervisor (a transformer's or a group consumer's) killed the instance, until the next started
 HEAL_ALL = "heal-all"  # the nemesis' `info` row of a heal of everything
 
 # A producer process of the spec, as `client_process("producer", az, n)` names it.

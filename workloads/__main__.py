@@ -32,21 +32,26 @@ def open_journal(config: AnyConfig) -> JournalSink:
     return Journal(config.journal, config.fsync_interval_s)
 
 
+def supervised(config: AnyConfig) -> bool:
+    """Whether `config`'s process runs as instances under the supervisor (workloads/supervisor.py)."""
+    return isinstance(config, TransformerConfig) or (isinstance(config, ConsumerConfig) and config.kill_every_s > 0)
+
+
 def run(config: AnyConfig, journal: JournalSink, stop: StopFlag) -> int:
     """Run the workload of `config`'s role; its exit status."""
     # Imported here so an observer (which needs no librdkafka) and a bad config start fast.
     if isinstance(config, ObserverConfig):
         from workloads.observer import ObserverWorkload
         return ObserverWorkload(config, journal, stop).run()
+    if isinstance(config, TransformerConfig) or (isinstance(config, ConsumerConfig) and supervised(config)):
+        from workloads.supervisor import run_supervised
+        return run_supervised(config, stop)
     if isinstance(config, ConsumerConfig):
         from workloads.consumer import ConsumerWorkload
         return ConsumerWorkload(config, journal, stop).run()
     if isinstance(config, DrainConfig):
         from workloads.drain import DrainWorkload
         return DrainWorkload(config, journal, stop).run()
-    if isinstance(config, TransformerConfig):  # its instances journal for themselves
-        from workloads.supervisor import run_transformer
-        return run_transformer(config, stop)
     if config.proxy is not None:  # its connections go through a request-holding proxy of its own
         from workloads.holdproxy import HoldProxy
         HoldProxy({int(p): u for p, u in config.proxy["listen"].items()}, Path(config.proxy["control"]),
@@ -73,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workload config {args[0]}: {exc}", file=sys.stderr)
         return exits.FAILED
     stop = StopFlag().install()
-    if isinstance(config, TransformerConfig):  # a supervisor: each instance it forks writes its own journal
-        from workloads.supervisor import run_transformer
-        return run_transformer(config, stop)
+    if isinstance(config, TransformerConfig) or (isinstance(config, ConsumerConfig) and supervised(config)):
+        from workloads.supervisor import run_supervised
+        return run_supervised(config, stop)
     try:
         journal = open_journal(config)
     except OSError as exc:

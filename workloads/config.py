@@ -20,10 +20,12 @@ every error names the key. Keys per role:
   "control": path, "events": path}``, the request-holding proxy this process
   runs for itself, workloads/holdproxy.py; its ``bootstrap`` then names the
   loopback ports).
-- consumer: ``mode`` (``assign`` or ``group``), ``group`` (group mode),
-  ``commit`` (``auto`` or ``sync``, group mode), optional ``partitions``
-  (default: asked from the cluster), ``poll_batch`` (default 500), ``kafka``.
-- drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``.
+- consumer: ``mode`` (``assign`` or ``group``), ``group``, ``commit`` (``before``, ``after``, ``auto``
+  or ``none``, default ``auto``) and ``processing_ms`` (between a poll and its journal line, default 0)
+  in group mode (contract v3); optional ``partitions`` (default: asked from the cluster), ``poll_batch``
+  (default 500), ``kafka``, and a transformer's ``kill_every_s``, ``kill_first_s``, ``restart_delay_s``.
+- drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``, ``groups`` (whose committed offsets it
+  reads after its drain, contract v3).
 - observer: ``broker_id``, ``broker_address`` (``host:port``), optional
   ``interval_s`` (default 1.0), ``extra_topics`` (further topics it asks
   about); KRaft: ``controller_port`` (its node's KRaft controller, asked with
@@ -48,9 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from checkers.schema import COMMIT_MODES  # a group consumer's `commit` (contract v3's processes.commit)
+
 WorkloadRole = Literal["producer", "consumer", "drain", "observer", "transformer"]
 ROLES: tuple[WorkloadRole, ...] = ("producer", "consumer", "drain", "observer", "transformer")
 TRANSFORMER_MODES = ("exactly-once", "at-least-once")
+CommitMode = Literal["before", "after", "auto", "none"]
 KafkaValue = str | int | float | bool
 
 # Settings a workload derives itself; passing them through `kafka` would contradict its other keys.
@@ -99,10 +104,19 @@ class ProducerConfig(WorkloadConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConsumerConfig(WorkloadConfig):
+class Supervised:
+    """A process the supervisor (workloads/supervisor.py) runs as instances, SIGKILLing one on schedule."""
+    kill_every_s: float = 0.0
+    kill_first_s: float = 0.0
+    restart_delay_s: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerConfig(Supervised, WorkloadConfig):
     mode: Literal["assign", "group"]
     group: str | None = None
-    commit: Literal["auto", "sync"] | None = None
+    commit: CommitMode | None = None
+    processing_ms: int = 0
     partitions: int | None = None
     poll_batch: int = 500
     kafka: dict[str, KafkaValue] = field(default_factory=dict)
@@ -113,6 +127,7 @@ class DrainConfig(WorkloadConfig):
     partitions: int | None = None
     timeout_s: float = 60.0
     kafka: dict[str, KafkaValue] = field(default_factory=dict)
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +142,7 @@ class ObserverConfig(WorkloadConfig):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TransformerConfig(WorkloadConfig):
+class TransformerConfig(Supervised, WorkloadConfig):
     input_topic: str
     group: str
     mode: Literal["exactly-once", "at-least-once"]
@@ -135,9 +150,6 @@ class TransformerConfig(WorkloadConfig):
     batch: int = 20
     transactional_id: str | None = None
     kafka: dict[str, KafkaValue] = field(default_factory=dict)
-    kill_every_s: float = 0.0
-    kill_first_s: float = 0.0
-    restart_delay_s: float = 1.0
 
 
 AnyConfig = ProducerConfig | ConsumerConfig | DrainConfig | ObserverConfig | TransformerConfig
@@ -272,28 +284,38 @@ def _proxy(keys: _Keys) -> dict[str, Any] | None:
     return {"listen": {str(p): u for p, u in listen.items()}, "control": value["control"], "events": value["events"]}
 
 
+def _supervised(keys: _Keys) -> dict[str, Any]:
+    return {"kill_every_s": keys.number("kill_every_s", 0.0),
+            "kill_first_s": keys.number("kill_first_s", keys.raw.get("kill_every_s", 0.0)),
+            "restart_delay_s": keys.number("restart_delay_s", 1.0)}
+
+
 def _consumer(keys: _Keys, common: dict[str, Any]) -> ConsumerConfig:
     mode = keys.choice("mode", ("assign", "group"))
     group = keys.string("group", None, nullable=True)
     commit = keys.take("commit", None)
-    if commit not in ("auto", "sync", None):
-        raise ConfigError(f"commit: must be one of auto, sync, got {commit!r}")
+    if commit is not None and commit not in COMMIT_MODES:
+        raise ConfigError(f"commit: must be one of {', '.join(COMMIT_MODES)}, got {commit!r}")
     if mode == "group" and group is None:
         raise ConfigError("group: required when mode is group")
-    if mode == "assign" and (group is not None or commit is not None):
-        raise ConfigError("group/commit: only for mode group (an assign consumer never commits)")
+    processing_ms = keys.integer("processing_ms", 0)
+    if mode == "assign" and (group is not None or commit is not None or processing_ms):
+        raise ConfigError("group/commit/processing_ms: only for mode group (an assign consumer never commits)")
     if mode == "group" and commit is None:
         commit = "auto"
-    return ConsumerConfig(**common, mode=mode, group=group, commit=commit,
+    return ConsumerConfig(**common, mode=mode, group=group, commit=commit, processing_ms=processing_ms,
                           partitions=keys.integer("partitions", None, minimum=1),
                           poll_batch=keys.integer("poll_batch", 500, minimum=1),
-                          kafka=_kafka_settings(keys, "consumer"))
+                          kafka=_kafka_settings(keys, "consumer"), **_supervised(keys))
 
 
 def _drain(keys: _Keys, common: dict[str, Any]) -> DrainConfig:
+    groups = keys.take("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        raise ConfigError(f"groups: must be a list of consumer group ids, got {groups!r}")
     return DrainConfig(**common, partitions=keys.integer("partitions", None, minimum=1),
                        timeout_s=keys.number("timeout_s", 60.0, minimum=1.0),
-                       kafka=_kafka_settings(keys, "drain"))
+                       kafka=_kafka_settings(keys, "drain"), groups=tuple(groups))
 
 
 def _observer(keys: _Keys, common: dict[str, Any]) -> ObserverConfig:
@@ -322,10 +344,7 @@ def _transformer(keys: _Keys, common: dict[str, Any]) -> TransformerConfig:
     return TransformerConfig(**common, input_topic=source, group=keys.string("group"), mode=mode,
                              partitions=keys.integer("partitions", minimum=1),
                              batch=keys.integer("batch", 20, minimum=1), transactional_id=txn_id,
-                             kafka=_kafka_settings(keys, "transformer"),
-                             kill_every_s=keys.number("kill_every_s", 0.0),
-                             kill_first_s=keys.number("kill_first_s", keys.raw.get("kill_every_s", 0.0)),
-                             restart_delay_s=keys.number("restart_delay_s", 1.0))
+                             kafka=_kafka_settings(keys, "transformer"), **_supervised(keys))
 
 
 def parse_config(raw: Any) -> AnyConfig:
@@ -372,4 +391,10 @@ def config_to_json(config: AnyConfig) -> dict[str, Any]:
             del raw["extra_topics"]
     if isinstance(config, ProducerConfig) and config.proxy is None:  # nor does a producer without a proxy
         del raw["proxy"]
+    # nor does a drain of no group's offsets, nor a consumer never killed and without processing time (contract v3)
+    defaults = {"groups": (), "kill_every_s": 0.0, "kill_first_s": 0.0, "restart_delay_s": 1.0, "processing_ms": 0}
+    for key in [k for k in defaults if k in raw and raw[k] == defaults[k]]:
+        del raw[key]
+    if "groups" in raw:
+        raw["groups"] = list(raw["groups"])
     return raw

@@ -2,10 +2,20 @@
 
 `assign` mode: a fixed assignment of every partition from the earliest
 offset; it never seeks and never commits (its group id is a placeholder
-librdkafka requires). `group` mode: subscribes with the configured group;
-commits are automatic (`auto`, journaled from the commit callback) or
-synchronous after each poll that returned records (`sync`, journaled from
-the call's result). Rebalances are journaled too. Runs until SIGTERM, then
+librdkafka requires). `group` mode: subscribes with the configured group and
+commits as `commit` says (contract v3), each commit of a poll naming the next
+offset (last + 1) of every partition the poll returned records of:
+
+- ``before`` (at-most-once): commit synchronously, then `processing_ms`, then journal the poll; a poll whose
+  commit did not succeed on every partition journals none of its records.
+- ``after`` (at-least-once): `processing_ms`, journal the poll, then commit synchronously.
+- ``auto``: librdkafka's enable.auto.commit with the offsets stored at poll; its commit callback journals
+  each outcome. ``none``: never commits.
+
+A synchronous commit is journaled (``commit_begin``, flushed) before it is asked for, and its outcome
+per partition after (``commit``): a commit the process did not see end is `info` in the history.
+Rebalances are journaled too. Under the supervisor (workloads/supervisor.py, `kill_every_s`) each
+instance writes its own journal and numbers its reads from instance * SPAN. Runs until SIGTERM, then
 closes (leaving the group) and exits 0; a fatal client error exits 1. A close that
 has not returned within CLOSE_TIMEOUT_S (librdkafka 2.1 and 2.2 sometimes never return
 from it after leader moves) is journaled in the end line (`close: timeout`) and the
@@ -22,7 +32,7 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from workloads import exits
 from workloads.config import ConsumerConfig
@@ -35,19 +45,36 @@ from workloads.stopping import StopFlag
 POLL_TIMEOUT_S = 0.2
 CLOSE_TIMEOUT_S = 8.0
 DISCOVERY_TIMEOUT_S = 60.0
+SPAN = 10**9  # the read seqs of instance n start at n * SPAN
+NO_OFFSET = "_NO_OFFSET"  # librdkafka's "nothing to commit": an automatic commit that was not made
 
 
 def offsets_of(partitions: list[TopicPartition]) -> list[list[Any]]:
-    return [[tp.partition, tp.offset, tp.error.name() if tp.error else None] for tp in partitions]
+    """[[partition, offset, error], ...] of the partitions a commit reported, those with an offset only."""
+    return [[tp.partition, tp.offset, tp.error.name() if tp.error else None] for tp in partitions if tp.offset >= 0]
+
+
+def next_offsets(messages: list[Message]) -> dict[int, int]:
+    """The offset to commit per partition after a poll: its last record's offset + 1 (Kafka's convention)."""
+    offsets: dict[int, int] = {}
+    for msg in messages:
+        partition, offset = msg.partition(), msg.offset()
+        if msg.error() is None and partition is not None and offset is not None:
+            offsets[partition] = max(offsets.get(partition, 0), offset + 1)
+    return offsets
 
 
 class ConsumerWorkload:
-    def __init__(self, config: ConsumerConfig, journal: JournalSink, stop: StopFlag) -> None:
+    def __init__(self, config: ConsumerConfig, journal: JournalSink, stop: StopFlag, instance: int = 0,
+                 killed_ns: int | None = None) -> None:
         self.config = config
         self.journal = journal
         self.stop = stop
         self.fatal: str | None = None
         self.recorder = PollRecorder(journal, "live", config.group)
+        self.recorder.seq = instance * SPAN
+        self.instance, self.killed_ns = instance, killed_ns
+        self.commits = 0  # synchronous commits asked for (their ids)
 
     def conf(self) -> dict[str, Any]:
         c = self.config
@@ -68,7 +95,10 @@ class ConsumerWorkload:
             self.fatal = f"{err.name()}: {err.str()}"
 
     def _auto_committed(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        self.journal.append({"kind": "commit", "t": time.time_ns(), "mode": "auto",
+        if err is not None and err.name() == NO_OFFSET:
+            return
+        t = time.time_ns()  # the callback knows no request time: the outcome's is the best there is
+        self.journal.append({"kind": "commit", "t": t, "done": t, "mode": "auto",
                              "error": err.name() if err else None, "offsets": offsets_of(partitions)})
 
     def _rebalanced(self, event: str) -> Any:
@@ -78,16 +108,39 @@ class ConsumerWorkload:
             self.journal.flush()
         return callback
 
-    def _commit_sync(self, consumer: Consumer) -> None:
+    def _commit_sync(self, consumer: Consumer, offsets: dict[int, int]) -> bool:
+        """Commit `offsets` synchronously, journaled before and after; whether every partition's succeeded."""
+        self.commits += 1
+        asked = sorted(offsets.items())
         t = time.time_ns()
+        self.journal.append({"kind": "commit_begin", "t": t, "id": self.commits, "mode": "sync",
+                             "offsets": [[p, o] for p, o in asked]})
+        self.journal.flush()  # a commit the process is killed in is one it asked for: `info`, not absent
+        line: dict[str, Any] = {"kind": "commit", "t": t, "id": self.commits, "mode": "sync", "error": None}
         try:
-            committed = consumer.commit(asynchronous=False) or []
-            line = {"kind": "commit", "t": t, "mode": "sync", "error": None, "offsets": offsets_of(committed)}
+            done = consumer.commit(offsets=[TopicPartition(self.config.topic, p, o) for p, o in asked],
+                                   asynchronous=False) or []
+            line["offsets"] = offsets_of(done)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
-            line = {"kind": "commit", "t": t, "mode": "sync", "error": err.name(), "offsets": [],
-                    "detail": err.str()}
+            line.update(error=err.name(), detail=err.str(), offsets=[[p, o, err.name()] for p, o in asked])
+        line["done"] = time.time_ns()
         self.journal.append(line)
+        self.journal.flush()
+        return line["error"] is None and all(e[2] is None for e in line["offsets"])
+
+    def _handle(self, consumer: Consumer, messages: list[Message], poll_ns: int) -> None:
+        """One poll's records: committed and journaled in the order the commit mode says."""
+        mode, offsets = self.config.commit, next_offsets(messages)
+        if mode == "before" and offsets and not self._commit_sync(consumer, offsets):
+            messages = [m for m in messages if m.error() is not None]  # nothing from a poll whose commit failed
+        if self.config.processing_ms and any(m.error() is None for m in messages):
+            time.sleep(self.config.processing_ms / 1000)  # the processing a crash interrupts
+        result = self.recorder.record(messages, poll_ns)
+        self.fatal = self.fatal or result.fatal
+        if mode == "after" and offsets:
+            self.journal.flush()
+            self._commit_sync(consumer, offsets)
 
     # -- the loop ----------------------------------------------------------
     def _start(self, consumer: Consumer) -> bool:
@@ -110,7 +163,8 @@ class ConsumerWorkload:
         callbacks: dict[str, Any] = {"error_cb": self._client_error}
         if self.config.commit == "auto":
             callbacks["on_commit"] = self._auto_committed
-        self.journal.append(process_line(self.config, consumer_effective(self.config, conf)))
+        self.journal.append(process_line(self.config, consumer_effective(self.config, conf), commit=self.config.commit,
+                                         instance=self.instance, after_kill_ns=self.killed_ns))
         self.journal.flush()
         consumer = Consumer({**conf, **callbacks})
         if not self._start(consumer) and not self.stop.requested:
@@ -118,10 +172,7 @@ class ConsumerWorkload:
         while not self.stop.requested and self.fatal is None:
             messages = consumer.consume(self.config.poll_batch, POLL_TIMEOUT_S)
             if messages:
-                result = self.recorder.record(messages, time.time_ns())
-                self.fatal = self.fatal or result.fatal
-                if self.config.commit == "sync" and result.count:
-                    self._commit_sync(consumer)
+                self._handle(consumer, messages, time.time_ns())
             self.journal.flush()
         closed = close_within(consumer, CLOSE_TIMEOUT_S)
         self.journal.append({"kind": "end", "t": time.time_ns(), "records": self.recorder.seq, "fatal": self.fatal,

@@ -8,6 +8,12 @@ Exit 0 when every partition is done; otherwise, at `timeout_s` or on SIGTERM,
 it journals what it got and a ``drain_end`` line with complete=false and the
 partitions still behind, and exits 2. It never commits and never joins a group.
 
+Contract v3: then, for each of its `groups`, it reads the group's committed offset of every partition
+(OffsetFetch through a consumer with that group.id that never subscribes, so it never joins, and never
+commits) and journals it as a ``committed`` line (t asked, done answered, group, offsets [[partition,
+offset or null]]), retried until `timeout_s`; a group it could not read gets a ``committed_error`` line.
+The harness gives the groups to one drain only, after every member stopped.
+
 Its view is its `isolation.level` (the harness gives one drain per AZ each view when a run has
 transactional writers). librdkafka (since 1.7.1) asks the watermarks at that level too: a
 read_committed drain's finish line is each partition's last stable offset, so a transaction left
@@ -44,6 +50,7 @@ class DrainWorkload:
         self.stop = stop
         self.recorder = PollRecorder(journal, "final", None)
         self.deadline = time.monotonic() + config.timeout_s
+        self.count: int | None = None  # the topic's partitions, once known
 
     def conf(self) -> dict[str, Any]:
         c = self.config
@@ -106,6 +113,33 @@ class DrainWorkload:
             self.journal.flush()
         return behind
 
+    def _committed(self, count: int) -> None:
+        """Each group's committed offsets, read without joining it (contract v3's `final` commits rows)."""
+        for group in self.config.groups:
+            reader = Consumer({**self.conf(), "group.id": group, "client.id": f"{self.config.process}-offsets"})
+            error: str | None = "not asked"
+            try:
+                while error is not None and not self.stop.requested:
+                    t = time.time_ns()
+                    try:
+                        got = reader.committed([TopicPartition(self.config.topic, p) for p in range(count)],
+                                               timeout=max(1.0, min(10.0, self._remaining())))
+                    except KafkaException as exc:
+                        error = f"{exc.args[0].name()}: {exc.args[0].str()}"
+                        if self._remaining() <= 0:
+                            break
+                        self.stop.wait(0.5)
+                        continue
+                    error = None
+                    self.journal.append({"kind": "committed", "t": t, "done": time.time_ns(), "group": group,
+                                         "offsets": [[tp.partition, tp.offset if tp.offset >= 0 else None]
+                                                     for tp in sorted(got, key=lambda tp: tp.partition)]})
+            finally:
+                reader.close()
+            if error is not None:
+                self.journal.append({"kind": "committed_error", "t": time.time_ns(), "group": group, "error": error})
+            self.journal.flush()
+
     def run(self) -> int:
         conf = self.conf()
         self.journal.append(process_line(self.config, consumer_effective(self.config, conf),
@@ -116,12 +150,15 @@ class DrainWorkload:
             complete, reason, behind = self._drain(consumer)
         finally:
             consumer.close()
+        if self.config.groups and self.count is not None:
+            self.deadline = max(self.deadline, time.monotonic() + 10.0)  # the offsets get their own time
+            self._committed(self.count)
         return self._finish(complete, reason, behind)
 
     def _drain(self, consumer: Consumer) -> tuple[bool, str | None, dict[int, list[int]]]:
         """(complete, why not, partitions still behind)."""
-        count = self.config.partitions or discover_partitions(consumer, self.config.topic, self.stop,
-                                                              self.deadline)
+        count = self.count = self.config.partitions or discover_partitions(consumer, self.config.topic, self.stop,
+                                                                           self.deadline)
         if count is None:
             return False, "could not learn the topic's partitions", {}
         marks = self._watermarks(consumer, count)

@@ -3,7 +3,7 @@
 `build_history(journal_dir, history_dir, nemesis_journal=None)` reads every
 ``*.jsonl`` journal in `journal_dir` (``nemesis.jsonl`` holds contract rows
 already and is converted as is) and writes ``writes``, ``reads``,
-``processes`` and ``observations`` (always, possibly empty) and ``nemesis``
+``processes``, ``observations``, ``transactions`` and ``commits`` (always, possibly empty) and ``nemesis``
 (when a nemesis journal exists) into `history_dir`, each atomically. It works
 on the journals of a killed run: a torn last line is skipped, a send with an
 invoke but no outcome becomes `info` with a null complete_ns, a journal with
@@ -16,7 +16,8 @@ so two would mean a producer bug, not a history to pick from.
 Tables are streamed in row groups, so memory stays bounded by the largest
 producer journal. Observers are not client processes: they get no
 `processes` row. A transactional producer's ``txn_*`` lines become `transactions` rows and
-its sends' `txn` (contract v2).
+its sends' `txn` (contract v2); a group consumer's commits and the drain's committed offsets become
+`commits` rows, and its process line's ``commit`` `processes.commit` (contract v3, history_commits.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from testbed.journal_names import STRAY_PRODUCE
 from testbed.runfolder import NEMESIS_JOURNAL  # the run folder owns its names
+from workloads.history_commits import Commits
 from workloads.history_rows import Build, HistoryError, Lines, Outcomes, Transactions, field, poll_rows
 from workloads.history_stray import stray_rows
 from workloads.history_transformer import transformer_rows
@@ -69,12 +71,17 @@ def _producer(path: Path, header: dict[str, Any], lines: Lines, build: Build) ->
 
 def _reader(path: Path, header: dict[str, Any], lines: Lines, build: Build) -> None:
     process, topic, az = header["process"], header["topic"], header.get("az")
+    commits = Commits(path, header, build)
     for lineno, rec in lines:
         kind = rec.get("kind")
         if kind == "poll":
             poll_rows(path, lineno, rec, process, topic, az, build)
+        elif kind in Commits.KINDS:
+            commits.line(lineno, kind, rec)
         elif kind == "drain_end":
             build.drains[process] = "complete" if rec.get("complete") else "incomplete"
+    commits.finish()
+    build.client_killed(header, "the consumer's supervisor")
     if header["role"] == "drain":
         build.drains.setdefault(process, "unfinished")
 
@@ -125,7 +132,7 @@ def _add_journal(path: Path, build: Build) -> None:
             _ROLES[header["role"]](path, header, _watch(lines, ends, crashes), build)
             if header["role"] != "observer":
                 build.tables["processes"].row(process=header["process"], role=header["role"], az=header.get("az"),
-                          config=json.dumps(header.get("config") or {}, sort_keys=True))
+                          config=json.dumps(header.get("config") or {}, sort_keys=True), commit=header.get("commit"))
             if not ends:
                 build.unfinished.append(header["process"])
             if crashes:
@@ -189,7 +196,7 @@ def build_history(journal_dir: Path, history_dir: Path, nemesis_journal: Path | 
         "ok": build.statuses["ok"], "fail": build.statuses["fail"], "info": build.statuses["info"],
         "reads": counts["reads"], "live_reads": build.phases["live"], "final_reads": build.phases["final"],
         "processes": counts["processes"], "observations": counts["observations"],
-        "nemesis": counts.get("nemesis", 0),
+        "nemesis": counts.get("nemesis", 0), "commits": counts["commits"],
         "drains": dict(sorted(build.drains.items())), "unfinished": sorted(build.unfinished),
         "crashed": sorted(build.crashed), "empty": build.empty, "torn": build.torn,
         "tables": {name: str(path) for name, path in sorted(written.items())},

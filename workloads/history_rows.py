@@ -17,6 +17,7 @@ from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
+from testbed.journal_names import KILL_CLIENT
 from workloads.tables import TableWriter
 
 Lines = Iterator[tuple[int, dict[str, Any]]]
@@ -32,9 +33,10 @@ class Build:
     def __init__(self, history_dir: Path) -> None:
         self.history_dir = history_dir
         # `transactions` stays empty unless a transactional producer ran (contract v2): an empty table is a history
-        # without transactions, judged by the v1 rules alone.
+        # without transactions, judged by the v1 rules alone; so does `commits` unless a group member committed
+        # (contract v3: a history without a commits row has no group commits).
         self.tables = {name: TableWriter(history_dir, name) for name in ("writes", "reads", "processes",
-                                                                       "observations", "transactions")}
+                                                                       "observations", "transactions", "commits")}
         self.nemesis: TableWriter | None = None
         self.statuses: Counter[str] = Counter()
         self.phases: Counter[str] = Counter()
@@ -52,6 +54,16 @@ class Build:
 
     def writers(self) -> list[TableWriter]:
         return [*self.tables.values(), *([self.nemesis] if self.nemesis is not None else [])]
+
+    def client_killed(self, header: dict[str, Any], by: str) -> None:
+        """An instance started after its supervisor killed the one before: a `kill-client` fault from the kill
+        until this instance started (workloads/supervisor.py), if its process line says so."""
+        if header.get("after_kill_ns") is None:
+            return
+        targets = json.dumps({"processes": [header["process"]]})
+        detail = json.dumps({"instance": header.get("instance"), "by": by})
+        for kind, t in (("start", header["after_kill_ns"]), ("stop", header["start_ns"])):
+            self.nemesis_table().row(time_ns=t, type=kind, fault=KILL_CLIENT, targets=targets, detail=detail)
 
 
 def field(path: Path, lineno: int, record: dict[str, Any], name: str) -> Any:

@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.journal_names import KILL_CLIENT
 from workloads.history_rows import Build, HistoryError, Lines, Outcomes, Transactions, field, poll_rows
 
 
@@ -55,11 +54,7 @@ def transformer_rows(path: Path, header: dict[str, Any], lines: Lines, build: Bu
                                 complete_ns=[o[3] for o in settled], az=az, txn=[invoked[op][3] for op in ops],
                                 source=[invoked[op][2] for op in ops])
     txns.write(build.tables["transactions"])
-    if header.get("after_kill_ns") is not None:  # the supervisor killed the instance before this one
-        targets = json.dumps({"processes": [process]})
-        detail = json.dumps({"instance": header.get("instance"), "by": "the transformer's supervisor"})
-        for kind, t in (("start", header["after_kill_ns"]), ("stop", header["start_ns"])):
-            build.nemesis_table().row(time_ns=t, type=kind, fault=KILL_CLIENT, targets=targets, detail=detail)
+    build.client_killed(header, "the transformer's supervisor")
     config = json.dumps(header.get("config") or {}, sort_keys=True)
     for reader in sorted(readers - {process}):
         build.tables["processes"].row(process=reader, role="transformer", az=az, config=config)

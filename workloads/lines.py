@@ -56,8 +56,14 @@ Consumer and drain (`reads` rows):
   (`live` or `final`), group, records: [[partition, offset, key, value,
   leader_epoch], ...] in the order the poll returned them.
 - ``consume_error``: t, error, detail, partition: an error event from a poll.
-- ``commit`` (group consumers): t, mode (`auto` or `sync`), error,
-  offsets [[partition, offset, error], ...].
+- ``commit_begin`` (group consumers, synchronous commits): t, id, mode (`sync`), offsets
+  [[partition, offset], ...]: journaled and flushed before the commit is asked for (contract v3).
+- ``commit`` (group consumers): t (asked), done (answered), id (synchronous commits), mode (`sync` or
+  `auto`, the latter from the commit callback), error, offsets [[partition, offset, error], ...]; the
+  process line of a group member also holds ``commit`` (before, after, auto, none). A line without
+  ``done`` is from before contract v3 and makes no `commits` row.
+- ``committed`` (drain, contract v3): t, done, group, offsets [[partition, offset or null], ...]: the
+  group's committed offsets; ``committed_error``: t, group, error, when it could not read them.
 - ``rebalance`` (group consumers): t, event (`assign`, `revoke`, `lost`), partitions.
 - ``watermarks`` (drain): t, partitions {partition: [low, high]} at the start.
 - ``drain_end`` (drain): t, complete, records, reason, behind {partition: [position, high]}.

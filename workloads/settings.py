@@ -38,6 +38,11 @@ _PRODUCER_DEFAULTS: dict[str, KafkaValue] = {
     "request.timeout.ms": 30000,
     "linger.ms": 5,
 }
+_GROUP_DEFAULTS: dict[str, KafkaValue] = {
+    "group.protocol": "classic",
+    "partition.assignment.strategy": "range,roundrobin",
+    "session.timeout.ms": 45000,
+}
 LINGER_5MS_SINCE = 0x02000000  # librdkafka's linger.ms default was 0.5 ms before 2.0 (a client under test may be older)
 
 
@@ -114,6 +119,12 @@ def consumer_effective(config: ConsumerConfig | DrainConfig, conf: dict[str, Any
     if isinstance(config, ConsumerConfig):
         effective["mode"] = config.mode
         effective["commit"] = config.commit
+        if config.mode == "group":  # contract v3: every group member's group settings, librdkafka's defaults filled in
+            effective = {**_GROUP_DEFAULTS, **effective}
+            if effective["group.protocol"] == "consumer":  # KIP-848: the broker assigns (group.remote.assignor)
+                effective.pop("partition.assignment.strategy")
+            effective["session.timeout.ms"] = int(str(effective["session.timeout.ms"]))
+            effective["processing_ms"] = config.processing_ms
         if config.mode == "assign":
             effective.pop("group.id", None)  # a placeholder librdkafka insists on; never joins a group
     else:

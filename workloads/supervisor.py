@@ -1,4 +1,7 @@
-"""A transformer process: a supervisor running its instances (workloads/transformer.py) one at a time.
+"""A supervised process: a supervisor running its instances one at a time, killing them on schedule.
+
+A transformer (workloads/transformer.py) always runs so; a consumer (workloads/consumer.py) does when it
+is to be killed (`kill_every_s` > 0), so a group member is SIGKILLed mid-poll and restarted (contract v3).
 
 It forks instance 0, SIGKILLs it `kill_first_s` after its start and every
 `kill_every_s` after that (0: never), and starts the next one `restart_delay_s` later: a
@@ -22,14 +25,17 @@ import time
 from pathlib import Path
 
 from workloads import exits
-from workloads.config import TransformerConfig
+from workloads.config import ConsumerConfig, TransformerConfig
 from workloads.journal import Journal
 from workloads.stopping import StopFlag
 
 STOP_S = 60.0  # the wait for an instance after SIGTERM (it may be ending a transaction)
 
 
-def instance_journal(config: TransformerConfig, instance: int) -> Path:
+SupervisedConfig = TransformerConfig | ConsumerConfig
+
+
+def instance_journal(config: SupervisedConfig, instance: int) -> Path:
     return config.journal if instance == 0 else config.journal.with_name(f"{config.journal.stem}.{instance}.jsonl")
 
 
@@ -40,19 +46,23 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def _instance_main(config: TransformerConfig, instance: int, killed_ns: int | None) -> None:
+def _instance_main(config: SupervisedConfig, instance: int, killed_ns: int | None) -> None:
     _die_with_parent()
     stop = StopFlag().install()
     journal = Journal(instance_journal(config, instance), config.fsync_interval_s)
-    try:
-        from workloads.transformer import Instance  # librdkafka in the instance only
-        code = Instance(config, journal, stop, instance, killed_ns).run()
+    try:  # librdkafka in the instance only
+        if isinstance(config, ConsumerConfig):
+            from workloads.consumer import ConsumerWorkload
+            code = ConsumerWorkload(config, journal, stop, instance, killed_ns).run()
+        else:
+            from workloads.transformer import Instance
+            code = Instance(config, journal, stop, instance, killed_ns).run()
     finally:
         journal.close()
     sys.exit(code)
 
 
-def run_transformer(config: TransformerConfig, stop: StopFlag) -> int:
+def run_supervised(config: SupervisedConfig, stop: StopFlag) -> int:
     """The supervisor: instance after instance, each killed on schedule; the last one's exit status."""
     context = multiprocessing.get_context("fork")
     started = time.monotonic()
@@ -76,7 +86,7 @@ def run_transformer(config: TransformerConfig, stop: StopFlag) -> int:
                 os.kill(child.pid, signal.SIGTERM)
                 child.join(STOP_S)
             code = child.exitcode
-            print(json.dumps({"process": config.process, "role": "transformer", "instances": instance + 1,
+            print(json.dumps({"process": config.process, "role": config.role, "instances": instance + 1,
                               "kills": kills}), flush=True)
             return exits.DONE if code == 0 else exits.FAILED
         if child.exitcode != -signal.SIGKILL:
@@ -84,6 +94,6 @@ def run_transformer(config: TransformerConfig, stop: StopFlag) -> int:
             return exits.FAILED
         instance += 1
         if stop.wait(config.restart_delay_s):
-            print(json.dumps({"process": config.process, "role": "transformer", "instances": instance,
+            print(json.dumps({"process": config.process, "role": config.role, "instances": instance,
                               "kills": kills}), flush=True)
             return exits.DONE

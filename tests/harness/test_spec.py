@@ -18,7 +18,7 @@ BASE: dict[str, Any] = {
     "duration_s": 5,
     "workloads": {
         "producers": [{"azs": ["az1"], "settings": {"acks": "all", "enable.idempotence": True}}],
-        "consumers": [{"azs": ["az2"], "mode": "group", "commit": "sync"}],
+        "consumers": [{"azs": ["az2"], "mode": "group", "commit": "after"}],
     },
 }
 
@@ -126,7 +126,7 @@ def test_the_base_spec_is_valid() -> None:
         (
             "workloads.consumers[0].commit",
             "never",
-            "workloads.consumers[0].commit: must be one of auto, sync",
+            "workloads.consumers[0].commit: must be one of before, after, auto, none",
         ),
         ("duration_s", 0, "duration_s: must be >= 1"),
         (

@@ -83,8 +83,10 @@ def test_every_role_parses() -> None:
         ({**config("producer", partitions=3), "journal": "rel/p.jsonl"}, "journal: must be an absolute path"),
         ({**config("producer", partitions=3), "role": "spy"}, "role: must be one of"),
         (config("consumer", mode="group"), "group: required when mode is group"),
-        (config("consumer", mode="assign", commit="sync"), "only for mode group"),
-        (config("consumer", mode="group", group="g", commit="never"), "commit: must be one of auto, sync"),
+        (config("consumer", mode="assign", commit="after"), "only for mode group"),
+        (config("consumer", mode="group", group="g", commit="sync"), "commit: must be one of before, after, auto, none"),
+        (config("consumer", mode="assign", processing_ms=5), "only for mode group"),
+        (config("consumer", mode="group", group="g", commit="never"), "commit: must be one of before, after, auto, none"),
         (config("consumer", mode="group", group="g", kafka={"group.id": "x"}), "kafka.group.id: set by"),
         (config("drain", kafka={"enable.partition.eof": False}), "kafka.enable.partition.eof: set by"),
         (config("observer", broker_id=0, broker_address="nohost"), "broker_address: must be host:port"),
@@ -162,7 +164,7 @@ def test_producer_verdict_settings_are_librdkafkas_effective_values() -> None:
 
 
 def test_consumer_verdict_settings() -> None:
-    c = parse_config(config("consumer", mode="group", group="g", commit="sync"))
+    c = parse_config(config("consumer", mode="group", group="g", commit="after"))
     assert isinstance(c, ConsumerConfig)
     effective = consumer_effective(
         c,
@@ -174,7 +176,7 @@ def test_consumer_verdict_settings() -> None:
         },
     )
     assert effective["isolation.level"] == "read_committed" and effective["enable.auto.commit"] is False
-    assert (effective["mode"], effective["commit"], effective["group.id"]) == ("group", "sync", "g")
+    assert (effective["mode"], effective["commit"], effective["group.id"]) == ("group", "after", "g")
     assert "bootstrap.servers" not in effective
 
 
@@ -193,7 +195,7 @@ def test_every_planned_config_reads_back_as_itself() -> None:
 
     spec = parse_spec({"name": "t", "workloads": {
         "producers": [{"azs": ["az1", "az2"], "rate": 10, "value_bytes": 64, "settings": {"acks": "all"}}],
-        "consumers": [{"azs": ["az3"], "mode": "group", "commit": "sync"}, {"azs": ["az1"], "mode": "assign"}]}})
+        "consumers": [{"azs": ["az3"], "mode": "group", "commit": "after"}, {"azs": ["az1"], "mode": "assign"}]}})
     cluster = KafkaCluster(NoRuntime(), ClusterSettings(), RunFolder(Path("/r")))  # type: ignore[arg-type]
     planned = plan_workloads(spec, cluster) + drain_workloads(cluster, 30.0)
     assert [w.role for w in planned].count("observer") == 3 and len(planned) == 2 + 2 + 3 + 3

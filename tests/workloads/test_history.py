@@ -389,6 +389,7 @@ def test_the_summary_says_what_went_in(journals: Path, tmp_path: Path) -> None:
         "processes": 7,
         "observations": 2,
         "nemesis": 2,
+        "commits": 0,  # its commit line is from before contract v3 (no `done`): no row
         "drains": {"d-az1": "unfinished", "d-az2": "incomplete", "d-az3": "complete"},
         "unfinished": ["d-az1", "g-az3-0", "o-b0", "p-az1-0"],
         "crashed": ["crashed-at-birth"],
@@ -415,6 +416,7 @@ def test_an_empty_run_still_has_every_required_table(tmp_path: Path) -> None:
     summary = build_history(tmp_path / "journal", tmp_path / "history")
     assert summary["writes"] == summary["reads"] == 0
     assert sorted(p.name for p in (tmp_path / "history").iterdir()) == [
+        "commits.parquet",
         "observations.parquet",
         "processes.parquet",
         "reads.parquet",

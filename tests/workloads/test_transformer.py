@@ -148,14 +148,14 @@ def test_the_supervisor_kills_on_schedule_and_stops_the_last_instance(tmp_path: 
 
     import workloads.transformer
     from workloads.stopping import StopFlag
-    from workloads.supervisor import run_transformer
+    from workloads.supervisor import run_supervised
 
     monkeypatch.setattr(workloads.transformer, "Instance", FakeInstance)
     config = parse_config(raw_config(tmp_path, kill_every_s=0.4, kill_first_s=0.5, restart_delay_s=0.05))
     assert isinstance(config, TransformerConfig)
     stop = StopFlag()
     threading.Timer(1.5, stop.set).start()
-    assert run_transformer(config, stop) == 0
+    assert run_supervised(config, stop) == 0
     names = sorted((p.name for p in tmp_path.glob("j*.jsonl")), key=len)  # j.jsonl first, then j.<n>.jsonl
     assert names == ["j.jsonl", *sorted(f"j.{n}.jsonl" for n in range(1, len(names)))]
     assert len(names) >= 3, names  # killed at 0.5 s and 0.9 s (and 1.3 s), started again each time
