@@ -62,9 +62,6 @@ class ProducerGroup:
 
 
 @dataclass(frozen=True)
-
-
-@dataclass(frozen=True)
 class Spec:
     name: str
     configuration: str | None

@@ -1,7 +1,7 @@
 """The spec's consumer groups (`workloads.consumers`): assign readers and group members, and how members commit.
 
 A group member (mode `group`) commits as its `commit` says (contract v3: before, after, auto, none), may
-spend `processing_ms` between a poll and its record, and may be killed and restarted on schedule
+spend `processing_ms` where a kill shows its guarantee (workloads/consumer.py), and may be killed and restarted on schedule
 (`kill_every_s`, as a transformer). Errors name the key, one line: a group key on an assign consumer, an
 `enable.auto.commit` setting that contradicts `commit`.
 

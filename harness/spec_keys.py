@@ -155,8 +155,9 @@ CONSUMER = Section({
                      "synchronously, then records them (at-most-once; nothing recorded from a poll whose commit "
                      "failed); after records, then commits synchronously (at-least-once); auto is librdkafka's "
                      "enable.auto.commit (offsets stored at poll); none never commits", "auto"),
-    "processing_ms": Int("mode group: the processing time between a poll and its record (before: between the "
-                         "commit and the record), so that a kill lands in it", 0, 0, 60_000),
+    "processing_ms": Int("mode group: the processing time a kill may land in: before, between the commit and the "
+                         "record (a skip); after, auto and none, between the record and the commit (a repeat)",
+                         0, 0, 60_000),
     "kill_every_s": Num("SIGKILL one of these consumers' client processes this often, in turn, and start it again "
                         "(0: never), as a transformer's", 0, 0),
     "kill_first_s": Num("when the first of those kills comes (default: `kill_every_s`)", low=0),

@@ -8,9 +8,9 @@ offset (last + 1) of every partition the poll returned records of:
 
 - ``before`` (at-most-once): commit synchronously, then `processing_ms`, then journal the poll; a poll whose
   commit did not succeed on every partition journals none of its records.
-- ``after`` (at-least-once): `processing_ms`, journal the poll, then commit synchronously.
+- ``after`` (at-least-once): journal the poll, then `processing_ms`, then commit synchronously.
 - ``auto``: librdkafka's enable.auto.commit with the offsets stored at poll; its commit callback journals
-  each outcome. ``none``: never commits.
+  each outcome. ``none``: never commits. Both journal the poll, then spend `processing_ms`.
 
 A synchronous commit is journaled (``commit_begin``, flushed) before it is asked for, and its outcome
 per partition after (``commit``): a commit the process did not see end is `info` in the history.
@@ -130,17 +130,26 @@ class ConsumerWorkload:
         return line["error"] is None and all(e[2] is None for e in line["offsets"])
 
     def _handle(self, consumer: Consumer, messages: list[Message], poll_ns: int) -> None:
-        """One poll's records: committed and journaled in the order the commit mode says."""
+        """One poll's records: committed and journaled in the order the commit mode says, `processing_ms` spent
+        where a crash shows the mode's guarantee: between the commit and the record (before: the records are
+        committed and never handed on), else between the record and the commit (after: handed on and not yet
+        committed, so the next owner is handed them again)."""
         mode, offsets = self.config.commit, next_offsets(messages)
         if mode == "before" and offsets and not self._commit_sync(consumer, offsets):
             messages = [m for m in messages if m.error() is not None]  # nothing from a poll whose commit failed
-        if self.config.processing_ms and any(m.error() is None for m in messages):
-            time.sleep(self.config.processing_ms / 1000)  # the processing a crash interrupts
+        if mode == "before":
+            self._process(messages)
         result = self.recorder.record(messages, poll_ns)
         self.fatal = self.fatal or result.fatal
+        if mode != "before":
+            self.journal.flush()  # handed on: in the journal before the processing a crash interrupts
+            self._process(messages)
         if mode == "after" and offsets:
-            self.journal.flush()
             self._commit_sync(consumer, offsets)
+
+    def _process(self, messages: list[Message]) -> None:
+        if self.config.processing_ms and any(m.error() is None for m in messages):
+            time.sleep(self.config.processing_ms / 1000)  # the processing a crash interrupts
 
     # -- the loop ----------------------------------------------------------
     def _start(self, consumer: Consumer) -> bool:
