@@ -41,6 +41,11 @@ def _dataset_files(directory: Path) -> tuple[Path, ...]:
     return tuple(sorted(files))
 
 
+def table_paths(history_dir: Path, table: str) -> tuple[Path, Path]:
+    """Where ``table`` may live in ``history_dir``: (``<table>.parquet``, ``<table>.jsonl``); Parquet wins."""
+    return history_dir / f"{table}.parquet", history_dir / f"{table}.jsonl"
+
+
 def locate_history(history_dir: str | Path) -> dict[str, TableSource]:
     """Map each table present in ``history_dir`` to its source.
 
@@ -52,8 +57,7 @@ def locate_history(history_dir: str | Path) -> dict[str, TableSource]:
         raise HistoryError(str(root), "not a history directory")
     found: dict[str, TableSource] = {}
     for name, spec in TABLES.items():
-        parquet = root / f"{name}.parquet"
-        jsonl = root / f"{name}.jsonl"
+        parquet, jsonl = table_paths(root, name)
         if parquet.is_dir():
             files = _dataset_files(parquet)
             if not files:

@@ -1,7 +1,9 @@
 """Load a whole history table, from JSONL or Parquet, as one validated Arrow table.
 
 Both engines' inputs pass through here or through the same validation, so a
-history that one engine rejects the other rejects too.
+history that one engine rejects the other rejects too. Views of a run that
+must show a broken history rather than refuse it read through the lenient
+mode instead (checkers.lenient_tables).
 """
 
 from __future__ import annotations

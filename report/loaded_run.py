@@ -1,11 +1,11 @@
 """One finished run folder, loaded for reporting: spec, verdict and history tables.
 
 Reads only files (DESIGN.md's results layout and spec/history.md's tables);
-never imports the workloads, the nemesis or the checker's engines. It is
-lenient where the checker is strict: a table that is missing or unreadable
-becomes an empty table plus a line in ``problems``, so a report of a broken
-run still shows what there is. Integer columns keep full nanosecond precision (pandas
-``Int64``), never float.
+never imports the workloads, the nemesis or the checker's engines. Tables are
+read by the checker's reader in its lenient mode (checkers.lenient_tables): a
+table that is missing or unreadable becomes an empty table plus a line in
+``problems``, so a report of a broken run still shows what there is. Integer
+columns keep full nanosecond precision (pandas ``Int64``), never float.
 """
 
 from __future__ import annotations
@@ -14,28 +14,18 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
+from checkers.lenient_tables import empty_frame, frame_columns, read_frame
 from checkers.schema import TABLES
 from report.errors import ReportError
 from testbed.runfolder import RunFolder
 
-Kind = Literal["str", "int", "json"]
-
-# How the report holds each kind of contract column (checkers.schema): integers exact, JSON values as their text.
-_KINDS: dict[str, Kind] = {"string": "str", "id": "str", "int": "int", "json": "json", "any": "json"}
 # Contract columns the report never shows, left unread (the big tables' cost).
-_UNUSED = {("reads", "key"), ("reads", "leader_epoch"), ("writes", "source")}
-# The columns the report uses, per table (the history contract's, checkers.schema); others are ignored.
-COLUMNS: dict[str, dict[str, Kind]] = {
-    name: {c.name: _KINDS[c.kind] for c in spec.columns if (name, c.name) not in _UNUSED}
-    for name, spec in TABLES.items()
-}
+_UNUSED: dict[str, frozenset[str]] = {"reads": frozenset({"key", "leader_epoch"}), "writes": frozenset({"source"})}
 
 
 @dataclass
@@ -100,9 +90,12 @@ def load_run(run_dir: str | Path, tables: Iterable[str] | None = None) -> Run:
     folder = RunFolder(root)
     spec = _load_spec(folder.spec, problems)
     verdict = load_json_object(folder.verdict, problems)
-    wanted = set(COLUMNS if tables is None else tables)
-    loaded = {name: _load_table(folder.history_dir, name, problems) if name in wanted else _frame([], COLUMNS[name])
-              for name in COLUMNS}
+    wanted = set(TABLES if tables is None else tables)
+    loaded: dict[str, pd.DataFrame] = {}
+    for name in TABLES:
+        skip = _UNUSED.get(name, frozenset())
+        loaded[name] = (read_frame(folder.history_dir, name, problems, skip) if name in wanted
+                        else empty_frame(frame_columns(name, skip)))
     return Run(root, spec, verdict, loaded, problems)
 
 
@@ -135,77 +128,6 @@ def load_json_object(path: Path, problems: list[str]) -> dict[str, Any] | None:
         problems.append(f"{path.name}: not a JSON object")
         return None
     return loaded
-
-
-def _load_table(history: Path, name: str, problems: list[str]) -> pd.DataFrame:
-    parquet, jsonl = history / f"{name}.parquet", history / f"{name}.jsonl"
-    try:
-        if parquet.exists():
-            return _parquet_frame(parquet, COLUMNS[name])
-        if jsonl.is_file():
-            return _frame(_jsonl_rows(jsonl, problems), COLUMNS[name])
-        return _frame([], COLUMNS[name])
-    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
-        problems.append(f"history/{name}: unreadable ({exc})")
-        return _frame([], COLUMNS[name])
-
-
-def _parquet_frame(path: Path, columns: dict[str, Kind]) -> pd.DataFrame:
-    """A Parquet file or dataset directory, column by column (no per-row Python for the big tables)."""
-    schema_names = set(pq.ParquetDataset(path).schema.names)
-    table = pq.read_table(path, columns=[c for c in columns if c in schema_names])
-    data: dict[str, Any] = {}
-    for col, kind in columns.items():
-        if col not in schema_names:
-            data[col] = _frame([{}] * table.num_rows, {col: kind})[col]
-            continue
-        values = table.column(col)
-        if kind == "int":
-            ints = values.cast(pa.int64())
-            mask = ints.is_null().to_numpy(zero_copy_only=False)
-            data[col] = pd.Series(pd.arrays.IntegerArray(ints.fill_null(0).to_numpy(), mask))
-        elif kind == "str" or pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-            data[col] = pd.Series(values.cast(pa.string()).to_pylist(), dtype=object)
-        else:
-            data[col] = pd.Series([_cell(v, kind) for v in values.to_pylist()], dtype=object)
-    return pd.DataFrame(data)
-
-
-def _jsonl_rows(path: Path, problems: list[str]) -> list[dict[str, Any]]:
-    """The objects of a JSONL file. A torn last line (a crash mid-append) is left out and noted."""
-    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
-    rows = []
-    for index, (number, line) in enumerate(lines):
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            if index == len(lines) - 1:
-                problems.append(f"history/{path.name} line {number}: torn last line left out ({exc})")
-                break
-            raise ValueError(f"{path.name} line {number}: {exc}") from None
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
-def _cell(value: Any, kind: Kind) -> Any:
-    if value is None:
-        return None
-    if kind == "int":
-        return int(value)
-    if kind == "json":
-        return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return str(value)
-
-
-def _frame(rows: list[dict[str, Any]], columns: dict[str, Kind]) -> pd.DataFrame:
-    # Text columns stay object with None for null (pandas would otherwise infer "str" with NaN).
-    data = {
-        col: pd.Series(pd.array([_cell(r.get(col), kind) for r in rows], dtype="Int64")) if kind == "int"
-        else pd.Series([_cell(r.get(col), kind) for r in rows], dtype=object)
-        for col, kind in columns.items()
-    }
-    return pd.DataFrame(data)
 
 
 def parse_json(text: Any) -> Any:
