@@ -176,8 +176,9 @@ PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-fo
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
+GROUP_SCENARIOS := zombie-consumer coordinator-failover
 
-.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-scenarios $(addprefix test-,$(SCENARIOS))
 
 # KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
 # METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
@@ -195,6 +196,10 @@ endef
 
 test-partition: $(IMAGES)
 	$(call run_scenarios,$(PARTITION_SCENARIOS))
+
+# Consumer groups under faults (contract v3): a zombie member, the group coordinator's broker lost.
+test-groups: $(IMAGES)
+	$(call run_scenarios,$(GROUP_SCENARIOS))
 
 test-power-off: $(IMAGES)
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))

@@ -28,6 +28,7 @@ from harness.expectation import Expectation, parse_expect
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
+from harness.spec_groups import check_group_protocols, check_group_targets
 from harness.spec_keys import CLUSTER, PRODUCER, SPEC
 from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
@@ -286,6 +287,8 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
     check_workload_targets(nemesis, producers)
+    check_group_protocols(consumers, cluster.kafka_version)
+    check_group_targets(nemesis, consumers)
     cluster = check_proxies(nemesis, producers, cluster)
     client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
     return Spec(

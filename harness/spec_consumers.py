@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.spec_groups import check_protocol_settings
 from harness.spec_keys import CONSUMER
 from harness.spec_types import NO_DEFAULT, fail
 
@@ -68,6 +69,8 @@ def parse_consumers(raw: dict[str, Any], nodes: int, azs: Callable[[str, dict[st
                 raise fail(f"{where}.{key}", "only a group consumer (mode: group) has a group and commits")
         if "isolation.level" in (c.get("settings") or {}):
             raise fail(f"{where}.settings.isolation.level", "set it with the consumer key isolation_level")
+        if mode == "group":  # before librdkafka's own check, whose words name no key
+            check_protocol_settings(f"{where}.settings", dict(c.get("settings") or {}))
         consumers.append(ConsumerGroup(
             azs=azs(where, c, nodes), per_az=v("per_az"), mode=mode,
             group=c.get("group", f"faultline-g{i}") if mode == "group" else None, commit=v("commit"),

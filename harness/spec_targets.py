@@ -17,7 +17,7 @@ from typing import Protocol
 from nemesis.fault_spec import TXN_COORDINATOR
 from nemesis.schedule import Schedule
 from testbed.errors import SpecError
-from testbed.journal_names import producer_process
+from testbed.journal_names import CONSUMER_RE, producer_process
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KINDS, kind
 
@@ -84,6 +84,8 @@ def check_workload_targets(schedule: Schedule, producers: Sequence[_Producers]) 
     transactional producer of the spec, or a `pause-workload` process not a producer."""
     names = producer_names(producers)
     for i, fault in schedule.faults():
+        if fault.is_workload and CONSUMER_RE.match(fault.targets[0]):
+            continue  # a consumer: harness.spec_groups checks it
         if fault.is_workload:
             _check_process(f"nemesis[{i}].process", fault.fault, fault.targets[0], names)
             continue

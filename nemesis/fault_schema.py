@@ -18,14 +18,15 @@ from nemesis.fault_spec import HOLD_APIS, SELECTOR_RE
 from nemesis.registry import fault_kind, fault_names
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
-from testbed.journal_names import PRODUCER_RE
+from testbed.journal_names import WORKLOAD_RES
 
 JsonSchema = dict[str, Any]
 
 SELECTOR: JsonSchema = {
     "type": "string", "pattern": SELECTOR_RE.pattern,
     "description": "leader, controller, leader-controller, follower, random, an AZ (az1), a node (az1-node) "
-                   "a broker (broker-0) or txn-coordinator:<transactional producer process>, resolved when the fault starts",
+                   "a broker (broker-0), txn-coordinator:<transactional producer process> or group-coordinator:<consumer "
+                   "group of the spec>, resolved when the fault starts",
 }
 ONE_OR_MORE: JsonSchema = {"anyOf": [SELECTOR, {"type": "array", "items": SELECTOR, "minItems": 1}]}
 
@@ -60,7 +61,7 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "loss": {**PER_DIRECTION(0, 1), "description": "drop probability (0 <= p < 1), both ways or [forward, backward]"},
     "delay_ms": {**PER_DIRECTION(0), "description": "added one-way delay in ms, both ways or [forward, backward]"},
     "jitter_ms": {**PER_DIRECTION(0), "default": 0, "description": "random extra delay in ms (never reorders)"},
-    "process": {"type": "string", "pattern": PRODUCER_RE.pattern,
+    "process": {"type": "string", "pattern": WORKLOAD_RES["producer"].pattern,
                 "description": "the workload process the fault acts on (a producer of the spec: producer-az1-0)"},
     "api": {"enum": list(HOLD_APIS), "default": "EndTxn",
             "description": "hold-request: the request the producer's proxy holds (the next one of this kind; "
@@ -88,6 +89,10 @@ def _key_schema(kind: str, key: str) -> JsonSchema:
     schema = dict(FAULT_KEYS[key])
     if key == "role":
         schema["enum"] = list(fault_kind(kind).roles)
+    if key == "process":  # the roles of the processes this kind takes (pause-workload: a consumer too)
+        roles = fault_kind(kind).processes
+        schema["pattern"] = "|".join(WORKLOAD_RES[r].pattern for r in roles)
+        schema["description"] = f"the workload process the fault acts on ({' or '.join(f'a {r} of the spec: {r}-az1-0' for r in roles)})"
     return schema
 
 

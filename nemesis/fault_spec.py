@@ -8,7 +8,9 @@ node that is both), `follower` (an in-sync follower of the partition that is
 not the controller), `random` (from the nemesis seed), an AZ (`az2`), a node
 host (`az2-node`), a broker (`broker-1`), or `txn-coordinator:<process>` (the
 broker a FindCoordinator for that transactional producer's transactional.id
-names when the fault fires, e.g. `txn-coordinator:producer-az1-0`). A node
+names when the fault fires, e.g. `txn-coordinator:producer-az1-0`), or `group-coordinator:<group>` (the
+broker a FindCoordinator for that consumer group names when the fault fires, e.g. `group-coordinator:alo`;
+the group must be one of the spec's, which the harness checks). A node
 selector used where an AZ is wanted means that node's AZ, and an AZ where a
 node is wanted means its node.
 
@@ -41,8 +43,11 @@ HOLD_APIS: dict[str, tuple[int, bool | None]] = {
 STATE_SELECTORS = ("leader", "controller", "leader-controller", "follower")
 # `txn-coordinator:<process>`: the transaction coordinator of a transactional producer's transactional.id.
 TXN_COORDINATOR = "txn-coordinator:"
+# `group-coordinator:<group>`: the group coordinator of a consumer group of the spec.
+GROUP_COORDINATOR = "group-coordinator:"
+GROUP_PATTERN = r"[A-Za-z0-9._-]+"  # a group id a selector can name (the spec's `group`, faultline-g0)
 SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8]"
-                         rf"|txn-coordinator:{PRODUCER_PATTERN})$")
+                         rf"|txn-coordinator:{PRODUCER_PATTERN}|group-coordinator:{GROUP_PATTERN})$")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from nemesis.journal import NemesisJournal, unstopped
 from nemesis.registry import fault_for
 from nemesis.schedule import HealEvent, Schedule, StartEvent, StopEvent
 from nemesis.spec import parse_fault
-from nemesis.targets import Resolver, coordinator_finder, observe
+from nemesis.targets import Resolver, coordinator_finder, group_coordinator_finder, observe
 from testbed.errors import FaultError, HarnessError
 from testbed.journal_names import HEAL_ALL
 from testbed.kafka.cluster import KafkaCluster, NodeRole
@@ -117,7 +117,7 @@ class Nemesis:
             if self.find(name) is not None:
                 raise FaultError(f"a fault named {name} is already active")
             resolver = Resolver(self.cluster.plan, self.rng, spec.partition, lambda: observe(self.cluster),
-                                coordinator_finder(self.cluster))
+                                coordinator_finder(self.cluster), group_coordinator_finder(self.cluster))
             invoked = time.time_ns()
             info = {"name": name, "spec": spec.to_json(), "invoked_ns": invoked, **detail}
             try:
@@ -127,6 +127,8 @@ class Nemesis:
                 raise FaultError(f"starting {name} ({spec}): {exc}") from exc
             if resolver.coordinators:
                 info["coordinators"] = dict(resolver.coordinators)
+            if resolver.group_coordinators:
+                info["group_coordinators"] = dict(resolver.group_coordinators)
             info.update(took_ms=_ms(invoked), resolve_ms=resolver.observe_ms,
                         facts=resolver.facts.to_json() if resolver.facts else None, **injected.detail)
             row = self.journal.write("start", injected.fault, injected.targets, info)

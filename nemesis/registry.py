@@ -73,6 +73,7 @@ class FaultKind:
     words: Words | None = None  # its sentence in the report, from its journal row's targets
     journaled_as: tuple[str, ...] = ()  # names its journal rows carry besides its own
     powers_off: bool = False  # cuts a node's power: the cluster is made ready for power cuts
+    processes: tuple[str, ...] = ("producer",)  # a workload kind: the roles of the `process` it may name
 
     @property
     def spec_keys(self) -> tuple[str, ...]:
@@ -134,7 +135,9 @@ _KINDS: tuple[FaultKind, ...] = (
     _link("throttle-link", "cap those links' bandwidth at `rate_kbit` kilobits per second",
           {"rate_kbit": None}),
     FaultKind("pause-workload", "workload", "SIGSTOP the workload process `process` (a producer of the spec, "
-              "`producer-az1-0`); the stop sends SIGCONT", PauseWorkload(), ("process",), ("process",)),
+              "`producer-az1-0`, or a consumer without a kill schedule, `consumer-az1-0`: a group member paused past "
+              "its session timeout comes back a zombie); the stop sends SIGCONT", PauseWorkload(), ("process",),
+              ("process",), processes=("producer", "consumer")),
     FaultKind("replace-workload", "workload", "start a second process with `process`'s configuration and "
               "transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences "
               "the first; it runs to the end of the run (the stop does nothing). `process` must be a "

@@ -28,14 +28,15 @@ from nemesis.links import Degradation
 from nemesis.registry import FaultKind, fault_kind, fault_names
 from nemesis.shapes import SCOPES
 from testbed.errors import SpecError
-from testbed.journal_names import PRODUCER_RE
+from testbed.journal_names import WORKLOAD_RES
 
 
 def _selector(path: str, value: Any) -> str:
     if not isinstance(value, str) or not SELECTOR_RE.match(value):
         raise SpecError(f"{path}: {value!r} is not a target; expected leader, controller, leader-controller, "
                         f"follower, random, an AZ (az1), a node (az1-node), a broker (broker-0) or "
-                        f"txn-coordinator:<producer process> (txn-coordinator:producer-az1-0)")
+                        f"txn-coordinator:<producer process> (txn-coordinator:producer-az1-0) or group-coordinator:<group> "
+                        f"(group-coordinator:faultline-g0)")
     return value
 
 
@@ -94,9 +95,9 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
     if "middle" in raw:
         fields["targets"] = (_selector(f"{path}.middle", raw["middle"]),)
     if "process" in raw:
-        if not isinstance(raw["process"], str) or not PRODUCER_RE.match(raw["process"]):
-            raise SpecError(f"{path}.process: {raw['process']!r} is not a workload process; expected a producer "
-                            f"such as producer-az1-0")
+        if not isinstance(raw["process"], str) or not any(WORKLOAD_RES[r].match(raw["process"]) for r in record.processes):
+            raise SpecError(f"{path}.process: {raw['process']!r} is not a workload process fault {kind} takes; expected "
+                            + " or ".join(f"a {r} such as {r}-az1-0" for r in record.processes))
         fields["targets"] = (raw["process"],)
     if "api" in raw:
         fields["api"] = _choice(f"{path}.api", raw["api"], tuple(HOLD_APIS))

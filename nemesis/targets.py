@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nemesis.fault_spec import TXN_COORDINATOR
+from nemesis.fault_spec import GROUP_COORDINATOR, TXN_COORDINATOR
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, FaultError
 from testbed.kafka.cluster import KafkaCluster
@@ -119,15 +119,31 @@ def coordinator_finder(cluster: KafkaCluster) -> Callable[[str], int | None]:
     return find
 
 
+def group_coordinator_finder(cluster: KafkaCluster) -> Callable[[str], int | None]:
+    """group -> the broker the cluster names as that consumer group's coordinator now (asked as
+    `coordinator_finder` asks: the __consumer_offsets partition may be between leaders)."""
+    def find(group: str) -> int | None:
+        for _ in range(COORDINATOR_TRIES):
+            broker = cluster.group_coordinator(group)
+            if broker is not None:
+                return broker
+            time.sleep(0.25)
+        return None
+    return find
+
+
 class Resolver:
     """Resolves selectors for one firing of one fault; reads the cluster at most once."""
 
     def __init__(self, plan: AddressPlan, rng: random.Random, partition: int,
                  observe_facts: Callable[[], ClusterFacts] | None = None,
-                 find_coordinator: Callable[[str], int | None] | None = None) -> None:
+                 find_coordinator: Callable[[str], int | None] | None = None,
+                 find_group_coordinator: Callable[[str], int | None] | None = None) -> None:
         self.plan = plan
         self._find_coordinator = find_coordinator  # process -> its transaction coordinator's broker id, now
         self.coordinators: dict[str, int] = {}  # what `txn-coordinator:<process>` resolved to (for the journal)
+        self._find_group_coordinator = find_group_coordinator  # group -> its group coordinator's broker id, now
+        self.group_coordinators: dict[str, int] = {}  # what `group-coordinator:<group>` resolved to (the journal's)
         self.rng = rng
         self.partition = partition
         self._observe = observe_facts
@@ -173,6 +189,16 @@ class Resolver:
             self.coordinators[process] = broker
         return self.coordinators[process]
 
+    def _group_coordinator(self, group: str) -> int:
+        if self._find_group_coordinator is None:
+            raise FaultError("this target needs a group coordinator, and no way to find it was given")
+        if group not in self.group_coordinators:
+            broker = self._find_group_coordinator(group)
+            if broker is None:
+                raise FaultError(f"target {GROUP_COORDINATOR}{group}: no broker names a coordinator for the group")
+            self.group_coordinators[group] = broker
+        return self.group_coordinators[group]
+
     def _broker_node(self, broker_id: int, selector: str) -> Host:
         for node in self.plan.nodes:
             if node.broker_id == broker_id:
@@ -203,6 +229,8 @@ class Resolver:
             return self.rng.choice(list(self.plan.nodes))
         if selector.startswith(TXN_COORDINATOR):
             return self._broker_node(self._coordinator(selector.removeprefix(TXN_COORDINATOR)), selector)
+        if selector.startswith(GROUP_COORDINATOR):
+            return self._broker_node(self._group_coordinator(selector.removeprefix(GROUP_COORDINATOR)), selector)
         if selector.startswith("broker-"):
             return self._broker_node(int(selector.removeprefix("broker-")), selector)
         az = selector.removesuffix("-node")

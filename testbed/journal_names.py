@@ -26,6 +26,10 @@ HEAL_ALL = "heal-all"  # the nemesis' `info` row of a heal of everything
 # A producer process of the spec, as `client_process("producer", az, n)` names it.
 PRODUCER_PATTERN = r"producer-az[1-9]-[0-9]+"
 PRODUCER_RE = re.compile(rf"^{PRODUCER_PATTERN}$")
+# A consumer process of the spec (`consumer-az1-0`), which a fault on a workload process may name too.
+CONSUMER_RE = re.compile(r"^consumer-az[1-9]-[0-9]+$")
+# The workload processes a fault may name, by role (a fault kind's record says which roles it takes).
+WORKLOAD_RES = {"producer": PRODUCER_RE, "consumer": CONSUMER_RE}
 
 
 def client_process(role: str, az: str, n: int) -> str:

@@ -15,6 +15,7 @@ version it applies to), and everything else asks `release(version)`:
   Java 11 and 17 no longer ship);
 - broker keys a version does not know (transactions and the group delay come in 0.11);
 - what the clients may ask (idempotence and transactions need 0.11);
+- the consumer group protocols a group member may ask for (`consumer`, KIP-848, from 4.0);
 - which metadata modes it runs (`metadata_modes`: zookeeper below 3.3, both from 3.3 to 3.9,
   kraft only from 4.0, where the row has no ZooKeeper and no `zookeeper.*` keys).
 
@@ -31,6 +32,9 @@ from testbed.errors import DistributionError
 
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 OLDEST, NEWEST_ZOOKEEPER, KRAFT_SINCE, NEWEST = (0, 10, 2), (4, 0), (3, 3), (5, 0)
+# The consumer group protocol of KIP-848 (`group.protocol=consumer`): generally available from 4.0 (early access
+# in 3.7 and 3.8, off by default); the brokers before answer no ConsumerGroupHeartbeat.
+CONSUMER_PROTOCOL_SINCE = (4, 0)
 METADATA_MODES = ("zookeeper", "kraft")
 # zoo.cfg keys ZooKeeper 3.4 does not know (3.5 added them); a 3.4 server would pass them on as system properties.
 ZOOKEEPER_35_KEYS = ("4lw.commands.whitelist", "admin.enableServer", "snapshot.trust.empty")
@@ -57,6 +61,12 @@ class Release:
         if not self.zookeeper:
             return ("kraft",)
         return METADATA_MODES if self.since >= KRAFT_SINCE else ("zookeeper",)
+
+    @property
+    def group_protocols(self) -> tuple[str, ...]:
+        """The consumer group protocols a group member may ask for (`group.protocol`): classic, and from 4.0
+        consumer (KIP-848)."""
+        return ("classic", "consumer") if self.since >= CONSUMER_PROTOCOL_SINCE else ("classic",)
 
     @property
     def zookeeper_35(self) -> bool:

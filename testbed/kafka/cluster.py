@@ -31,7 +31,7 @@ from testbed.kafka.node_files import java_argv, render_node_configs
 from testbed.kafka.readiness import Readiness
 from testbed.kafka.settle import unsettled
 from testbed.kafka.waiting import wait_for
-from testbed.kafka.wire import BrokerView, broker_view, first_txn_coordinator
+from testbed.kafka.wire import GROUP_KEY, BrokerView, broker_view, first_coordinator, first_txn_coordinator
 from testbed.kafka.zk import zk_snapshot
 from testbed.processes import ProcessGroup
 from testbed.runfolder import NodeFolder, RunFolder
@@ -252,6 +252,10 @@ class KafkaCluster:
     def txn_coordinator(self, transactional_id: str) -> int | None:
         """The broker the first answering broker names as `transactional_id`'s transaction coordinator, or None."""
         return first_txn_coordinator([n.address for n in self.nodes], kcfg.BROKER_PORT, transactional_id)
+
+    def group_coordinator(self, group: str) -> int | None:
+        """The broker the first answering broker names as consumer group `group`'s coordinator, or None."""
+        return first_coordinator([n.address for n in self.nodes], kcfg.BROKER_PORT, group, GROUP_KEY)
 
     def registered(self, node: Host) -> bool:
         """Whether `node`'s broker is registered in ZooKeeper now; ClusterError if no server answers. KRaft: never

@@ -8,8 +8,8 @@ offers in its ApiVersions answer, asked first on the same connection (0.10.2
 offers v2, 0.11 v4, 1.0 to 2.0 v5/v6; none of those carries the leader epoch,
 so it is None there; v1, which names the controller, is the oldest we ask).
 ListOffsets v2 at both isolation levels gives a leader's high watermark and
-last stable offset. FindCoordinator v1 with key type 1 names the transaction coordinator of a
-transactional.id. ZooKeeper's `srvr` four-letter command gives a server's role.
+last stable offset. FindCoordinator v1 (0.11 on) names the transaction coordinator of a
+transactional.id (key type 1) or the group coordinator of a consumer group (key type 0). ZooKeeper's `srvr` four-letter command gives a server's role.
 Pure socket code; never changes anything on the server.
 """
 
@@ -184,7 +184,8 @@ def end_offsets(host: str, port: int, topic: str, partitions: list[int],
 
 FIND_COORDINATOR_API_KEY = 10
 FIND_COORDINATOR_VERSION = 1  # the first with key_type (0.11)
-TRANSACTION_KEY = 1  # key_type: a transactional.id (0 is a consumer group)
+TRANSACTION_KEY = 1  # key_type: a transactional.id
+GROUP_KEY = 0  # key_type: a consumer group id
 
 
 def _find_coordinator_request(key: str, key_type: int, correlation_id: int) -> bytes:
@@ -204,26 +205,37 @@ def _parse_find_coordinator(data: bytes) -> tuple[int, int | None]:
     return error, (node if error == 0 and node >= 0 else None)
 
 
-def txn_coordinator(host: str, port: int, transactional_id: str, timeout: float = 2.0) -> tuple[int, int | None]:
-    """(error code, broker id) of the transaction coordinator of `transactional_id` as this broker names it.
+def coordinator(host: str, port: int, key: str, key_type: int, timeout: float = 2.0) -> tuple[int, int | None]:
+    """(error code, broker id) of the coordinator of `key` (a transactional.id with TRANSACTION_KEY, a group id
+    with GROUP_KEY) as this broker names it.
 
-    A broker answers from its own metadata (the leader of the __transaction_state partition the id hashes
-    to); error 15 (COORDINATOR_NOT_AVAILABLE) while that partition has no leader."""
+    A broker answers from its own metadata (the leader of the __transaction_state or __consumer_offsets partition
+    the key hashes to); error 15 (COORDINATOR_NOT_AVAILABLE) while that partition has no leader."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        return _parse_find_coordinator(exchange(sock, _find_coordinator_request(transactional_id, TRANSACTION_KEY, 1)))
+        return _parse_find_coordinator(exchange(sock, _find_coordinator_request(key, key_type, 1)))
 
 
-def first_txn_coordinator(hosts: list[str], port: int, transactional_id: str, timeout: float = 2.0) -> int | None:
-    """The broker the first answering host names as `transactional_id`'s transaction coordinator, or None."""
+def txn_coordinator(host: str, port: int, transactional_id: str, timeout: float = 2.0) -> tuple[int, int | None]:
+    """(error code, broker id) of the transaction coordinator of `transactional_id` as this broker names it."""
+    return coordinator(host, port, transactional_id, TRANSACTION_KEY, timeout)
+
+
+def first_coordinator(hosts: list[str], port: int, key: str, key_type: int, timeout: float = 2.0) -> int | None:
+    """The broker the first answering host names as `key`'s coordinator (`key_type` as in `coordinator`), or None."""
     for host in hosts:
         try:
-            error, broker = txn_coordinator(host, port, transactional_id, timeout)
+            error, broker = coordinator(host, port, key, key_type, timeout)
         except (OSError, ConnectionError, ValueError, struct.error):
             continue
         if error == 0 and broker is not None:
             return broker
     return None
+
+
+def first_txn_coordinator(hosts: list[str], port: int, transactional_id: str, timeout: float = 2.0) -> int | None:
+    """The broker the first answering host names as `transactional_id`'s transaction coordinator, or None."""
+    return first_coordinator(hosts, port, transactional_id, TRANSACTION_KEY, timeout)
 
 
 def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:

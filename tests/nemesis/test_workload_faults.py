@@ -61,7 +61,7 @@ def test_without_the_harness_workloads_it_says_so() -> None:
 
 @pytest.mark.parametrize(("raw", "says"), [
     ({"fault": "pause-workload"}, r"^f\.process: required for fault pause-workload"),
-    ({"fault": "pause-workload", "process": "consumer-az1-0"}, r"^f\.process: 'consumer-az1-0' is not a workload"),
+    ({"fault": "hold-request", "process": "consumer-az1-0"}, r"^f\.process: 'consumer-az1-0' is not a workload"),
     ({"fault": "replace-workload", "process": "producer-az1-0", "target": "az1"}, r"^f\.target: unknown key"),
 ])
 def test_bad_workload_fault_specs(raw: dict, says: str) -> None:
