@@ -176,7 +176,7 @@ PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-fo
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
-GROUP_SCENARIOS := zombie-consumer coordinator-failover
+GROUP_SCENARIOS := at-most-once-crash at-least-once-crash zombie-consumer coordinator-failover
 
 .PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-scenarios $(addprefix test-,$(SCENARIOS))
 
