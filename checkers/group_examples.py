@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow.compute as pc
-
 from checkers.example_builders import MAX_EXAMPLES, EvidenceIndex, Row, Window
 
 COMMIT_FIELDS = ("process", "kind", "offset", "status", "error", "invoke_ns", "complete_ns")
@@ -37,6 +35,8 @@ def _acknowledged(idx: EvidenceIndex, group: str, topic: str, partition: int) ->
     if idx.groups is None:
         return []
     table = idx.groups.acknowledged()
+    import pyarrow.compute as pc  # here: the anomaly records import this module, and client hosts have no pyarrow
+
     mask = pc.and_(pc.and_(pc.equal(table.column("group"), group), pc.equal(table.column("topic"), topic)),
                    pc.equal(table.column("partition"), partition))
     return sorted(table.filter(mask).select(list(COMMIT_FIELDS)).to_pylist(), key=_commit_order)
@@ -46,6 +46,8 @@ def _final(idx: EvidenceIndex, group: str, topic: str, partition: int) -> Row | 
     if idx.groups is None:
         return None
     f = idx.groups.finals
+    import pyarrow.compute as pc
+
     mask = pc.and_(pc.and_(pc.equal(f.column("group"), group), pc.equal(f.column("topic"), topic)),
                    pc.equal(f.column("partition"), partition))
     rows = f.filter(mask).select(["process", "offset", "invoke_ns", "complete_ns"]).to_pylist()

@@ -28,3 +28,24 @@ def test_a_run_and_its_report_import_none_of_the_extras() -> None:
     code = BLOCK_EXTRAS + "".join(f"import {m}\n" for m in modules) + "print('ok')\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+BLOCK_TABLES = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("pyarrow", "pandas", "numpy"):
+            raise ModuleNotFoundError(f"No module named {name!r} (not on a node host)")
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_an_observer_on_a_node_host_imports_no_table_library() -> None:
+    """A node host (the faultline/kafka image) runs the observer with no pyarrow or pandas: what its process imports,
+    the contract's names among them (checkers.schema through workloads.config), must not reach for them."""
+    modules = ("workloads.config", "workloads.observer", "workloads.journal", "checkers.schema", "checkers.anomalies")
+    code = BLOCK_TABLES + "".join(f"import {m}\n" for m in modules) + "print('ok')\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+    broken = BLOCK_TABLES + "import checkers.api\n"  # the check itself does need them: the block works
+    assert subprocess.run([sys.executable, "-c", broken], capture_output=True, cwd=REPO, timeout=120).returncode != 0
