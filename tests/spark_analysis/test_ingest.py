@@ -321,3 +321,27 @@ def test_the_notebooks_version_by_scenario_view(results: Path, tmp_path: Path) -
     pivot = q.version_pivot(by_version, "lost")
     assert pivot.shape == (len(by_version[["scenario", "configuration"]].drop_duplicates()), 3)
     assert pivot.sum().sum() == sum(r["lost"] for r in runs)
+
+
+@pytest.mark.spark
+def test_the_notebooks_commit_modes_query(tmp_path: Path) -> None:
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    _, verdict, commits = grouped_run(results)
+    write_run(results, 0, 2_000)  # a run of the same campaign whose consumers never committed
+    ingest(results, lake, io.StringIO())
+    spark = spark_session()
+    modes = q.commit_modes(q.table(spark, lake, "runs"), q.table(spark, lake, "commits"))
+    grouped_row = modes[modes["scenario"] == "synthetic-split"].iloc[0]
+    assert (grouped_row["consumer_commit"], grouped_row["runs"]) == ("auto", 1)
+    assert {a: grouped_row[s.count_column(a)] for a in V3} == {a: verdict["counts"][a] for a in V3}
+    assert {a: grouped_row[f"runs_with_{s.count_column(a)}"] for a in V3} == {
+        a: int(verdict["counts"][a] > 0) for a in V3}
+    statuses = [st for st, k in zip(commits.column("status").to_pylist(), commits.column("kind").to_pylist(),
+                                    strict=True) if k != "final"]
+    assert (grouped_row["commits"], grouped_row["acknowledged"]) == (len(statuses), statuses.count("ok"))
+    assert (grouped_row["refused"], grouped_row["unknown"]) == (statuses.count("fail"), statuses.count("info"))
+    other = modes[modes["scenario"] == "synthetic-isolate"].iloc[0]  # no commits table: zeros, not missing
+    assert (other["runs"], other["commits"], other["refused"]) == (1, 0, 0)
