@@ -20,7 +20,7 @@ import plotly.io as pio
 from checkers.anomalies import DESCRIPTIONS
 from checkers.facts import SplitBrains, split_brains
 from checkers.leadership import Disagreement, natural_key
-from report import evidence, faultwords, fmt, transactions
+from report import evidence, faultwords, fmt, groups, transactions
 from report.anomalies import Example, collect_examples
 from report.availability import availability_rows
 from report.errorcodes import error_breakdown, error_rows
@@ -144,7 +144,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "splits": [],
         "period": "",
         "around": fmt.duration(AROUND_NS),
-        "txn": None,
+        "txn": None, "groups": None,
     }
     if frame:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
@@ -152,8 +152,10 @@ def build_context(run: Run) -> dict[str, Any]:
             f"{run.scenario}-{run.run_id}-timeline")
         _health_plots(context, run, frame, windows, events)
         context["txn"] = transactions.view(run, frame, windows, events, examples)
-        for key, fig in (context["txn"] or {}).pop("figures", {}).items():
-            context["plots"][key] = Plot(f"plot-{key}", figure_json(fig), f"{run.scenario}-{run.run_id}-{key}")
+        context["groups"] = groups.view(run, frame, windows, events, examples)
+        for view in (context["txn"], context["groups"]):
+            for key, fig in (view or {}).pop("figures", {}).items():
+                context["plots"][key] = Plot(f"plot-{key}", figure_json(fig), f"{run.scenario}-{run.run_id}-{key}")
         brains = split_brains(run.table("observations"))
         lanes = _leadership_lanes(brains)
         if lanes:

@@ -28,6 +28,7 @@ from checkers.sources import locate_history
 from checkers.tables import load_table
 from spark_analysis import lake_tables as s
 from spark_analysis.instances import instance_rows
+from spark_analysis.lake_commits import commit_rows
 from testbed.dist.versions import default_metadata
 from testbed.errors import DistributionError
 from testbed.runfolder import RunFolder
@@ -267,6 +268,7 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
         nemesis = load_table(sources["nemesis"]) if "nemesis" in sources else None
         observations = load_table(sources["observations"]) if "observations" in sources else None
         txns = load_table(sources["transactions"]) if "transactions" in sources else None
+        commits = load_table(sources["commits"]) if "commits" in sources else None
         sends = _sends_per_txn(sources["writes"]) if txns is not None else {}
         configs = {} if "processes" not in sources else known_configs(
             zip(*(load_table(sources["processes"]).column(c).to_pylist() for c in ("process", "config")),
@@ -288,6 +290,9 @@ def extract_run(folder: RunFolder, run_id: str, batch: str) -> dict[str, pa.Tabl
         "transactions": _table(transaction_rows(key, txns, sends, windows, t0),
                                s.TRANSACTIONS)
         if txns is not None else empty["transactions"],
+        "commits": _table(commit_rows(key, commits, [(w.start_ns, w.stop_ns, _fault_label(w.fault, w.targets))
+                                                     for w in windows], t0), s.COMMITS)
+        if commits is not None else empty["commits"],
         "runs": _table([row], s.RUNS),
     }
 

@@ -19,9 +19,10 @@ from checkers.anomalies import REGISTRY, Registry
 from checkers.schema import STATUSES, read_field
 
 # The layout's own changes: 2: the transaction stats in `runs`; 3: `transactions`; 4: `metadata` and the client
-# under test's versions in `runs` (the version x scenario view). An anomaly's count column comes with its
-# record's `lake_version` (2: the contract v2 anomalies), so a new anomaly moves the version by its record alone.
-LAYOUT_VERSION = 4
+# under test's versions in `runs` (the version x scenario view); 6: `commits` (contract v3), the commit stats and
+# `consumer_commit` in `runs`. An anomaly's count column comes with its record's `lake_version` (2: the contract
+# v2 anomalies, 5: v3's), so a new anomaly moves the version by its record alone.
+LAYOUT_VERSION = 6
 PARTITION_COLUMNS = ("scenario", "day")
 META_FILE = "_lake.json"
 
@@ -44,6 +45,7 @@ SETTING_COLUMNS: tuple[tuple[str, pa.DataType, tuple[str, ...]], ...] = (
     ("linger_ms", pa.int64(), ("producer", "linger.ms")),
     ("producer_rate", pa.float64(), ("producer_group", "rate")),
     ("consumer_mode", pa.string(), ("consumer_group", "mode")),
+    ("consumer_commit", pa.string(), ("consumer_group", "commit")),
     ("partitions", pa.int64(), ("topic", "partitions")),
     ("replication_factor", pa.int64(), ("topic", "replication_factor")),
     ("min_insync_replicas", pa.int64(), ("topic", "min_insync_replicas")),
@@ -53,7 +55,7 @@ SETTING_COLUMNS: tuple[tuple[str, pa.DataType, tuple[str, ...]], ...] = (
     ("nodes", pa.int64(), ("broker", "nodes")),
 )
 STAT_COLUMNS = ("writes", "ok", "fail", "info", "reads", "final_reads", "transactions", "committed", "aborted",
-                "unknown")
+                "unknown", "commits", "commits_ok")
 
 
 def schema_version(registry: Registry = REGISTRY) -> int:
@@ -172,6 +174,19 @@ TRANSACTIONS = pa.schema([
     pa.field("faults", pa.string()),
 ])
 
+# One row per partition of a group member's commit, or per partition of a group's committed offset as the final
+# drain read it (contract v3), its contract columns copied; the lake adds seconds since t0, how long the commit
+# took, and the faults active at any time between its invocation and its outcome.
+COMMITS = pa.schema([
+    *KEY,
+    *(read_field("commits", c) for c in ("process", "group", "kind", "topic", "partition", "offset", "status",
+                                         "error", "invoke_ns", "complete_ns", "az")),
+    pa.field("invoke_s", pa.float64()),
+    pa.field("complete_s", pa.float64()),
+    pa.field("latency_ms", pa.float64()),
+    pa.field("faults", pa.string()),
+])
+
 # Written in this order; `runs` last, so a run is in the lake only once every table holds its rows.
 TABLES: dict[str, pa.Schema] = {
     "anomalies": ANOMALY_ROWS,
@@ -180,5 +195,6 @@ TABLES: dict[str, pa.Schema] = {
     "faults": FAULTS,
     "leadership": LEADERSHIP,
     "transactions": TRANSACTIONS,
+    "commits": COMMITS,
     "runs": RUNS,
 }

@@ -16,7 +16,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-from checkers.anomalies import ANOMALIES
+from checkers.anomalies import ANOMALIES, REGISTRY
 from spark_analysis.lake_tables import count_column
 
 
@@ -161,3 +161,25 @@ def transactions_by_scenario(txns: DataFrame, runs: DataFrame) -> pd.DataFrame:
                  F.round(F.percentile_approx("duration_ms", 0.5), 1).alias("duration_ms_p50"),
                  F.round(F.percentile_approx("duration_ms", 0.99), 1).alias("duration_ms_p99"))
             .orderBy("scenario", "configuration").toPandas())
+
+
+def commit_modes(runs: DataFrame, commits: DataFrame) -> pd.DataFrame:
+    """Per scenario, configuration and commit mode (contract v3): the runs, each v3 anomaly's total and how many
+    runs had it, and the members' commits: asked for, acknowledged, refused, unknown and during a fault."""
+    v3 = REGISTRY.of_contract(3)
+    made = (commits.where(F.col("kind") != "final").groupBy("run_id")
+            .agg(_count_if(F.col("status") == "fail").alias("refused"),
+                 _count_if(F.col("status") == "info").alias("unknown"),
+                 _count_if(F.col("faults").isNotNull()).alias("during_a_fault")))
+    joined = runs.where(F.col("consumer_commit").isNotNull() | (F.col("stat_commits") > 0)).join(
+        made, "run_id", "left")
+    totals = [F.sum(F.coalesce(F.col(count_column(a)), F.lit(0))).alias(count_column(a)) for a in v3]
+    with_it = [_count_if(F.col(count_column(a)) > 0).alias(f"runs_with_{count_column(a)}") for a in v3]
+    return (joined.groupBy("scenario", "configuration", "consumer_commit")
+            .agg(F.count("*").alias("runs"), *totals, *with_it,
+                 F.sum(F.coalesce("stat_commits", F.lit(0))).alias("commits"),
+                 F.sum(F.coalesce("stat_commits_ok", F.lit(0))).alias("acknowledged"),
+                 F.sum(F.coalesce("refused", F.lit(0))).alias("refused"),
+                 F.sum(F.coalesce("unknown", F.lit(0))).alias("unknown"),
+                 F.sum(F.coalesce("during_a_fault", F.lit(0))).alias("during_a_fault"))
+            .orderBy("scenario", "configuration", "consumer_commit").toPandas())

@@ -83,7 +83,8 @@ def test_a_non_nullable_column_refuses_a_null_when_written(tmp_path: Path) -> No
 def test_the_lake_copies_contract_columns_with_the_checker_s_types() -> None:
     copied = {"anomalies": ("writes", ("value", "topic", "partition", "offset", "process")),
               "leadership": ("observations", ("topic", "partition", "observer", "leader", "leader_epoch", "isr")),
-              "faults": ("nemesis", ("fault", "targets")), "availability": ("nemesis", ("fault", "targets"))}
+              "faults": ("nemesis", ("fault", "targets")), "availability": ("nemesis", ("fault", "targets")),
+              "commits": ("commits", tuple(c.name for c in TABLES["commits"].columns))}
     for table, (source, columns) in copied.items():
         for name in columns:
             assert lake.TABLES[table].field(name).type == read_type(TABLES[source].column(name)), (table, name)

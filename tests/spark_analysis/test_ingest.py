@@ -15,6 +15,7 @@ import pytest
 from checkers.anomalies import ANOMALIES
 from checkers.api import check
 from checkers.synth import SynthSpec, generate, write_history
+from checkers.synth_groups import V3, grouped
 from checkers.verdict import exit_status, write_verdict
 from spark_analysis import lake as lk
 from spark_analysis import lake_tables as s
@@ -81,7 +82,7 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == s.SCHEMA_VERSION == 5
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == s.SCHEMA_VERSION == 6
     # Hive partitions: scenario and day come back as columns, one folder each.
     assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
 
@@ -165,7 +166,7 @@ def columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema if f.name not in s.PARTITION_COLUMNS}
 
 
-NOTHING_HAPPENED = ("anomalies", "availability", "faults", "transactions")
+NOTHING_HAPPENED = ("anomalies", "availability", "faults", "transactions", "commits")
 
 
 def test_a_lake_of_runs_without_faults_holds_every_table_with_its_schema(tmp_path: Path) -> None:
@@ -189,6 +190,40 @@ def test_a_lake_of_runs_without_faults_holds_every_table_with_its_schema(tmp_pat
     assert len(ingest(results, lake, out).added) == 1 and "removed" not in out.getvalue()
     assert pq.read_table(lake / "faults").num_rows == 4 and pq.read_table(lake / "runs").num_rows == 2
     assert len(list(lake.rglob(lk.EMPTY_PART))) == len(NOTHING_HAPPENED)
+
+
+def grouped_run(results: Path) -> tuple[Path, dict[str, Any], pa.Table]:
+    """A finished run whose group consumers commit (contract v3, checkers.synth_groups), with its verdict."""
+    run_dir = write_run(results, 1, 4_000)
+    folder = RunFolder(run_dir)
+    tables = grouped(generate(SynthSpec(operations=4_000, seed=1)), seed=1)
+    write_history(tables, folder.history_dir)
+    verdict = check(folder.history_dir, engine="pandas")
+    write_verdict(verdict, run_dir)
+    return run_dir, verdict, tables["commits"]
+
+
+def test_a_runs_group_commits_land_with_their_times_faults_and_stats(tmp_path: Path) -> None:
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    run_dir, verdict, commits = grouped_run(results)
+    result = ingest(results, lake, io.StringIO())
+    assert len(result.added) == 1 and result.rows["commits"] == commits.num_rows > 0
+    run = lake_table(lake, "runs")[0]
+    assert (run["stat_commits"], run["stat_commits_ok"]) == (verdict["stats"]["commits"], verdict["stats"]["commits_ok"])
+    assert run["stat_commits"] == sum(k != "final" for k in commits.column("kind").to_pylist())
+    assert run["consumer_commit"] == "auto"  # run.json's consumer group's `commit`
+    assert {a: run[s.count_column(a)] for a in V3} == {a: verdict["counts"][a] for a in V3}
+    assert any(verdict["counts"][a] for a in V3), "the planted anomalies were found"
+    rows = lake_table(lake, "commits")
+    kept = [{k: r[k] for k in commits.column_names} for r in rows]
+    assert kept == commits.to_pylist(), "the contract columns as they are, in the history's order"
+    t0 = run["t0_ns"]
+    faults = lake_table(lake, "faults")
+    for r in rows:
+        assert r["invoke_s"] == round((r["invoke_ns"] - t0) / 1e9, 3)
+        during = [f for f in faults if f["start_ns"] <= (r["complete_ns"] or r["invoke_ns"])
+                  and (f["stop_ns"] is None or f["stop_ns"] >= r["invoke_ns"])]
+        assert (r["faults"] is None) == (not during)  # which faults: test_lake_commits
 
 
 def test_an_ingest_of_no_runs_leaves_a_lake_of_no_tables(tmp_path: Path) -> None:
@@ -286,3 +321,27 @@ def test_the_notebooks_version_by_scenario_view(results: Path, tmp_path: Path) -
     pivot = q.version_pivot(by_version, "lost")
     assert pivot.shape == (len(by_version[["scenario", "configuration"]].drop_duplicates()), 3)
     assert pivot.sum().sum() == sum(r["lost"] for r in runs)
+
+
+@pytest.mark.spark
+def test_the_notebooks_commit_modes_query(tmp_path: Path) -> None:
+    from checkers.spark_session import spark_session
+    from spark_analysis import queries as q
+
+    results, lake = tmp_path / "results", tmp_path / "lake"
+    _, verdict, commits = grouped_run(results)
+    write_run(results, 0, 2_000)  # a run of the same campaign whose consumers never committed
+    ingest(results, lake, io.StringIO())
+    spark = spark_session()
+    modes = q.commit_modes(q.table(spark, lake, "runs"), q.table(spark, lake, "commits"))
+    grouped_row = modes[modes["scenario"] == "synthetic-split"].iloc[0]
+    assert (grouped_row["consumer_commit"], grouped_row["runs"]) == ("auto", 1)
+    assert {a: grouped_row[s.count_column(a)] for a in V3} == {a: verdict["counts"][a] for a in V3}
+    assert {a: grouped_row[f"runs_with_{s.count_column(a)}"] for a in V3} == {
+        a: int(verdict["counts"][a] > 0) for a in V3}
+    statuses = [st for st, k in zip(commits.column("status").to_pylist(), commits.column("kind").to_pylist(),
+                                    strict=True) if k != "final"]
+    assert (grouped_row["commits"], grouped_row["acknowledged"]) == (len(statuses), statuses.count("ok"))
+    assert (grouped_row["refused"], grouped_row["unknown"]) == (statuses.count("fail"), statuses.count("info"))
+    other = modes[modes["scenario"] == "synthetic-isolate"].iloc[0]  # no commits table: zeros, not missing
+    assert (other["runs"], other["commits"], other["refused"]) == (1, 0, 0)

@@ -23,7 +23,8 @@ def test_the_notebook_is_parameterised_and_reads_only_the_lake() -> None:
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     assert "history" not in code and "verdict.json" not in code, "the notebook reads the lake, not run folders"
     sections = [c.source.splitlines()[0] for c in notebook.cells if c.cell_type == "markdown"]
-    assert len([s for s in sections if s.startswith("## ")]) == 9 and "## Transactions" in sections
+    assert len([s for s in sections if s.startswith("## ")]) == 10 and "## Transactions" in sections
+    assert "## Commit modes" in sections and "q.commit_modes(runs, commits)" in code
     assert "## Anomalies by version × scenario" in sections and "q.anomalies_by_version(runs)" in code
 
 
