@@ -12,14 +12,20 @@ import sys
 
 from tests.conftest import REPO
 
-BLOCK_EXTRAS = """
+
+def blocking(names: tuple[str, ...], why: str) -> str:
+    """Code that makes importing any of `names` (and their submodules) fail in the interpreter that runs it."""
+    return f"""
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in ("pyspark", "docker", "paramiko"):
-            raise ModuleNotFoundError(f"No module named {name!r} (an extra)")
+        if name.split(".")[0] in {names!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} ({why})")
 sys.meta_path.insert(0, Block())
 """
+
+
+BLOCK_EXTRAS = blocking(("pyspark", "docker", "paramiko"), "an extra")
 
 
 def test_a_run_and_its_report_import_none_of_the_extras() -> None:
@@ -30,14 +36,7 @@ def test_a_run_and_its_report_import_none_of_the_extras() -> None:
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
-BLOCK_TABLES = """
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in ("pyarrow", "pandas", "numpy"):
-            raise ModuleNotFoundError(f"No module named {name!r} (not on a node host)")
-sys.meta_path.insert(0, Block())
-"""
+BLOCK_TABLES = blocking(("pyarrow", "pandas", "numpy"), "not on a node host")
 
 
 def test_an_observer_on_a_node_host_imports_no_table_library() -> None:
