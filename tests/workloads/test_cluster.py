@@ -82,7 +82,7 @@ def test_a_clean_run_keeps_every_acknowledged_write(tmp_path: Path) -> None:
             "consumer-az2-0", plan.client_of_az("az2"), "consumer", mode="assign", partitions=3
         )
         group = w.start(
-            "consumer-az3-0", plan.client_of_az("az3"), "consumer", mode="group", group="g1", commit="sync"
+            "consumer-az3-0", plan.client_of_az("az3"), "consumer", mode="group", group="g1", commit="after"
         )
         producer = w.start(
             "producer-az1-0",
@@ -126,7 +126,10 @@ def test_a_clean_run_keeps_every_acknowledged_write(tmp_path: Path) -> None:
         for _, rec in JournalReader(tmp_path / "journal" / "consumer-az3-0.jsonl")
         if rec["kind"] == "commit"
     ]
-    assert commits and all(c["mode"] == "sync" for c in commits)
+    assert commits and all(c["mode"] == "sync" for c in commits)  # commit after: synchronous, after each poll
+    rows = pq.read_table(tmp_path / "history" / "commits.parquet").to_pylist()
+    assert rows and {(r["process"], r["group"], r["kind"], r["status"]) for r in rows} == {
+        ("consumer-az3-0", "g1", "sync", "ok")}
 
     processes = {
         p["process"]: p for p in pq.read_table(tmp_path / "history" / "processes.parquet").to_pylist()
