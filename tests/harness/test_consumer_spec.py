@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +10,7 @@ import yaml
 
 from harness.spec import parse_spec
 from testbed.errors import SpecError
-from tests.conftest import REPO
+from tests.conftest import faultline
 
 
 def spec_with(**consumer: Any) -> dict[str, Any]:
@@ -73,9 +70,7 @@ def test_an_agreeing_enable_auto_commit_is_dropped_and_the_plan_carries_the_grou
 def test_a_bad_commit_mode_stops_the_cli_in_one_line_before_anything(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text(yaml.safe_dump(spec_with(commit="eventually")))
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", str(spec), "--results", str(tmp_path / "results")],
-                          cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = faultline("run", str(spec), "--results", str(tmp_path / "results"), timeout=60)
     assert proc.returncode == 3, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "workloads.consumers[0].commit: must be one of before, after, auto, none" in lines[0]

@@ -4,9 +4,6 @@ version, and the faults that name a group or a consumer; each refusal one line n
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +13,7 @@ import yaml
 from harness.spec import parse_spec
 from harness.spec_groups import consumer_names
 from testbed.errors import SpecError
-from tests.conftest import REPO
+from tests.conftest import REPO, faultline
 
 ZOMBIE = yaml.safe_load((REPO / "scenarios" / "zombie-consumer.yaml").read_text())
 FAILOVER = yaml.safe_load((REPO / "scenarios" / "coordinator-failover.yaml").read_text())
@@ -113,9 +110,7 @@ def test_consumer_names_count_per_az_over_groups_as_the_plan_does() -> None:
 def test_a_consumer_protocol_on_an_old_kafka_stops_the_cli_in_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text(yaml.safe_dump(spec_with({"group.protocol": "consumer"}, "3.7.2")))
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", str(spec), "--results", str(tmp_path / "results")],
-                          cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = faultline("run", str(spec), "--results", str(tmp_path / "results"), timeout=60)
     assert proc.returncode == 3, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "settings.group.protocol: consumer (KIP-848) needs Kafka 4.0" in lines[0]
