@@ -30,28 +30,29 @@ def _commit_order(row: Row) -> tuple[Any, ...]:
     return (done is None, done or 0, row["invoke_ns"], row["process"], row["kind"], row["offset"])
 
 
-def _acknowledged(idx: EvidenceIndex, group: str, topic: str, partition: int) -> list[Row]:
-    """The group's acknowledged commits for one partition, in _commit_order."""
-    if idx.groups is None:
-        return []
-    table = idx.groups.acknowledged()
+def _of_partition(table: Any, group: str, topic: str, partition: int) -> Any:
+    """The rows of an Arrow table of commits that belong to one group's partition."""
     import pyarrow.compute as pc  # here: the anomaly records import this module, and client hosts have no pyarrow
 
     mask = pc.and_(pc.and_(pc.equal(table.column("group"), group), pc.equal(table.column("topic"), topic)),
                    pc.equal(table.column("partition"), partition))
-    return sorted(table.filter(mask).select(list(COMMIT_FIELDS)).to_pylist(), key=_commit_order)
+    return table.filter(mask)
+
+
+def _acknowledged(idx: EvidenceIndex, group: str, topic: str, partition: int) -> list[Row]:
+    """The group's acknowledged commits for one partition, in _commit_order."""
+    if idx.groups is None:
+        return []
+    rows = _of_partition(idx.groups.acknowledged(), group, topic, partition)
+    return sorted(rows.select(list(COMMIT_FIELDS)).to_pylist(), key=_commit_order)
 
 
 def _final(idx: EvidenceIndex, group: str, topic: str, partition: int) -> Row | None:
     if idx.groups is None:
         return None
-    f = idx.groups.finals
-    import pyarrow.compute as pc
-
-    mask = pc.and_(pc.and_(pc.equal(f.column("group"), group), pc.equal(f.column("topic"), topic)),
-                   pc.equal(f.column("partition"), partition))
-    rows = f.filter(mask).select(["process", "offset", "invoke_ns", "complete_ns"]).to_pylist()
-    return rows[0] if rows else None
+    rows = _of_partition(idx.groups.finals, group, topic, partition)
+    found = rows.select(["process", "offset", "invoke_ns", "complete_ns"]).to_pylist()
+    return found[0] if found else None
 
 
 def _commit_window(commit: Row) -> Window:
