@@ -18,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from checkers.schema import COMMIT_KINDS
 from workloads.classify_commit import classify_commit
 from workloads.history_rows import Build, HistoryError, field
 
-MODE_KINDS = {"sync": "sync", "async": "async", "auto": "auto"}  # journal mode -> commits.kind
+# A commit line's mode is its rows' `commits.kind`: every kind but the drain's `final`.
+MODES = tuple(kind for kind in COMMIT_KINDS if kind != "final")
 
 
 class Commits:
@@ -63,20 +65,20 @@ class Commits:
                                    f"{'settled already' if cid in self.settled else 'never begun'}")
             self.settled.add(cid)
         mode = field(self.path, lineno, rec, "mode")
-        if mode not in MODE_KINDS:
-            raise HistoryError(f"{self.path}:{lineno}: commit mode {mode!r} is none of {', '.join(MODE_KINDS)}")
+        if mode not in MODES:
+            raise HistoryError(f"{self.path}:{lineno}: commit mode {mode!r} is none of {', '.join(MODES)}")
         rows = []
         for partition, offset, error in field(self.path, lineno, rec, "offsets"):
             status, name = classify_commit(error)
             rows.append({"partition": partition, "offset": offset, "status": status, "error": name,
                          "invoke_ns": rec["t"], "complete_ns": rec["done"]})
-        self._rows(group, MODE_KINDS[mode], rows)
+        self._rows(group, mode, rows)
 
     def finish(self) -> None:
         """Commits begun whose outcome never came: `info`, complete_ns null (the process ended first)."""
         group = (self.header.get("config") or {}).get("group.id")
         for cid, rec in sorted(self.pending.items()):
             if cid not in self.settled:
-                self._rows(str(group), MODE_KINDS[rec.get("mode", "sync")],
+                self._rows(str(group), rec.get("mode", "sync"),
                            [{"partition": p, "offset": o, "status": "info", "invoke_ns": rec["t"]}
                             for p, o in rec["offsets"]])
