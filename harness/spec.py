@@ -32,7 +32,7 @@ from harness.spec_groups import check_group_protocols, check_group_targets
 from harness.spec_keys import CLUSTER, PRODUCER, SPEC
 from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
-from harness.spec_types import NO_DEFAULT, Section, fail
+from harness.spec_types import fail
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError, yaml_problem
@@ -91,12 +91,6 @@ class Spec:
 
 
 
-def _value(section: Section, raw: dict[str, Any], key: str) -> Any:
-    """The key's value, else its default, else None (the types were checked against SPEC already)."""
-    default = section.keys[key].default
-    return raw.get(key, None if default is NO_DEFAULT else default)
-
-
 def _azs(where: str, raw: dict[str, Any], nodes: int) -> tuple[str, ...]:
     value = raw.get("azs", [f"{AZ_PREFIX}{i}" for i in range(1, nodes + 1)])
     value = [value] if isinstance(value, str) else value
@@ -123,7 +117,7 @@ def _assignment(where: str, raw: dict[str, Any], nodes: int) -> tuple[tuple[int,
 
 
 def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
-    where, raw, v = "cluster", raw or {}, functools.partial(_value, CLUSTER, raw or {})
+    where, raw, v = "cluster", raw or {}, functools.partial(CLUSTER.value, raw or {})
     nodes = v("nodes")
     inventory, known_hosts = raw.get("inventory"), raw.get("known_hosts")
     runtime = raw.get("runtime", INVENTORY_KIND if inventory is not None else v("runtime"))
@@ -217,7 +211,7 @@ _TXN_ONLY = ("txn_size", "txn_abort_share", "transaction_timeout_ms", "fenced")
 
 
 def _producer_group(where: str, p: dict[str, Any], nodes: int) -> ProducerGroup:
-    v = functools.partial(_value, PRODUCER, p)
+    v = functools.partial(PRODUCER.value, p)
     transactional = bool(v("transactional"))
     for key in _TXN_ONLY:
         if key in p and not transactional:
@@ -276,7 +270,7 @@ def parse_spec(raw: Any, configuration: str | None = None, sets: dict[str, Any] 
 
 
 def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_raw: Any) -> Spec:
-    v = functools.partial(_value, SPEC, resolved)
+    v = functools.partial(SPEC.value, resolved)
     cluster = parse_cluster(resolved.get("cluster"))
     producers, consumers = parse_workloads(resolved.get("workloads"), cluster.nodes)
     transformers = parse_transformers(resolved.get("workloads"), cluster, [g.topic for g in producers], _azs)

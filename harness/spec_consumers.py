@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.spec_groups import check_protocol_settings
 from harness.spec_keys import CONSUMER
-from harness.spec_types import NO_DEFAULT, fail
+from harness.spec_types import fail
 
 GROUP_ONLY = ("group", "commit", "processing_ms")  # keys of a group member only
 
@@ -35,11 +35,6 @@ class ConsumerGroup:
     kill_every_s: float = 0.0
     kill_first_s: float | None = None  # None: kill_every_s
     restart_delay_s: float = 1.0
-
-
-def _value(raw: dict[str, Any], key: str) -> Any:
-    default = CONSUMER.keys[key].default
-    return raw.get(key, None if default is NO_DEFAULT else default)
 
 
 def _auto_commit(where: str, commit: str, c: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +57,7 @@ def parse_consumers(raw: dict[str, Any], nodes: int, azs: Callable[[str, dict[st
     `settings(where, role, raw)` checks its librdkafka settings (harness.spec's)."""
     consumers = []
     for i, c in enumerate(raw.get("consumers") or []):
-        where, v = f"workloads.consumers[{i}]", functools.partial(_value, c)
+        where, v = f"workloads.consumers[{i}]", functools.partial(CONSUMER.value, c)
         mode = v("mode")
         for key in GROUP_ONLY:
             if mode == "assign" and key in c:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec_keys import TRANSFORMER
-from harness.spec_types import NO_DEFAULT
 from testbed.errors import SpecError
 from testbed.kafka.config import ClusterSettings
 
@@ -34,11 +33,6 @@ class TransformerGroup:
     @property
     def transactional(self) -> bool:
         return self.mode == "exactly-once"
-
-
-def _value(raw: dict[str, Any], key: str) -> Any:
-    default = TRANSFORMER.keys[key].default
-    return raw.get(key, None if default is NO_DEFAULT else default)
 
 
 def check_topic(where: str, topic: str, cluster: ClusterSettings) -> str:
@@ -65,7 +59,7 @@ def parse_transformers(workloads: dict[str, Any] | None, cluster: ClusterSetting
     check_topics(cluster, producer_topics)
     groups = []
     for i, t in enumerate((workloads or {}).get("transformers") or []):
-        where, v = f"workloads.transformers[{i}]", functools.partial(_value, t)
+        where, v = f"workloads.transformers[{i}]", functools.partial(TRANSFORMER.value, t)
         if "input_topic" not in t:
             raise SpecError(f"{where}.input_topic: required (the topic a transformer reads, one of "
                             f"cluster.extra_topics)")

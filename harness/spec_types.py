@@ -201,6 +201,11 @@ class Section(Key):
     nullable: bool = False  # `key:` with nothing after it stands for an empty mapping
     ref: str | None = None
 
+    def value(self, raw: dict[str, Any], key: str) -> Any:
+        """`key`'s value in `raw`, else its default, else None (`raw` was checked against this section already)."""
+        default = self.keys[key].default
+        return raw.get(key, None if default is NO_DEFAULT else default)
+
     def check(self, path: str, value: Any) -> None:
         if value is None and self.nullable:
             return
