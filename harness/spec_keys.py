@@ -38,6 +38,7 @@ from nemesis.schedule import parse_schedule
 from testbed.dist.versions import METADATA_MODES
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KIND_NAMES, networks_text
+from workloads.config import AIM_LIMIT_S
 
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
@@ -159,7 +160,8 @@ CONSUMER = Section({
                          "record (a skip); after, auto and none, between the record and the commit (a repeat)",
                          0, 0, 60_000),
     "kill_every_s": Num("SIGKILL one of these consumers' client processes this often, in turn, and start it again "
-                        "(0: never), as a transformer's", 0, 0),
+                        "(0: never), as a transformer's; with processing_ms, a kill that falls due outside the "
+                        f"member's processing time waits for it (at most {AIM_LIMIT_S:g} s)", 0, 0),
     "kill_first_s": Num("when the first of those kills comes (default: `kill_every_s`)", low=0),
     "restart_delay_s": Num("how long a killed consumer stays down", 1.0, 0),
     "isolation_level": Choice(ISOLATION_LEVELS, "read_committed: records of open or aborted transactions are "

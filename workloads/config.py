@@ -26,20 +26,17 @@ every error names the key. Keys per role:
   (default 500), ``kafka``, and a transformer's ``kill_every_s``, ``kill_first_s``, ``restart_delay_s``.
 - drain: optional ``partitions``, ``timeout_s`` (default 60), ``kafka``, ``groups`` (whose committed offsets it
   reads after its drain, contract v3).
-- observer: ``broker_id``, ``broker_address`` (``host:port``), optional
-  ``interval_s`` (default 1.0), ``extra_topics`` (further topics it asks
-  about); KRaft: ``controller_port`` (its node's KRaft controller, asked with
-  DescribeQuorum for the controller) and
-  ``controller_id_base`` (controller node id minus broker id).
+- observer: ``broker_id``, ``broker_address`` (``host:port``), optional ``interval_s`` (default 1.0),
+  ``extra_topics`` (further topics it asks about); KRaft: ``controller_port`` (its node's KRaft controller, asked
+  with DescribeQuorum for the controller) and ``controller_id_base`` (controller node id minus broker id).
 - transformer (consume-transform-produce, workloads/transformer.py): ``topic``
   is its output; ``input_topic`` (required, not the output), ``group``,
   ``mode`` (``exactly-once``: input offsets committed in the transaction, needs
   ``transactional_id``; ``at-least-once``: committed after the outputs were
   acknowledged, no ``transactional_id``), ``partitions`` (of the output), optional
   ``batch`` (most inputs per transaction, default 20), ``kafka`` (producer
-  settings), ``kill_every_s`` (SIGKILL its instance this often, 0 = never),
-  ``kill_first_s`` (the first kill, default `kill_every_s`), ``restart_delay_s``
-  (default 1.0).
+  settings), ``kill_every_s`` (SIGKILL its instance this often, 0 = never), ``kill_first_s`` (the first kill,
+  default `kill_every_s`), ``restart_delay_s`` (default 1.0).
 """
 
 from __future__ import annotations
@@ -51,6 +48,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checkers.schema import COMMIT_MODES  # a group consumer's `commit` (contract v3's processes.commit)
+
+AIM_LIMIT_S = 10.0  # see Supervised
 
 WorkloadRole = Literal["producer", "consumer", "drain", "observer", "transformer"]
 ROLES: tuple[WorkloadRole, ...] = ("producer", "consumer", "drain", "observer", "transformer")
@@ -105,7 +104,8 @@ class ProducerConfig(WorkloadConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class Supervised:
-    """A process the supervisor (workloads/supervisor.py) runs as instances, SIGKILLing one on schedule."""
+    """A process the supervisor (workloads/supervisor.py) runs as instances, SIGKILLing one on schedule; a due kill
+    of a consumer with processing time waits for that time, at most AIM_LIMIT_S."""
     kill_every_s: float = 0.0
     kill_first_s: float = 0.0
     restart_delay_s: float = 1.0

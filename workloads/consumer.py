@@ -66,7 +66,7 @@ def next_offsets(messages: list[Message]) -> dict[int, int]:
 
 class ConsumerWorkload:
     def __init__(self, config: ConsumerConfig, journal: JournalSink, stop: StopFlag, instance: int = 0,
-                 killed_ns: int | None = None) -> None:
+                 killed_ns: int | None = None, processing: Any = None) -> None:
         self.config = config
         self.journal = journal
         self.stop = stop
@@ -75,6 +75,7 @@ class ConsumerWorkload:
         self.recorder.seq = instance * SPAN
         self.instance, self.killed_ns = instance, killed_ns
         self.commits = 0  # synchronous commits asked for (their ids)
+        self.processing = processing  # the supervisor's flag (a shared byte): 1 while processing, where kills aim
 
     def conf(self) -> dict[str, Any]:
         c = self.config
@@ -149,7 +150,11 @@ class ConsumerWorkload:
 
     def _process(self, messages: list[Message]) -> None:
         if self.config.processing_ms and any(m.error() is None for m in messages):
+            if self.processing is not None:
+                self.processing.value = 1
             time.sleep(self.config.processing_ms / 1000)  # the processing a crash interrupts
+            if self.processing is not None:
+                self.processing.value = 0
 
     # -- the loop ----------------------------------------------------------
     def _start(self, consumer: Consumer) -> bool:

@@ -227,7 +227,7 @@ def test_a_killed_member_restarts_in_a_journal_of_its_own_with_its_kill_in_the_h
     journal = tmp_path / "consumer-az1-0.jsonl"
     config = ConsumerConfig(process="consumer-az1-0", role="consumer", az="az1", journal=journal, topic=TOPIC,
                             bootstrap=cluster[1], mode="group", group="g", commit="after", partitions=PARTITIONS,
-                            poll_batch=2, processing_ms=100, kill_every_s=5.0, kill_first_s=2.0, restart_delay_s=0.2,
+                            poll_batch=2, processing_ms=0, kill_every_s=5.0, kill_first_s=2.0, restart_delay_s=0.2,
                             kafka={"session.timeout.ms": 1500, "heartbeat.interval.ms": 300})
     stop = StopFlag()
     threading.Timer(8.5, stop.set).start()
@@ -244,3 +244,49 @@ def test_a_killed_member_restarts_in_a_journal_of_its_own_with_its_kill_in_the_h
     reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pylist()
     assert {r["process"] for r in reads} == {"consumer-az1-0"} and len({r["seq"] for r in reads}) == len(reads)
     assert any(r["seq"] >= 10**9 for r in reads)  # a later instance read, numbered from instance * SPAN
+
+
+class FakeMember:
+    """A group member without a client: idle for its first 0.6 s (joining), then processing a poll every 0.3 s
+    for 0.2 s, each processing time journaled as it starts, with the flag the supervisor aims its kills by."""
+
+    def __init__(self, config: ConsumerConfig, journal: Any, stop: StopFlag, instance: int,
+                 killed_ns: int | None, processing: Any) -> None:
+        self.journal, self.stop, self.processing = journal, stop, processing
+        self.header = {"kind": "process", "instance": instance, "after_kill_ns": killed_ns}
+
+    def run(self) -> int:
+        self.journal.append(self.header)
+        self.journal.flush()
+        if self.stop.wait(0.6):
+            return 0
+        while not self.stop.requested:
+            self.journal.append({"kind": "processing", "t": time.time_ns()})
+            self.journal.flush()
+            self.processing.value = 1
+            time.sleep(0.2)
+            self.processing.value = 0
+            self.stop.wait(0.1)
+        return 0
+
+
+def test_a_due_kill_waits_for_the_members_processing_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kill falls due (0.2 s after the instance's start, then every second) while the member is still
+    joining; it comes inside the member's next processing time instead, so a kill shows the commit mode's
+    guarantee however slow the join was."""
+    import workloads.consumer
+    from workloads.supervisor import run_supervised
+
+    monkeypatch.setattr(workloads.consumer, "ConsumerWorkload", FakeMember)
+    config = ConsumerConfig(process="consumer-az1-0", role="consumer", az="az1", journal=tmp_path / "c.jsonl",
+                            topic=TOPIC, bootstrap="127.0.0.1:9", mode="group", group="g", commit="after",
+                            processing_ms=200, kill_every_s=1.0, kill_first_s=0.2, restart_delay_s=0.05)
+    stop = StopFlag()
+    threading.Timer(3.0, stop.set).start()
+    assert run_supervised(config, stop) == 0
+    journals = [[r for _, r in JournalReader(p)] for p in sorted(tmp_path.glob("c*.jsonl"), key=lambda p: (len(p.name), p.name))]
+    assert len(journals) >= 3, journals  # killed at least twice
+    for killed, after in zip(journals, journals[1:], strict=False):
+        started = [r["t"] for r in killed if r["kind"] == "processing"]
+        assert started, killed  # not killed while joining
+        assert started[-1] <= after[0]["after_kill_ns"] <= started[-1] + 200_000_000, (killed, after[0])
