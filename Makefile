@@ -22,7 +22,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign lint \
+.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended lint \
 	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -87,7 +87,12 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not extended" $(PYTEST_FLAGS)
+
+# The longer variants of `make test`'s own tests (marker `extended`): more seeds of the engine comparisons, the smoke
+# scenario on Docker, power-cut-cluster's two flush settings.
+test-extended: $(IMAGES)
+	$(PY) -m pytest -m extended $(PYTEST_FLAGS)
 
 # A short real campaign end to end (two scenarios, a two-cell matrix, a random-chaos seed; ~2 minutes), its
 # index.html opened in headless Chromium: kept out of `make test`, as the long runs are.

@@ -20,7 +20,8 @@ def test_v3_cases_together(tmp_path: Path, spark: object, fmt: str) -> None:
     assert_spark_judges_cases_together(tmp_path, GROUP_CASES, fmt)
 
 
-@pytest.mark.parametrize("name", ["rewound", "group-skip-before", "lost-commit"])
+@pytest.mark.parametrize("name", ["rewound", *(pytest.param(n, marks=pytest.mark.extended)
+                                               for n in ("group-skip-before", "lost-commit"))])
 def test_v3_cases_alone_give_the_same_verdict_bytes(tmp_path: Path, spark: object, name: str) -> None:
     history = write(tmp_path, GROUP_CASES[name].tables(), "parquet")
     assert without_engine(check(history, engine="spark")) == without_engine(check(history, engine="pandas"))
@@ -33,7 +34,7 @@ def test_a_second_final_row_is_malformed_for_spark_too(tmp_path: Path, spark: ob
         check(write(tmp_path, tables, "parquet"), engine="spark")
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, *(pytest.param(s, marks=pytest.mark.extended) for s in (2, 3))])
 def test_engines_agree_on_synthetic_group_histories(tmp_path: Path, spark: object, seed: int) -> None:
     from checkers.synth import SynthSpec, generate, write_history
     from checkers.synth_groups import grouped

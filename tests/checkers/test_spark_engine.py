@@ -69,7 +69,7 @@ def _seed_tables(seed: int) -> dict[str, list[dict[str, Any]]]:
     return {name: table.to_pylist() for name, table in generate(_random_spec(seed)).items()}
 
 
-@pytest.mark.parametrize("group", range(GROUPS))
+@pytest.mark.parametrize("group", [0, *(pytest.param(g, marks=pytest.mark.extended) for g in range(1, GROUPS))])
 def test_engines_agree_on_random_histories(tmp_path: Path, spark: object, group: int) -> None:
     """30 seeded random histories with planted anomalies of every kind, in 3 batches.
 

@@ -73,7 +73,7 @@ def test_a_txn_without_its_row_is_malformed(tmp_path: Path, spark: object, fmt: 
         check(_malformed(tmp_path / "one", fmt, [tx("t1")]), engine="spark")
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.extended)])
 def test_engines_agree_on_synthetic_transactional_histories(tmp_path: Path, spark: object, seed: int) -> None:
     from checkers.synth import SynthSpec, generate, write_history
     from checkers.synth_txn import transactional

@@ -28,6 +28,7 @@ def ours(prefix: str) -> list[str]:
         [f"network {n.name}" for n in client.networks.list() if n.name.startswith(prefix)]
 
 
+@pytest.mark.extended  # `make test` runs isolate-az-leader on Docker, below
 def test_smoke_on_docker_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     proc = faultline("run", "scenarios/smoke.yaml", "--runtime", "docker", "--results", str(tmp_path), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]

@@ -96,6 +96,7 @@ def test_unclean_election(tmp_path: Path) -> None:
     assert gone & lost_values(top / "unclean" / "history"), replicas["snapshots"]
 
 
+@pytest.mark.extended  # the power cut's mechanism stays in `make test`: tests/testbed/test_power_cut.py
 def test_power_cut_cluster(tmp_path: Path) -> None:
     _, top = run_scenario("power-cut-cluster", tmp_path)
     default = json.loads((top / "default-flush" / "verdict.json").read_text())
