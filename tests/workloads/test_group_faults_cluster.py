@@ -44,6 +44,17 @@ def table(run: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(run / "history" / f"{name}.parquet")
 
 
+def rebalances(run: Path) -> list[dict[str, Any]]:
+    """Every group member's journaled rebalance events (assign, revoke, lost), each with its `process`."""
+    events = []
+    for journal in sorted((run / "journal").glob("consumer-*.jsonl")):
+        for line in journal.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("kind") == "rebalance":
+                events.append({**event, "process": journal.stem})
+    return events
+
+
 def fault_rows(run: Path, *faults: str) -> tuple[pd.Series, pd.Series | None]:
     """The start row of the run's first fault of these kinds, and its stop row (None: healed at the end)."""
     nemesis = table(run, "nemesis")
@@ -70,10 +81,11 @@ def test_zombie_consumer_commit_after_resume_is_refused(tmp_path: Path, configur
     mine = reads[reads["process"] == ZOMBIE]
     last_poll = mine.loc[mine["poll_ns"] < paused, "poll_ns"].max()
     held = mine[mine["poll_ns"] == last_poll].groupby("partition")["offset"].max() + 1  # what it would commit
-    # Its partitions moved: the other members read them while it was paused.
-    moved = reads[(reads["process"] != ZOMBIE) & reads["partition"].isin(held.index)
-                  & (reads["poll_ns"] > paused) & (reads["poll_ns"] < resumed)]
-    assert set(moved["partition"]) == set(held.index), (held, moved.groupby("process")["partition"].unique())
+    # Its partitions moved: another member was assigned them while it was paused (the members' journals; reading
+    # them may come later: with 6 s of processing a member's 500-record poll can fill from its older partition).
+    moved = {p for e in rebalances(run) if e["process"] != ZOMBIE and e["event"] == "assign"
+             and paused < e["t"] < resumed for p in e["partitions"]}
+    assert set(held.index) <= moved, (held, moved)
     commits = table(run, "commits")
     zombie = commits[(commits["process"] == ZOMBIE) & (commits["kind"] == "sync")]
     assert not ((zombie["invoke_ns"] > last_poll) & (zombie["invoke_ns"] < resumed)).any(), \
