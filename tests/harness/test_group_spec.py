@@ -68,13 +68,21 @@ def test_the_scenarios_name_their_group_and_consumer_in_every_configuration() ->
     for configuration in ZOMBIE["configurations"]:
         spec = parse_spec(ZOMBIE, configuration)
         assert spec.nemesis.items[0].fault.targets == ("consumer-az1-0",)
-    strategies = {c: parse_spec(ZOMBIE, c).consumers[0].settings["partition.assignment.strategy"]
-                  for c in ZOMBIE["configurations"]}
-    assert strategies == {"eager": "range", "cooperative": "cooperative-sticky"}
+    protocols = {c: (s.consumers[0].settings.get("group.protocol", "classic"),
+                     s.consumers[0].settings.get("partition.assignment.strategy"), s.cluster.kafka_version)
+                 for c in ZOMBIE["configurations"] for s in [parse_spec(ZOMBIE, c)]}
+    assert protocols == {"eager": ("classic", "range", "2.7.2"),
+                         "cooperative": ("classic", "cooperative-sticky", "2.7.2"),
+                         "consumer-protocol": ("consumer", None, "4.1.1")}
     faults = {c: parse_spec(FAILOVER, c).nemesis.items[0].fault for c in FAILOVER["configurations"]}
     assert {c: (f.fault, f.targets) for c, f in faults.items()} == {
         "kill": ("kill", ("group-coordinator:failover",)),
-        "isolate-az": ("isolate-az", ("group-coordinator:failover",))}
+        "isolate-az": ("isolate-az", ("group-coordinator:failover",)),
+        "power-off": ("power-off", ("group-coordinator:failover",)),
+        "offsets-rf1-power-cut": ("power-off", ("group-coordinator:failover",))}
+    rf1 = parse_spec(FAILOVER, "offsets-rf1-power-cut")
+    assert rf1.cluster.broker_overrides["offsets.topic.replication.factor"] == "1"
+    assert len(rf1.nemesis.items) == 1  # no stop: powered off to the end of the run, the heal powers it on
 
 
 def test_a_group_coordinator_target_must_name_a_group_of_the_spec() -> None:
