@@ -224,11 +224,14 @@ def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> ConfigurationRes
 
 
 def describe(case: ConfigurationResult, outcome: RunOutcome) -> str:
+    """A configuration's result line, its verdict line first (report.verdict_view.verdict_line): "PASS (expected)
+    · INVALID: lost 9,204 acknowledged writes | isolate-az-leader [acks1] | expected: ... | observed: ... | ..."."""
+    from report.verdict_view import verdict_line
+
     stats = outcome.verdict.get("stats", {})
-    mark = "PASS" if case.passed else "FAIL"
-    return (f"{mark} {case.scenario} [{case.configuration}] expected: {case.expected} | observed: {case.observed}"
-            f" | writes {stats.get('writes')} ok {stats.get('ok')} final reads {stats.get('final_reads')}"
-            f" | {case.seconds:.0f} s | {case.run_dir}")
+    return (f"{verdict_line(outcome.verdict)} | {case.scenario} [{case.configuration}] | expected: {case.expected}"
+            f" | observed: {case.observed} | writes {stats.get('writes')} ok {stats.get('ok')} final reads"
+            f" {stats.get('final_reads')} | {case.seconds:.0f} s | {case.run_dir}")
 
 
 def write_junit(top: Path, cases: list[ConfigurationResult]) -> None:
