@@ -117,11 +117,14 @@ class ScenarioRun:
         self.top.mkdir(parents=True, exist_ok=True)
         link_latest(self.top.parent, self.top)
         self.cases: dict[int, ConfigurationResult] = {}
+        self.lines: dict[int, str] = {}  # each judged configuration's verdict line
         self.judgements: dict[int, Judgement] = {}
+        self.out: TextIO | None = None
         self._lock = threading.RLock()
 
     def run(self, pipe: JudgingPipeline, engine: str | None, out: TextIO, keep_data: bool) -> None:
         """Each configuration's story in turn, its judgement queued on `pipe`; an interrupt is raised."""
+        self.out = out
         for index, spec in enumerate(self.specs):
             self.story(index, spec, pipe, engine, out, keep_data)
 
@@ -143,12 +146,15 @@ class ScenarioRun:
     def _on_judged(self, index: int, spec: Spec, run_dir: Path, started: float,
                    out: TextIO) -> Callable[[Future[RunOutcome]], None]:
         def done(future: Future[RunOutcome]) -> None:
+            from report.verdict_view import verdict_line
+
             try:
                 outcome = future.result()
             except Exception as exc:  # its judging failed (the checker's input, a bug): an error
                 self._failed(index, spec, run_dir, exc, started, out)
                 return
             case = case_of(spec, outcome, time.monotonic() - started)
+            self.lines[index] = verdict_line(outcome.verdict)
             self._record(index, case)
             out.write(describe(case, outcome) + "\n")
             out.flush()
@@ -185,7 +191,21 @@ class ScenarioRun:
         cases = self.case_list()
         write_junit(self.top, cases)
         hand_over(self.top, [*self.made, self.top.parent / LATEST])
+        if self.out is not None and len(self.specs) > 1 and cases:
+            self.out.write(self.last_line() + "\n")
+            self.out.flush()
         return exit_status(self.specs, cases) if cases else EXIT_FAILED
+
+
+    def last_line(self) -> str:
+        """The file's last line, every configuration's verdict line on it, so that an expected loss in one of them
+        is not scrolled away: "isolate-az-leader: 3 of 3 configurations PASS | acks1: PASS (expected) · INVALID:
+        lost ... | acksall: PASS (expected) · VALID | ..."."""
+        with self._lock:
+            said = [f"{case.configuration}: {self.lines.get(i) or 'ERROR · ' + case.observed}"
+                    for i, case in sorted(self.cases.items())]
+            passed = sum(1 for case in self.cases.values() if case.passed)
+        return f"{self.name}: {passed} of {len(self.specs)} configurations PASS | " + " | ".join(said)
 
 
 def run_dir_of(top: Path, spec: Spec) -> Path:
