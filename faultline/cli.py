@@ -295,11 +295,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
-    stats = verdict.get("stats") or {}
-    errors = verdict.get("errors") or {}
-    reason = f" ({verdict['reason']})" if verdict.get("reason") else ""
-    return (f"valid: {verdict.get('valid')}{reason}; errors: {errors or 'none'}; stats: {stats}; "
-            f"verdict {run_dir / 'verdict.json'}")
+    """`recover`'s last line: the verdict line (report.verdict_view), then the stats and where the verdict is."""
+    from report.verdict_view import verdict_line
+
+    return f"{verdict_line(verdict)} | stats: {verdict.get('stats') or {}} | verdict {run_dir / 'verdict.json'}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

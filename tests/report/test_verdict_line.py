@@ -3,6 +3,7 @@ error anomaly counted in its words: a loss the scenario expected reads `PASS (ex
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,3 +50,10 @@ def test_a_verdict_written_before_unmet_existed_names_what_was_expected() -> Non
     verdict = judged(False, {"lost": 3}, {"absent": ["lost", "divergence"]})
     del verdict["expectation"]["unmet"]
     assert verdict_line(verdict) == "FAIL (expected no lost, no divergence) · INVALID: lost 3 acknowledged writes"
+
+
+def test_recover_ends_in_the_same_line(tmp_path: Path) -> None:
+    from faultline.cli import summary_line
+
+    verdict = judged(False, {"lost": 610}, {"present": ["lost"]})
+    assert summary_line(verdict, tmp_path).startswith("PASS (expected) · INVALID: lost 610 acknowledged writes | ")
