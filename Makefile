@@ -22,10 +22,20 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended lint \
+.PHONY: setup setup-says setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended lint \
 	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
-setup: setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
+setup: setup-says setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
+
+# What `make setup` is about to install, said before it starts (each step skips what is already there).
+setup-says:
+	@echo "make setup installs what is missing of:"
+	@echo "  Debian packages (apt-get, as root): $(DEB_PACKAGES) $(DOCKER_DEB_PACKAGES)"
+	@echo "  .venv: $(or $(PYTHON),python3) -m venv, the pins of requirements-dev.txt from PyPI, this checkout"
+	@echo "  Kafka $(KAFKA_VERSION) (kafka_2.13, kafka-tools, their dependencies) from Maven Central into $${FAULTLINE_CACHE:-$$HOME/.cache/faultline}, and its class-data archives (a one-node cluster on 127.0.0.1 for ~20 s)"
+	@echo "  build/bin/unsyncfs (Go; Debian's golang-go if there is no Go; modules from the Go module proxy)"
+	@echo "  .venv/bin/actionlint $(ACTIONLINT_VERSION) (go install)"
+	@echo "  not the Docker images (only the docker runtime needs them): make docker-images"
 
 # What merging shards and the lake's ingest need (Java for Spark, the venv): the nightly workflow's merge job.
 setup-lake: setup-debian setup-venv

@@ -153,7 +153,7 @@ def _attempt(raw: dict[str, Any], folder: Path) -> Attempt:
     return Attempt(int(raw["attempt"]), raw["outcome"], raw["expected"], raw["observed"],
                    datetime.fromisoformat(raw["started_at"]), float(raw["duration_s"]), run_dir,
                    str(raw.get("valid", "unknown")), {k: int(n) for k, n in (raw.get("counts") or {}).items()},
-                   [str(m) for m in raw.get("mismatches") or []])
+                   [str(m) for m in raw.get("mismatches") or []], str(raw.get("verdict_line") or ""))
 
 
 def results_of(shards: list[ShardFolder], folder: Path) -> list[CaseResult]:

@@ -34,7 +34,7 @@ CAMPAIGN_FILE, JUNIT_FILE, INDEX_FILE, SUMMARY_FILE = "campaign.json", "junit.xm
 
 def attempt_json(report: CampaignReport, result: CaseResult) -> list[dict[str, Any]]:
     return [{"attempt": a.number, "outcome": a.outcome, "expected": a.expected, "observed": a.observed,
-             "mismatches": a.mismatches, "valid": a.valid, "anomaly_kinds": a.kinds,
+             "mismatches": a.mismatches, "verdict_line": a.verdict_line, "valid": a.valid, "anomaly_kinds": a.kinds,
              "counts": {k: n for k, n in a.counts.items() if n}, "started_at": a.started_at.isoformat(),
              "duration_s": round(a.duration_s, 1), "run_dir": report.link(a.run_dir),
              "report": report.link(RunFolder(a.run_dir).report) if a.run_dir else None}
@@ -123,7 +123,9 @@ def summary_markdown(report: CampaignReport) -> str:
              "| scenario | configuration | outcome | attempts | observed |", "| --- | --- | --- | --- | --- |"]
     for r in sorted(report.results, key=lambda r: r.case.key):
         attempts = " → ".join(a.outcome for a in r.attempts) or "-"
-        observed = "; ".join(p for p in (r.attempts[-1].observed if r.attempts else "", r.skipped or "") if p)
+        last = r.attempts[-1] if r.attempts else None
+        observed = "; ".join(p for p in (last.verdict_line if last else "", last.observed if last else "",
+                                         r.skipped or "") if p)
         observed = observed.replace("|", "\\|")
         lines.append(f"| {r.case.scenario} | {r.case.label} | **{r.outcome}** | {attempts} | {observed} |")
     lines += ["", f"### What changed since {report.changes.previous or 'the last campaign'}", ""]

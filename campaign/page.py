@@ -37,6 +37,7 @@ def _rows(report: CampaignReport) -> list[dict[str, Any]]:
             "settings": cell_label(case.settings),
             "outcome": result.outcome, "duration_s": result.duration_s, "skipped": result.skipped,
             "attempts": [{"number": a.number, "outcome": a.outcome, "observed": a.observed, "expected": a.expected,
+                          "verdict_line": a.verdict_line,
                           "kinds": a.kinds, "report": report.link(RunFolder(a.run_dir).report) if a.run_dir else None,
                           "duration_s": a.duration_s}
                          for a in result.attempts],

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from campaign.plan import Case
 from checkers.anomalies import ANOMALIES
+from report.verdict_view import verdict_line
 from testbed.runfolder import RunFolder
 
 PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
@@ -41,6 +42,7 @@ class Attempt:
     valid: str = "unknown"  # the verdict's valid, as text: true | false | unknown
     counts: dict[str, int] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    verdict_line: str = ""  # the run's own one line (report.verdict_view): "PASS (expected) · INVALID: lost ..."
 
     @property
     def kinds(self) -> list[str]:
@@ -94,7 +96,8 @@ def judge_run(run_dir: Path, number: int, started_at: datetime, duration_s: floa
         mismatches = [f"{a} = {n}" for a, n in errors.items()]
     if valid == "unknown":
         observed += f" (unknown: {verdict.get('reason', 'no reason given')})"
-    return Attempt(number, outcome, expected, observed, started_at, duration_s, run_dir, valid, counts, mismatches)
+    return Attempt(number, outcome, expected, observed, started_at, duration_s, run_dir, valid, counts, mismatches,
+                   verdict_line(verdict))
 
 
 def harness_failure(number: int, started_at: datetime, duration_s: float, run_dir: Path | None,

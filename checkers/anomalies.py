@@ -88,6 +88,11 @@ class Anomaly:
     located_by: Literal["value", "position", "group"] = "value"
     lake_version: int = field(kw_only=True)
     transactions_view: int | None = None
+    counted: tuple[str, str] = field(kw_only=True, default=("{n} {name}", "{n} {name}"))
+
+    def count_words(self, n: int) -> str:
+        """Its count in words, for a verdict's one line: "lost 9,204 acknowledged writes", "1 value written twice"."""
+        return self.counted[n != 1].format(n=f"{n:,}", name=self.name)
 
 
 _WRITE_KEY = ("invoke_ns", "value")
@@ -96,49 +101,69 @@ _GROUP_POSITION_KEY = ("group", "topic", "partition", "offset", "value")
 
 RECORDS: tuple[Anomaly, ...] = (
     Anomaly(LOST, 1, "Writes the broker acknowledged that are missing from the final log.", _WRITE_KEY,
-            b.write_example, UNLESS_ACKS_0, restated=True, transactions_view=8, lake_version=1),
+            b.write_example, UNLESS_ACKS_0, restated=True, transactions_view=8, lake_version=1,
+            counted=("lost {n} acknowledged write", "lost {n} acknowledged writes")),
     Anomaly(DUPLICATE, 1, "Values that sit at two or more positions of the final log: one send, written twice.",
-            ("value",), b.duplicate, UNLESS_AT_LEAST_ONCE, lake_version=1),
+            ("value",), b.duplicate, UNLESS_AT_LEAST_ONCE, lake_version=1,
+            counted=("{n} value written twice", "{n} values written twice")),
     Anomaly(DIVERGENCE, 1, "Positions (topic, partition, offset) that held different values across "
             "acknowledgements and reads: two replicas wrote different logs at the same offsets.",
-            ("topic", "partition", "offset"), b.divergence, located_by="position", lake_version=1),
-    Anomaly(PHANTOM, 1, "Values read that no producer ever sent.", ("value",), b.phantom, lake_version=1),
+            ("topic", "partition", "offset"), b.divergence, located_by="position", lake_version=1,
+            counted=("{n} offset holding two values", "{n} offsets holding two values")),
+    Anomaly(PHANTOM, 1, "Values read that no producer ever sent.", ("value",), b.phantom, lake_version=1,
+            counted=("{n} value read that no producer sent", "{n} values read that no producer sent")),
     Anomaly(VANISHED_READ, 1, "Values a consumer read while the test ran that are missing from the final log.",
-            ("value",), b.vanished, restated=True, lake_version=1),
+            ("value",), b.vanished, restated=True, lake_version=1,
+            counted=("{n} value read, then gone from the final log", "{n} values read, then gone from the final log")),
     Anomaly(FAILED_PRESENT, 1, "Writes the client was told definitely failed, which were read all the same.",
-            _WRITE_KEY, b.failed_present, lake_version=1),
+            _WRITE_KEY, b.failed_present, lake_version=1,
+            counted=("{n} failed write present in the log", "{n} failed writes present in the log")),
     Anomaly(RECOVERED, 1, "Writes with an unknown outcome (timeout, lost connection) that did reach the final log.",
-            _WRITE_KEY, b.recovered, NEVER, restated=True, transactions_view=7, lake_version=1),
+            _WRITE_KEY, b.recovered, NEVER, restated=True, transactions_view=7, lake_version=1,
+            counted=("{n} unknown write that landed", "{n} unknown writes that landed")),
     Anomaly(REORDERED, 1, "Pairs of acknowledged writes from one producer to one partition that landed in the "
             "log in the opposite order.", ("process", "topic", "partition", "op_id", "value"), b.reordered,
-            UNLESS_PIPELINED, lake_version=1),
+            UNLESS_PIPELINED, lake_version=1,
+            counted=("{n} pair of writes out of order", "{n} pairs of writes out of order")),
     Anomaly(NONMONOTONIC_POLL, 1, "Consecutive live reads by one consumer whose offset went backwards or repeated.",
-            _PAIR_KEY, b.poll_pair, UNLESS_GROUP_CONSUMER, lake_version=1),
+            _PAIR_KEY, b.poll_pair, UNLESS_GROUP_CONSUMER, lake_version=1,
+            counted=("{n} poll going backwards", "{n} polls going backwards")),
     Anomaly(POLL_SKIP, 1, "Consecutive live reads by one consumer that skipped records present in the final log.",
-            _PAIR_KEY, b.poll_pair, restated=True, lake_version=1),
+            _PAIR_KEY, b.poll_pair, restated=True, lake_version=1,
+            counted=("{n} poll skipping records", "{n} polls skipping records")),
     Anomaly(ABORTED_READ, 2, "Values of aborted transactions that a read_committed consumer read.", _WRITE_KEY,
-            b.aborted_read, lake_version=2, transactions_view=1),
+            b.aborted_read, lake_version=2, transactions_view=1,
+            counted=("{n} aborted value read", "{n} aborted values read")),
     Anomaly(UNCOMMITTED_READ, 2, "Values a read_committed consumer read before their transaction was asked to "
-            "commit.", _WRITE_KEY, b.uncommitted_read, lake_version=2, transactions_view=2),
+            "commit.", _WRITE_KEY, b.uncommitted_read, lake_version=2, transactions_view=2,
+            counted=("{n} value read before its commit", "{n} values read before their commit")),
     # a transaction, by its first write missing from Frc
     Anomaly(TORN_TRANSACTION, 2, "Transactions partly in the committed final log and partly missing from it.",
-            _WRITE_KEY, b.torn, lake_version=2, transactions_view=3),
+            _WRITE_KEY, b.torn, lake_version=2, transactions_view=3,
+            counted=("{n} torn transaction", "{n} torn transactions")),
     Anomaly(UNREADABLE, 2, "Acknowledged values the read_uncommitted drain read but the read_committed drain "
-            "never reached.", _WRITE_KEY, b.unreadable, lake_version=2, transactions_view=4),
+            "never reached.", _WRITE_KEY, b.unreadable, lake_version=2, transactions_view=4,
+            counted=("{n} acknowledged value never read_committed", "{n} acknowledged values never read_committed")),
     Anomaly(REPROCESSED, 2, "Input records processed into the committed output twice.", ("value",),  # the input
-            b.reprocessed, UNLESS_NOT_TRANSACTIONAL, lake_version=2, transactions_view=6),
+            b.reprocessed, UNLESS_NOT_TRANSACTIONAL, lake_version=2, transactions_view=6,
+            counted=("{n} input processed twice", "{n} inputs processed twice")),
     Anomaly(SKIPPED_INPUT, 2, "Input records marked consumed by a committed transaction but never processed into "
-            "the committed output.", ("value",), b.skipped_input, lake_version=2, transactions_view=5),
+            "the committed output.", ("value",), b.skipped_input, lake_version=2, transactions_view=5,
+            counted=("{n} input consumed but never processed", "{n} inputs consumed but never processed")),
     Anomaly(GROUP_SKIP, 3, "Records below a group's final committed offset that no member of the group was "
             "handed: the group committed past them.", _GROUP_POSITION_KEY, g.group_skip, UNLESS_NOT_ALL_AFTER,
-            lake_version=5),
+            lake_version=5,
+            counted=("{n} record skipped by a group's commit", "{n} records skipped by a group's commit")),
     Anomaly(REDELIVERED, 3, "Records handed to a consumer group twice or more (at-least-once delivery repeats "
-            "what was not yet committed).", ("group", "value"), g.redelivered, NEVER, lake_version=5),
+            "what was not yet committed).", ("group", "value"), g.redelivered, NEVER, lake_version=5,
+            counted=("{n} record redelivered to a group", "{n} records redelivered to a group")),
     Anomaly(REWOUND, 3, "Records handed to a group member after the group's acknowledged commit had already "
-            "passed them.", _GROUP_POSITION_KEY, g.rewound, lake_version=5),
+            "passed them.", _GROUP_POSITION_KEY, g.rewound, lake_version=5,
+            counted=("{n} record handed out after its commit", "{n} records handed out after their commit")),
     Anomaly(LOST_COMMIT, 3, "Group partitions whose final committed offset is behind a commit the coordinator "
             "acknowledged, or missing: an acknowledged commit it did not keep.", ("group", "topic", "partition"),
-            g.lost_commit, located_by="group", lake_version=5),
+            g.lost_commit, located_by="group", lake_version=5,
+            counted=("lost {n} acknowledged commit", "lost {n} acknowledged commits")),
 )
 
 

@@ -18,9 +18,7 @@ import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn
-
-import yaml
+from typing import NoReturn
 
 from harness.console import quiet_console
 from harness.runfolders import find_runs
@@ -121,8 +119,9 @@ def build_parser() -> Parser:
     run.add_argument("--metadata", choices=METADATA_MODES, help="the metadata mode of every run: zookeeper or "
                      "kraft (default: each spec's cluster.metadata; docs/runtimes.md, \"KRaft\")")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
-                     help="replace a key of every spec and configuration, e.g. settle_timeout_s=45 or "
-                     "cluster.partitions=6 (the value is read as YAML); repeat for more")
+                     help="replace a key of every spec and configuration, e.g. settle_timeout_s=45, "
+                     "cluster.partitions=6, workloads.producers[0].settings.acks=1 or [*] for every entry (the "
+                     "value is read as YAML); repeat for more")
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
@@ -232,31 +231,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_sets(items: list[str]) -> dict[str, Any]:
-    """--set KEY=VALUE flags as one nested mapping (a dotted KEY nests; VALUE is YAML); UsageError on a malformed one."""
-    sets: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        parts = key.split(".")
-        if not sep or not all(parts):
-            raise UsageError(f"--set {item}: expected KEY=VALUE, e.g. settle_timeout_s=45 or cluster.partitions=6")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise UsageError(f"--set {item}: the value is not YAML") from None
-        node = sets
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise UsageError(f"--set {item}: {part} is set to a value by an earlier --set, not a mapping")
-        node[parts[-1]] = value
-    return sets
-
-
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from checkers.api import missing_engine
     from harness.batch import run_batch
     from harness.spec import load_specs
+    from harness.spec_sets import parse_sets
 
     sets = parse_sets(args.sets)
     batch = [load_specs(path, args.configuration, args.runtime, args.inventory, args.known_hosts,
@@ -316,11 +295,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def summary_line(verdict: dict[str, object], run_dir: Path) -> str:
-    stats = verdict.get("stats") or {}
-    errors = verdict.get("errors") or {}
-    reason = f" ({verdict['reason']})" if verdict.get("reason") else ""
-    return (f"valid: {verdict.get('valid')}{reason}; errors: {errors or 'none'}; stats: {stats}; "
-            f"verdict {run_dir / 'verdict.json'}")
+    """`recover`'s last line: the verdict line (report.verdict_view), then the stats and where the verdict is."""
+    from report.verdict_view import verdict_line
+
+    return f"{verdict_line(verdict)} | stats: {verdict.get('stats') or {}} | verdict {run_dir / 'verdict.json'}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

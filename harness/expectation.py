@@ -45,25 +45,29 @@ def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectati
 
 
 def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]) -> dict[str, Any] | None:
-    """Expected against observed for a scenario configuration; None when the spec expects nothing."""
+    """Expected against observed for a scenario configuration; None when the spec expects nothing. `mismatches`
+    says what the run showed instead of each expectation it missed, `unmet` those expectations in `expected`'s
+    words ("no lost", "a verdict"), for the run's one line (report.verdict_view.verdict_line)."""
     if expect.empty:
         return None
     counts = verdict.get("counts", {})
-    mismatches = [f"{a} = {counts.get(a)} (expected none)" for a in expect.absent if counts.get(a, 0) != 0]
-    mismatches += [f"{a} = 0 (expected > 0)" for a in expect.present if counts.get(a, 0) == 0]
-    mismatches += [f"{fact} not observed" for fact in expect.observed if not facts.get(fact)]
+    unmet: list[tuple[str, str]] = []  # (what was expected, what the run showed instead)
+    unmet += [(f"no {a}", f"{a} = {counts.get(a)} (expected none)") for a in expect.absent if counts.get(a, 0) != 0]
+    unmet += [(f"{a} > 0", f"{a} = 0 (expected > 0)") for a in expect.present if counts.get(a, 0) == 0]
+    unmet += [(fact, f"{fact} not observed") for fact in expect.observed if not facts.get(fact)]
     if expect.valid is not None and verdict.get("valid") != expect.valid:
-        mismatches.append(f"valid = {verdict.get('valid')} (expected {expect.valid})")
+        unmet.append((f"valid = {expect.valid}", f"valid = {verdict.get('valid')} (expected {expect.valid})"))
     reason = str(verdict.get("reason", "no reason given"))
     if verdict.get("valid") == "unknown" and expect.valid != "unknown":
-        mismatches.append(f"verdict unknown: {reason}")
+        unmet.append(("a verdict", f"verdict unknown: {reason}"))
     elif verdict.get("valid") == "unknown" and expect.reason and not re.search(expect.reason, reason):
-        mismatches.append(f"verdict unknown for another reason than /{expect.reason}/: {reason}")
+        unmet.append((f"reason ~ /{expect.reason}/",
+                      f"verdict unknown for another reason than /{expect.reason}/: {reason}"))
     expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present),
                           *expect.observed] + ([f"valid = {expect.valid}"] if expect.valid is not None else [])
                          + ([f"reason ~ /{expect.reason}/"] if expect.reason else []))
     observed = [f"{a} = {counts.get(a, 0)}" for a in (*expect.absent, *expect.present)]
     observed += [f"{fact}: {'yes' if facts.get(fact) else 'no'}" for fact in expect.observed]
     observed.append(f"valid = {verdict.get('valid')}")
-    return {"expected": expected, "observed": ", ".join(observed), "passed": not mismatches,
-            "mismatches": mismatches, "facts": facts}
+    return {"expected": expected, "observed": ", ".join(observed), "passed": not unmet,
+            "mismatches": [shown for _, shown in unmet], "unmet": [wanted for wanted, _ in unmet], "facts": facts}

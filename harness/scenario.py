@@ -117,11 +117,14 @@ class ScenarioRun:
         self.top.mkdir(parents=True, exist_ok=True)
         link_latest(self.top.parent, self.top)
         self.cases: dict[int, ConfigurationResult] = {}
+        self.lines: dict[int, str] = {}  # each judged configuration's verdict line
         self.judgements: dict[int, Judgement] = {}
+        self.out: TextIO | None = None
         self._lock = threading.RLock()
 
     def run(self, pipe: JudgingPipeline, engine: str | None, out: TextIO, keep_data: bool) -> None:
         """Each configuration's story in turn, its judgement queued on `pipe`; an interrupt is raised."""
+        self.out = out
         for index, spec in enumerate(self.specs):
             self.story(index, spec, pipe, engine, out, keep_data)
 
@@ -143,12 +146,15 @@ class ScenarioRun:
     def _on_judged(self, index: int, spec: Spec, run_dir: Path, started: float,
                    out: TextIO) -> Callable[[Future[RunOutcome]], None]:
         def done(future: Future[RunOutcome]) -> None:
+            from report.verdict_view import verdict_line
+
             try:
                 outcome = future.result()
             except Exception as exc:  # its judging failed (the checker's input, a bug): an error
                 self._failed(index, spec, run_dir, exc, started, out)
                 return
             case = case_of(spec, outcome, time.monotonic() - started)
+            self.lines[index] = verdict_line(outcome.verdict)
             self._record(index, case)
             out.write(describe(case, outcome) + "\n")
             out.flush()
@@ -185,7 +191,21 @@ class ScenarioRun:
         cases = self.case_list()
         write_junit(self.top, cases)
         hand_over(self.top, [*self.made, self.top.parent / LATEST])
+        if self.out is not None and len(self.specs) > 1 and cases:
+            self.out.write(self.last_line() + "\n")
+            self.out.flush()
         return exit_status(self.specs, cases) if cases else EXIT_FAILED
+
+
+    def last_line(self) -> str:
+        """The file's last line, every configuration's verdict line on it, so that an expected loss in one of them
+        is not scrolled away: "isolate-az-leader: 3 of 3 configurations PASS | acks1: PASS (expected) · INVALID:
+        lost ... | acksall: PASS (expected) · VALID | ..."."""
+        with self._lock:
+            said = [f"{case.configuration}: {self.lines.get(i) or 'ERROR · ' + case.observed}"
+                    for i, case in sorted(self.cases.items())]
+            passed = sum(1 for case in self.cases.values() if case.passed)
+        return f"{self.name}: {passed} of {len(self.specs)} configurations PASS | " + " | ".join(said)
 
 
 def run_dir_of(top: Path, spec: Spec) -> Path:
@@ -224,11 +244,14 @@ def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> ConfigurationRes
 
 
 def describe(case: ConfigurationResult, outcome: RunOutcome) -> str:
+    """A configuration's result line, its verdict line first (report.verdict_view.verdict_line): "PASS (expected)
+    · INVALID: lost 9,204 acknowledged writes | isolate-az-leader [acks1] | expected: ... | observed: ... | ..."."""
+    from report.verdict_view import verdict_line
+
     stats = outcome.verdict.get("stats", {})
-    mark = "PASS" if case.passed else "FAIL"
-    return (f"{mark} {case.scenario} [{case.configuration}] expected: {case.expected} | observed: {case.observed}"
-            f" | writes {stats.get('writes')} ok {stats.get('ok')} final reads {stats.get('final_reads')}"
-            f" | {case.seconds:.0f} s | {case.run_dir}")
+    return (f"{verdict_line(outcome.verdict)} | {case.scenario} [{case.configuration}] | expected: {case.expected}"
+            f" | observed: {case.observed} | writes {stats.get('writes')} ok {stats.get('ok')} final reads"
+            f" {stats.get('final_reads')} | {case.seconds:.0f} s | {case.run_dir}")
 
 
 def write_junit(top: Path, cases: list[ConfigurationResult]) -> None:

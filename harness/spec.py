@@ -30,6 +30,7 @@ from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
 from harness.spec_groups import check_group_protocols, check_group_targets
 from harness.spec_keys import CLUSTER, PRODUCER, SPEC
+from harness.spec_sets import SpecSet, apply_sets
 from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
 from harness.spec_types import fail
@@ -247,9 +248,10 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse_spec(raw: Any, configuration: str | None = None, sets: dict[str, Any] | None = None) -> Spec:
+def parse_spec(raw: Any, configuration: str | None = None, sets: tuple[SpecSet, ...] = ()) -> Spec:
     """The spec (or one of its configurations), every key of every configuration type-checked first; `sets` (the
-    CLI's --set, already merged into `raw`) wins over the configuration's overrides too."""
+    CLI's --set, applied to `raw` already where they reach) win over the configuration's overrides too, and must
+    reach what they name in the spec that runs (harness.spec_sets)."""
     SPEC.check("", raw)
     configurations = raw.get("configurations") or {}
     resolved, expect_raw = raw, raw.get("expect")
@@ -258,10 +260,13 @@ def parse_spec(raw: Any, configuration: str | None = None, sets: dict[str, Any] 
             raise fail("configurations", f"no configuration {configuration!r} "
                         f"(known: {', '.join(configurations) or 'none'})")
         conf = configurations[configuration] or {}
-        resolved = merge(merge(raw, conf.get("overrides") or {}), sets or {})
+        resolved = merge(raw, conf.get("overrides") or {})
         if "expect" in conf:  # the configuration's own expectations: in the resolved spec a run folder keeps
             resolved, expect_raw = {**resolved, "expect": conf["expect"]}, conf["expect"]
     try:
+        if sets:
+            resolved = apply_sets(resolved, sets)
+            SPEC.check("", resolved)
         return _resolved_spec(resolved, configuration, expect_raw)
     except SpecError as exc:
         if configuration is None:
@@ -316,11 +321,12 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str | None = None,
                inventory: Path | None = None, known_hosts: Path | None = None,
                kafka_version: str | None = None, metadata: str | None = None,
-               sets: dict[str, Any] | None = None) -> list[Spec]:
+               sets: tuple[SpecSet, ...] = ()) -> list[Spec]:
     """Every configuration of the spec file (or those `only` names, in the file's order), validated, file name in each
     error. `runtime`, `inventory`, `known_hosts`, `kafka_version` and `metadata` (the CLI's flags) replace the spec's (an
-    inventory alone means the ssh runtime); `sets` (--set KEY=VALUE, nested) replaces any key of the spec and of each
-    configuration's overrides, and is named in an error the file alone has not. Spec paths are relative to its folder."""
+    inventory alone means the ssh runtime); `sets` (--set KEY=VALUE, harness.spec_sets) replace any key of the spec and
+    of each configuration's overrides, list entries included, and are named in an error the file alone has not.
+    Spec paths are relative to its folder."""
     raw = load_spec_file(path)
     for key in ("inventory", "known_hosts"):
         given = (raw.get("cluster") or {}).get(key) if isinstance(raw.get("cluster"), dict) else None
@@ -336,11 +342,11 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
         raw = merge(raw, {"cluster": flags})
     wanted = None if only is None else [only] if isinstance(only, str) else list(only)
     try:
-        return _configurations(merge(raw, sets or {}), wanted, sets)
+        return _configurations(apply_sets(raw, sets, strict=False), wanted, sets)
     except SpecError as exc:
         if sets:
             try:
-                _configurations(raw, wanted, None)
+                _configurations(raw, wanted, ())
             except SpecError:
                 pass
             else:
@@ -348,7 +354,7 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
         raise SpecError(f"{path}: {exc}") from exc
 
 
-def _configurations(raw: dict[str, Any], wanted: list[str] | None, sets: dict[str, Any] | None) -> list[Spec]:
+def _configurations(raw: dict[str, Any], wanted: list[str] | None, sets: tuple[SpecSet, ...]) -> list[Spec]:
     for name in wanted or ():  # refused here if it does not exist; every configuration is checked all the same
         parse_spec(raw, name, sets)
     specs = [parse_spec(raw, name, sets) for name in configurations_of(raw)]

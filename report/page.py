@@ -31,7 +31,7 @@ from report.hosts import host_notes
 from report.loaded_run import Run, parse_json
 from report.logexcerpts import Excerpts
 from report.replicas import read_replicas
-from report.verdict_view import Outcome, read_expectation, read_outcome
+from report.verdict_view import Outcome, read_expectation, read_outcome, verdict_line
 from testbed.kafka.config import ClusterSettings
 from testbed.runfolder import RunFolder
 
@@ -129,6 +129,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "description": _text(run.spec.get("description")),
         "notes": _text(run.spec.get("notes")),
         "expectation": read_expectation(run.verdict),
+        "verdict_line": verdict_line(run.verdict),
         "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
         "clients": _clients(run),
         "faults": faults,

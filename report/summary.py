@@ -9,7 +9,7 @@ from report import fmt
 from report.faults import fault_windows
 from report.loaded_run import Run, load_run
 from report.replicas import read_replicas
-from report.verdict_view import read_expectation, read_outcome
+from report.verdict_view import read_expectation, read_outcome, verdict_line
 from testbed.runfolder import RunFolder
 
 MAX_FAULTS = 6
@@ -21,16 +21,11 @@ def summary(run_dir: str | Path) -> str:
     outcome = read_outcome(run.verdict)
     expectation = read_expectation(run.verdict)
     name = f"{run.scenario} [{run.configuration}]" if run.configuration else run.scenario
-    head = f"{name} / {run.run_id}: {outcome.state.upper()}"
-    if expectation is not None:
-        head += " (as the scenario expected)" if expectation.passed else " (NOT as the scenario expected)"
-    lines = [head]
+    lines = [f"{name} / {run.run_id}: {verdict_line(run.verdict)}"]
     if expectation is not None:
         lines.append(f"  expected:   {expectation.expected}")
         lines.append(f"  observed:   {expectation.observed}")
         lines += [f"  mismatch:   {m}" for m in expectation.mismatches]
-    if outcome.state == "unknown":
-        lines.append(f"  reason:     {outcome.reason}")
     if outcome.errors:
         lines.append(f"  errors:     {outcome.errors_line}")
     if outcome.information:

@@ -4,7 +4,11 @@ states it (the verdict document is `checkers/verdict.py`'s, judging a run `harne
 One place decides what "valid", "invalid" and "unknown" mean for the report,
 the summary and junit.xml: ``valid`` true is valid, false is invalid, and
 anything else (the string "unknown", a missing or unreadable verdict) is
-unknown, with the checker's ``reason`` where it gave one.
+unknown, with the checker's ``reason`` where it gave one. It also owns the
+verdict's one line (`verdict_line`), which says two things apart: whether the
+scenario's expectation held, and whether the history is safe:
+``PASS (expected) · INVALID: lost 9,204 acknowledged writes``. A run's result
+line, `show`, the report's header and a campaign's pages all say it so.
 Must never: write a verdict or judge a history (it reads what the checker wrote).
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from checkers.anomalies import REGISTRY
 from report.anomalies import anomaly_order
 
 State = Literal["valid", "invalid", "unknown"]
@@ -38,6 +43,18 @@ class Outcome:
     @property
     def information_line(self) -> str:
         return ", ".join(f"{name}={n}" for name, n in self.information)
+
+    @property
+    def safety(self) -> str:
+        """Whether the history is safe, each error anomaly's count in words: "INVALID: lost 9,204 acknowledged
+        writes", "VALID", "UNKNOWN: <reason>"."""
+        if self.state == "invalid":
+            said = ", ".join(REGISTRY[name].count_words(n) if name in REGISTRY else f"{n:,} {name}"
+                             for name, n in self.errors)
+            return f"INVALID: {said}" if said else "INVALID"
+        if self.state == "unknown":
+            return f"UNKNOWN: {self.reason}"
+        return "VALID"
 
     @property
     def headline(self) -> str:
@@ -87,6 +104,14 @@ class ScenarioExpectation:
     observed: str
     passed: bool
     mismatches: tuple[str, ...]
+    unmet: tuple[str, ...] = ()  # the expectations it missed, in `expected`'s words (older verdicts: none)
+
+    @property
+    def mark(self) -> str:
+        """"PASS (expected)", or "FAIL (expected no lost, two-leaders)": what was expected and did not happen."""
+        if self.passed:
+            return "PASS (expected)"
+        return f"FAIL (expected {', '.join(self.unmet) or self.expected})"
 
 
 def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | None:
@@ -94,6 +119,18 @@ def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | No
     raw = (verdict or {}).get("expectation")
     if not isinstance(raw, dict) or not isinstance(raw.get("passed"), bool):
         return None
-    mismatches = raw.get("mismatches")
+    mismatches, unmet = raw.get("mismatches"), raw.get("unmet")
     return ScenarioExpectation(str(raw.get("expected", "")), str(raw.get("observed", "")), raw["passed"],
-                               tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else ())
+                               tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else (),
+                               tuple(str(u) for u in unmet) if isinstance(unmet, list) else ())
+
+
+def verdict_line(verdict: dict[str, Any] | None) -> str:
+    """The verdict in one line, the expectation and the history's safety apart: "PASS (expected) · INVALID: lost
+    9,204 acknowledged writes", "FAIL (expected no lost) · INVALID: ...", "PASS · VALID" (a spec that expects
+    nothing passes when the history is valid), "FAIL · UNKNOWN: <reason>"."""
+    outcome = read_outcome(verdict)
+    expectation = read_expectation(verdict)
+    if expectation is None:  # nothing expected: the history must be safe
+        return f"{'PASS' if outcome.state == 'valid' else 'FAIL'} · {outcome.safety}"
+    return f"{expectation.mark} · {outcome.safety}"

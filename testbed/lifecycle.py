@@ -37,9 +37,15 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")[:-4] + "Z"
 
 
+ROOT_NEEDED = ("faultline must run as root (it creates network namespaces and iptables rules): run it with sudo, "
+               "e.g. sudo .venv/bin/python -m harness run SPEC; show, report, list, compose, campaign --plan, "
+               "campaign merge and python -m checkers need no root")
+
+
 def require_root() -> None:
+    """UsageError unless this process is root: only the commands that make or touch a cluster call it."""
     if os.geteuid() != 0:
-        raise UsageError("faultline must run as root (it creates network namespaces and iptables rules)")
+        raise UsageError(ROOT_NEEDED)
 
 
 def hosts_exist(run_dir: Path, machine: Machine = REAL) -> bool:

@@ -86,6 +86,10 @@ def test_a_configuration_failing_once_is_a_flake_twice_a_regression(machine: Fak
     assert {str(report.folder / href) for href in links(page)} == reports  # every run linked, nothing else
     text = text_of(page)
     assert "flaky default catalogue FLAKE attempt 1 : FAIL attempt 2 : PASS" in text
+    # each attempt shows the run's own line, the expectation and the history's safety apart
+    assert "FAIL (expected lost > 0) · VALID" in text and "PASS (expected) · VALID" in text
+    assert {a["verdict_line"] for c in data["cases"] for a in c["attempts"]} == {
+        "FAIL (expected lost > 0) · VALID", "PASS (expected) · VALID"}
     assert "no earlier campaign of this name in the lake" in text
 
     # The same flaky configuration alone: a flake is no regression, the exit status is 0.

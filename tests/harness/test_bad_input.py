@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.lifecycle import ROOT_NEEDED
 from tests.conftest import REPO, faultline
 
 pytestmark = pytest.mark.cluster  # needs root, and the machine must be free of clusters
@@ -87,8 +88,6 @@ def test_not_root_is_refused(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 3, proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "faultline: faultline must run as root (it creates network namespaces and iptables rules)"
-    ]
+    assert proc.stderr.strip().splitlines() == [f"faultline: {ROOT_NEEDED}"]
     assert machine_snapshot() == before
     assert not (tmp_path / "run").exists()

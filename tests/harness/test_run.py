@@ -75,7 +75,8 @@ def test_a_run_without_faults_is_valid_and_complete(tmp_path: Path) -> None:
 
 
 # What faultline itself prints: a progress line, one of its log records, a configuration's summary line.
-OWN_LINE = re.compile(r"^(\[smoke\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) |(PASS|FAIL|ERROR) smoke )")
+OWN_LINE = re.compile(r"^(\[smoke\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) |ERROR smoke |"
+                      r"(PASS|FAIL)( \(expected[^)]*\))? · (VALID|INVALID|UNKNOWN)[^|]* \| smoke )")
 NOISE = ("incubator modules", "Setting default log level", "FutureWarning", "Closing down clientserver", "|BGQUEUE|")
 
 
@@ -230,8 +231,8 @@ def test_every_configuration_matching_exits_0_with_one_junit_case_each(
         two_configurations: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     results, proc = two_configurations
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert [line.split()[:3] for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL", "ERROR"))] == [
-        ["PASS", TWO, "[idempotent]"], ["PASS", TWO, "[plain]"]]
+    assert [line.split(" | ")[:2] for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL", "ERROR"))] == [
+        ["PASS (expected) · VALID", f"{TWO} [idempotent]"], ["PASS (expected) · VALID", f"{TWO} [plain]"]]
     suite = ET.parse(results / TWO / "latest" / "junit.xml").getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "0", "0")
 
@@ -243,7 +244,7 @@ def test_show_and_report_work_on_latest_and_the_scenario_folder(
     shown = faultline("show", latest, env=as_sudo())
     assert shown.returncode == 0, shown.stderr
     assert f"{TWO} [idempotent]" in shown.stdout and f"{TWO} [plain]" in shown.stdout, shown.stdout
-    assert shown.stdout.count(": VALID (as the scenario expected)") == 2, shown.stdout
+    assert shown.stdout.count(": PASS (expected) · VALID") == 2, shown.stdout
     before = (results / TWO / "latest" / "junit.xml").read_text()
     reported = faultline("report", os.path.relpath(results / TWO, REPO), env=as_sudo(), timeout=300)
     assert reported.returncode == 0, reported.stderr

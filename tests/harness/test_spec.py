@@ -328,12 +328,13 @@ def test_a_power_off_that_must_lose_unsynced_writes_is_refused_where_the_runtime
 
 
 def test_set_replaces_a_key_of_the_spec_and_of_every_configuration_and_names_itself_when_wrong(tmp_path: Path) -> None:
-    from faultline.cli import parse_sets
+    from harness.spec_sets import parse_sets
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(dict(BASE, settle_timeout_s=120, configurations={
         "a": {}, "b": {"overrides": {"cluster": {"partitions": 6}, "settle_timeout_s": 90}}})))
     sets = parse_sets(["settle_timeout_s=45", "cluster.partitions=2", "cluster.min_insync_replicas=1"])
-    assert sets == {"settle_timeout_s": 45, "cluster": {"partitions": 2, "min_insync_replicas": 1}}
+    assert [(s.steps, s.value) for s in sets] == [(("settle_timeout_s",), 45), (("cluster", "partitions"), 2),
+                                                  (("cluster", "min_insync_replicas"), 1)]
     specs = load_specs(path, sets=sets)
     assert [(s.configuration, s.settle_timeout_s, s.cluster.partitions, s.cluster.min_insync_replicas)
             for s in specs] == [("a", 45.0, 2, 1), ("b", 45.0, 2, 1)]

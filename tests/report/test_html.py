@@ -68,7 +68,11 @@ def test_verdict_and_configuration_come_first(report_html: str) -> None:
         assert text in config, text
     header = report_html[report_html.index("<header") : report_html.index("</header>")]
     assert "acks1" in header and "Isolate az1 while broker-0 leads" in header
-    assert 'id="expectation-badge">AS EXPECTED<' in header
+    assert 'id="expectation-badge">PASS (expected)<' in header
+    # the expectation and the history's safety apart, in one line: a loss the scenario expected still reads INVALID
+    assert ('id="verdict-line">PASS (expected) · INVALID: lost 3 acknowledged writes, 3 offsets holding two values<'
+            in header)
+    assert "<title>PASS (expected) · INVALID: lost 3 acknowledged writes" in report_html
     assert "lost &gt; 0, divergence &gt; 0, two-leaders" in report_html
     assert "max.<wbr>in.<wbr>flight" in report_html
 

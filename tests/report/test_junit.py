@@ -158,7 +158,8 @@ def test_junit_input_errors(tmp_path: Path) -> None:
 def test_summary_states_verdict_faults_and_split_brain(built_run: Path) -> None:
     text = summary(built_run)
     lines = text.splitlines()
-    assert lines[0] == "isolate-az-leader [acks1] / 20260528T202640Z: INVALID (as the scenario expected)"
+    assert lines[0] == ("isolate-az-leader [acks1] / 20260528T202640Z: PASS (expected) · INVALID: lost 3 acknowledged "
+                        "writes, 3 offsets holding two values")
     assert "  errors:     lost=3, divergence=3" in lines
     assert "  allowed:    recovered=2" in lines
     assert any(line.startswith("  writes:     1,200 (acked 1,028") for line in lines)
@@ -171,6 +172,6 @@ def test_summary_states_verdict_faults_and_split_brain(built_run: Path) -> None:
 
 def test_summary_of_an_unknown_run(tmp_path: Path) -> None:
     text = summary(tmp_path)
-    assert text.splitlines()[0].endswith(": UNKNOWN")
+    assert text.splitlines()[0].endswith(": FAIL · UNKNOWN: no verdict.json: the checker did not finish")
     assert "no verdict.json" in text and "not written yet" in text
 
