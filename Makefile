@@ -176,9 +176,9 @@ PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-fo
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
-GROUP_SCENARIOS := at-most-once-crash at-least-once-crash zombie-consumer coordinator-failover
+GROUP_SCENARIOS := at-most-once-crash at-least-once-crash auto-commit-crash zombie-consumer coordinator-failover
 
-.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-scenarios $(addprefix test-,$(SCENARIOS))
 
 # KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
 # METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
@@ -197,9 +197,15 @@ endef
 test-partition: $(IMAGES)
 	$(call run_scenarios,$(PARTITION_SCENARIOS))
 
-# Consumer groups under faults (contract v3): a zombie member, the group coordinator's broker lost.
+# Consumer groups under faults (contract v3): members killed under each commit mode, a zombie member, the group
+# coordinator's broker lost.
 test-groups: $(IMAGES)
 	$(call run_scenarios,$(GROUP_SCENARIOS))
+
+# librdkafka's batch consume skipping offsets at a cooperative rebalance (fixed in 2.1.0): the affected client 2.0.2,
+# then the fixed 2.1.1 (docs/scenarios.md, "batch-consume-skip"; a client under test runs on netns only).
+test-batch-consume-skip:
+	$(PY) -m harness run scenarios/versions/batch-consume-skip.yaml --runtime netns $(RUN_KAFKA_VERSION)
 
 test-power-off: $(IMAGES)
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))
