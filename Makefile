@@ -191,9 +191,9 @@ PARTITION_SCENARIOS := link-leader-follower link-broker-controller isolate-az-fo
 POWER_OFF_SCENARIOS := power-off-mid-replication unclean-election
 POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
-GROUP_SCENARIOS := at-most-once-crash at-least-once-crash zombie-consumer coordinator-failover
+GROUP_SCENARIOS := at-most-once-crash at-least-once-crash auto-commit-crash zombie-consumer coordinator-failover
 
-.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-scenarios $(addprefix test-,$(SCENARIOS))
 
 # KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
 # METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
@@ -212,13 +212,18 @@ endef
 test-partition: $(IMAGES)
 	$(call run_scenarios,$(PARTITION_SCENARIOS))
 
-# Consumer groups under faults (contract v3): the crash scenarios as the catalogue runs them; then a zombie member
-# and the group coordinator's broker lost, every configuration, each with its mechanism checked in its history
-# (tests/workloads/test_group_faults_cluster.py, marker `groups`; power cuts need unsyncfs).
+# Consumer groups under faults (contract v3): members killed under each commit mode as the catalogue runs them; then
+# a zombie member and the group coordinator's broker lost, every configuration, each with its mechanism checked in
+# its history (tests/workloads/test_group_faults_cluster.py, marker `groups`; power cuts need unsyncfs).
 GROUP_PYTEST_SCENARIOS := zombie-consumer coordinator-failover
 test-groups: $(IMAGES)
 	$(call run_scenarios,$(filter-out $(GROUP_PYTEST_SCENARIOS),$(GROUP_SCENARIOS)))
 	$(PY) -m pytest -m groups $(PYTEST_FLAGS)
+
+# librdkafka's batch consume skipping offsets at a cooperative rebalance (fixed in 2.1.0): the affected client 2.0.2,
+# then the fixed 2.1.1 (docs/scenarios.md, "batch-consume-skip"; a client under test runs on netns only).
+test-batch-consume-skip:
+	$(PY) -m harness run scenarios/versions/batch-consume-skip.yaml --runtime netns $(RUN_KAFKA_VERSION)
 
 test-power-off: $(IMAGES)
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))

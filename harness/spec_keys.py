@@ -157,7 +157,9 @@ CONSUMER = Section({
                      "failed); after records, then commits synchronously (at-least-once); auto is librdkafka's "
                      "enable.auto.commit (offsets stored at poll); none never commits", "auto"),
     "processing_ms": Int("mode group: the processing time a kill may land in: before, between the commit and the "
-                         "record (a skip); after, auto and none, between the record and the commit (a repeat)",
+                         "record (a skip); auto, between the poll (its offsets stored for the next automatic "
+                         "commit) and the record (a skip if that commit came first); after and none, after the "
+                         "record (a repeat)",
                          0, 0, 60_000),
     "kill_every_s": Num("SIGKILL one of these consumers' client processes this often, in turn, and start it again "
                         "(0: never), as a transformer's; with processing_ms, a kill that falls due outside the "

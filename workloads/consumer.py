@@ -10,7 +10,10 @@ offset (last + 1) of every partition the poll returned records of:
   commit did not succeed on every partition journals none of its records.
 - ``after`` (at-least-once): journal the poll, then `processing_ms`, then commit synchronously.
 - ``auto``: librdkafka's enable.auto.commit with the offsets stored at poll; its commit callback journals
-  each outcome. ``none``: never commits. Both journal the poll, then spend `processing_ms`.
+  each outcome. It spends `processing_ms`, then journals the poll: the automatic commit, every
+  auto.commit.interval.ms on librdkafka's own thread, may take a poll's offsets while it is processed (a crash
+  then skips it) or not yet take those of polls already journaled (a crash then repeats them).
+- ``none``: never commits; journals the poll, then spends `processing_ms`.
 
 A synchronous commit is journaled (``commit_begin``, flushed) before it is asked for, and its outcome
 per partition after (``commit``): a commit the process did not see end is `info` in the history.
@@ -133,16 +136,18 @@ class ConsumerWorkload:
     def _handle(self, consumer: Consumer, messages: list[Message], poll_ns: int) -> None:
         """One poll's records: committed and journaled in the order the commit mode says, `processing_ms` spent
         where a crash shows the mode's guarantee: between the commit and the record (before: the records are
-        committed and never handed on), else between the record and the commit (after: handed on and not yet
-        committed, so the next owner is handed them again)."""
+        committed and never handed on; auto: their offsets stored at poll, which an automatic commit during the
+        processing takes), else between the record and the commit (after: handed on and not yet committed, so
+        the next owner is handed them again)."""
         mode, offsets = self.config.commit, next_offsets(messages)
         if mode == "before" and offsets and not self._commit_sync(consumer, offsets):
             messages = [m for m in messages if m.error() is not None]  # nothing from a poll whose commit failed
-        if mode == "before":
+        processed_first = mode in ("before", "auto")
+        if processed_first:
             self._process(messages)
         result = self.recorder.record(messages, poll_ns)
         self.fatal = self.fatal or result.fatal
-        if mode != "before":
+        if not processed_first:
             self.journal.flush()  # handed on: in the journal before the processing a crash interrupts
             self._process(messages)
         if mode == "after" and offsets:
