@@ -10,8 +10,9 @@ read this one model.
 
 `python -m campaign.flakes CAMPAIGN.yaml [--lake DIR] [--window N] [--threshold X] [--write FILE]` prints the
 table; exit status 1 when a case's flake rate over the window passes the threshold (the file's `flake_rate`, or
-the flags), 0 otherwise, 3 for bad input (one line naming the file and key); `--write` puts the table in FILE
-between `<!-- flake-table:NAME -->` and `<!-- /flake-table:NAME -->`.
+the flags; a file without either has none, and the window is DEFAULT_WINDOW), 0 otherwise, 3 for bad input (one
+line naming the file and key); `--write` puts the table in FILE between `<!-- flake-table:NAME -->` and
+`<!-- /flake-table:NAME -->`.
 Must never: write the lake, or change a campaign's own outcome.
 """
 
@@ -177,10 +178,10 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     rate = campaign.flake_rate
-    window = args.window or (rate.window if rate else None)
+    window = args.window if args.window is not None else (rate.window if rate else DEFAULT_WINDOW)
     threshold = args.threshold if args.threshold is not None else (rate.threshold if rate else None)
-    if window is None or window < 1:
-        print(f"error: {args.campaign}: flake_rate.window: not set (give --window N or flake_rate in the file)",
+    if window < 1 or (threshold is not None and not 0 <= threshold < 1):
+        print(f"error: --window must be >= 1 and --threshold 0 to 1 (excluded), got {window} and {threshold}",
               file=sys.stderr)
         return 3
     ids, items = trends(read_campaigns(args.lake), campaign.name, window)
@@ -193,6 +194,8 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 3
         out.write(f"written into {args.write}\n")
+    if threshold is None:
+        out.write(f"{args.campaign} sets no flake_rate threshold (nor --threshold): nothing to fail\n")
     bad = over(items, threshold) if threshold is not None else []
     for t in bad:
         out.write(f"FLAKE RATE ABOVE {threshold:.0%}: {t.scenario} [{t.configuration}]: {_rate(t)} over "
