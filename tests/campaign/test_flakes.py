@@ -119,3 +119,13 @@ def test_the_stability_campaign_runs_every_catalogue_configuration_at_least_five
     sources = [e.source for e in campaign.entries[:per_copy]]  # type: ignore[union-attr]
     assert sorted(sources) == sorted((REPO / "scenarios").glob("*.yaml"))  # a new scenario is added here too
     assert all(e.configurations is None for e in campaign.entries)  # type: ignore[union-attr]  # every configuration
+
+
+def test_benchmarks_holds_the_stability_tables_markers(tmp_path: Path) -> None:
+    """`make stability-table` writes between them: they are there, in order, once."""
+    text = (REPO / "BENCHMARKS.md").read_text()
+    assert text.count("<!-- flake-table:stability -->") == 1 and text.count("<!-- /flake-table:stability -->") == 1
+    copy = tmp_path / "BENCHMARKS.md"
+    copy.write_text(text)
+    flakes.write_between_markers(copy, "stability", "| a table |\n")
+    assert "| a table |" in copy.read_text() and len(copy.read_text()) < len(text) + 100

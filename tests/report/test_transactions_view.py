@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from report import render_report
 from checkers.restated import Restated, notes, restated
+from report import render_report
 from report.figures import Frame
 from report.transactions import lso_lag, outcomes_per_second
 from tests.report.runfolder import NS, T0
