@@ -33,7 +33,7 @@ from testbed.errors import SpecError
 # x1 adds INCONCLUSIVE to campaign/records.py's OUTCOMES; until that lands the name is spelled here, so a lake
 # written by either version reads the same.
 INCONCLUSIVE = "INCONCLUSIVE"
-SHOWN = tuple(o for o in (*OUTCOMES, INCONCLUSIVE) if o != SKIPPED)  # the columns, in records' order
+SHOWN = tuple(dict.fromkeys(o for o in (*OUTCOMES, INCONCLUSIVE) if o != SKIPPED))  # the columns, records' order
 DEFAULT_WINDOW = 7  # campaigns shown in the index when the campaign file sets no flake_rate
 LETTER = {"PASS": "P", "FLAKE": "F", "FAIL": "X", "REGRESSION": "R", INCONCLUSIVE: "I", SKIPPED: "-"}
 
