@@ -187,13 +187,17 @@ def unknown_outcomes(txns: pd.DataFrame, writes: pd.DataFrame, reads: pd.DataFra
         before = [w for w in windows if w.start_ns <= int(when)]
         last = max(before, key=lambda w: w.start_ns) if before else None
         values = writes.loc[writes["txn"] == row.txn, "value"] if "txn" in writes else pd.Series([], dtype=object)
-        out.append({"txn": row.txn, "process": row.process, "intent": row.intent or "—", "error": row.error or "—",
+        out.append({"txn": row.txn, "process": row.process, "intent": _text(row.intent), "error": _text(row.error),
                     "end_asked": _at(row.end_ns, t0),
                     "after": (f"{last.label} (+{fmt.seconds_since(last.start_ns, t0):.1f} s to "
                               + (f"+{fmt.seconds_since(last.stop_ns, t0):.1f} s)" if last.stop_ns else "the end)"))
                     if last else "—",
                     "n_values": len(values), "read": int(values.isin(read).sum())})
     return out
+
+
+def _text(value: Any) -> str:
+    return "—" if value is None or (isinstance(value, float) and pd.isna(value)) or value == "" else str(value)
 
 
 def view(run: Any, frame: Frame, windows: Sequence[FaultWindow], events: Sequence[FaultEvent],
