@@ -304,7 +304,7 @@ CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(
 CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
 	$(if $(SHARD),--shard $(SHARD)) $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
 
-.PHONY: nightly chaos-quick campaign-merge campaign-summary
+.PHONY: nightly chaos-quick stability campaign-merge campaign-summary campaign-flakes stability-table
 
 nightly: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
@@ -312,9 +312,23 @@ nightly: $(IMAGES)
 chaos-quick: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
 
+# Every netns catalogue configuration 5 times (campaigns/stability.yaml: hours; SHARD=I/N and SEED= as nightly).
+stability: $(IMAGES)
+	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/stability.yaml $(CAMPAIGN_FLAGS)
+
 campaign-merge:
 	@test -n "$(SHARDS)" || { echo 'campaign-merge: give the shards: make campaign-merge SHARDS="DIR..."'; exit 3; }
 	$(PY) -m harness campaign merge $(SHARDS) $(if $(MERGE_OUT),--out $(MERGE_OUT)) --lake $(LAKE)
+
+# Outcomes over the last campaigns of CAMPAIGN's name in the lake; exit status 1 when a case's flake rate over the
+# file's flake_rate.window passes its threshold (the nightly workflow's check).
+campaign-flakes:
+	$(PY) -m campaign.flakes $(CAMPAIGN_FILE) --lake $(LAKE)
+
+# The stability campaigns' flake table, from the lake, written into BENCHMARKS.md between its markers (exit status 1
+# when a configuration flaked over the window: the table is written first).
+stability-table:
+	$(PY) -m campaign.flakes campaigns/stability.yaml --lake $(LAKE) --write BENCHMARKS.md
 
 # The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
 campaign-summary:

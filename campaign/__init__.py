@@ -10,6 +10,8 @@
   outcome (PASS, FLAKE, FAIL, REGRESSION, SKIPPED).
 - `lake`: the `campaigns` table of the results lake (pyarrow, no Spark) and the runs' ingest.
 - `changes`: what changed since the previous campaign of the same name.
+- `flakes`: each scenario × configuration's outcomes over the last campaigns of the name and its flake rate, against
+  the file's `flake_rate` threshold (`python -m campaign.flakes`).
 - `outputs`, `page`: campaign.json, junit.xml, summary.md and index.html in results/campaigns/<timestamp>/.
 - `command`: `python -m harness campaign` from the plan to the lake.
 - `shards`: `--shard I/N`, the plan dealt to N shards by expected run time; `merge`: `python -m harness campaign merge`,

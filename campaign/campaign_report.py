@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.changes import Changes, Key
+from campaign.flakes import History
 from campaign.lake import relative
 from campaign.records import FAIL, FAILING, OUTCOMES, REGRESSION, CaseResult
 
@@ -39,6 +40,7 @@ class CampaignReport:
     changes: Changes = field(default_factory=lambda: Changes(None))
     shard: dict[str, Any] | None = None  # a shard's: which share of which plan (campaign.shards.shard_record)
     shards: list[dict[str, Any]] = field(default_factory=list)  # a merged campaign's: the shards it joined
+    history: History | None = None  # the campaigns of this name over the window, this one included (campaign.flakes)
 
     @property
     def made_of(self) -> str:

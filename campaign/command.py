@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from campaign import flakes
 from campaign import lake as lakes
 from campaign.campaign_report import CampaignReport, change_lines
 from campaign.changes import Changes, compare
@@ -211,6 +212,7 @@ def finish(report: CampaignReport, lake: Path, ingest: Callable[[Path, Path], st
         notes.append(f"campaign recorded in {lake / lakes.TABLE}")
     except OSError as exc:
         notes.append(f"campaign not recorded in the lake ({exc})")
+    report.history = flakes.history_of(lake, report.name, report.source)
     if ingest is None:
         notes.append("runs not ingested (the campaign was interrupted)")
     elif any(r.attempts for r in report.results):
@@ -223,6 +225,8 @@ def _close(report: CampaignReport, out: TextIO) -> None:
     write_outputs(report)
     out.write(f"campaign {report.campaign_id}: " + ", ".join(f"{n} {o}" for o, n in report.counts.items() if n) + "\n")
     for line in change_lines(report.changes):
+        out.write(f"  {line}\n")
+    for line in flakes.history_lines(report.history) if report.history else []:
         out.write(f"  {line}\n")
     for result in report.results:
         if result.skipped and not result.attempts:

@@ -21,7 +21,8 @@ from testbed.errors import SpecError
 from testbed.paths import REPO_ROOT
 
 CATALOGUE_DIR = REPO_ROOT / "scenarios"
-TOP_KEYS = {"name", "description", "budget", "engine", "overrides", "entries"}
+TOP_KEYS = {"name", "description", "budget", "engine", "overrides", "entries", "repeat", "flake_rate"}
+FLAKE_RATE_KEYS = {"window", "threshold"}
 SCENARIO_KEYS = {"scenario", "configurations", "overrides"}
 CHAOS_KEYS = {"scenario", "configuration", "seeds", "count", "overrides"}
 DEFAULT_CHAOS_SCENARIO = "random-chaos"
@@ -53,6 +54,15 @@ Entry = ScenarioEntry | ChaosEntry | Matrix
 
 
 @dataclass(frozen=True)
+class FlakeRate:
+    """`flake_rate`: over the last `window` campaigns of the name, a case (scenario × configuration) whose share of
+    FLAKE outcomes among its runs is above `threshold` fails `python -m campaign.flakes` (campaign.flakes)."""
+
+    window: int
+    threshold: float
+
+
+@dataclass(frozen=True)
 class Campaign:
     name: str
     path: Path
@@ -60,7 +70,9 @@ class Campaign:
     budget_s: float | None
     engine: str | None
     overrides: dict[str, Any]
-    entries: tuple[Entry, ...]
+    entries: tuple[Entry, ...]  # the file's entries `repeat` times over: copy k of entry i is entry i + k × len(file's)
+    repeat: int = 1
+    flake_rate: FlakeRate | None = None
 
 
 def parse_duration(text: Any, where: str) -> float:
@@ -141,6 +153,27 @@ def parse_entry(where: str, raw: Any, base: Path) -> Entry:
     raise SpecError(f"{where}: must be one of {{scenario: ...}}, {{random-chaos: ...}} or {{matrix: ...}}")
 
 
+def parse_repeat(raw: Any) -> int:
+    if raw is None:
+        return 1
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise SpecError(f"repeat: must be how many times each case runs (a whole number >= 1), got {raw!r}")
+    return raw
+
+
+def parse_flake_rate(raw: Any) -> FlakeRate | None:
+    if raw is None:
+        return None
+    raw = check_keys("flake_rate", raw, FLAKE_RATE_KEYS)
+    window, threshold = raw.get("window"), raw.get("threshold")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise SpecError(f"flake_rate.window: must be a number of campaigns >= 1, got {window!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold < 1:
+        raise SpecError(f"flake_rate.threshold: must be a share of runs, 0 <= threshold < 1 (0.2: one run in "
+                        f"five), got {threshold!r}")
+    return FlakeRate(window, float(threshold))
+
+
 def parse_campaign(raw: Any, path: Path) -> Campaign:
     raw = check_keys("campaign", raw, TOP_KEYS)
     name = raw.get("name", path.stem)
@@ -153,11 +186,13 @@ def parse_campaign(raw: Any, path: Path) -> Campaign:
     if not isinstance(entries, list) or not entries:
         raise SpecError("entries: must be a non-empty list of scenarios, random-chaos and matrix entries")
     budget = raw.get("budget")
+    repeat = parse_repeat(raw.get("repeat"))
+    parsed = tuple(parse_entry(f"entries[{i}]", e, path.parent) for i, e in enumerate(entries))
     return Campaign(
         name=name, path=path, description=str(raw.get("description", "")).strip(),
         budget_s=parse_duration(budget, "budget") if budget is not None else None, engine=engine,
         overrides=mapping("overrides", raw.get("overrides")),
-        entries=tuple(parse_entry(f"entries[{i}]", e, path.parent) for i, e in enumerate(entries)))
+        entries=parsed * repeat, repeat=repeat, flake_rate=parse_flake_rate(raw.get("flake_rate")))
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from campaign.campaign_report import CampaignReport, change_lines
+from campaign.flakes import history_lines
 from campaign.page import render_index
 from campaign.records import (
     ERROR,
@@ -56,8 +57,19 @@ def campaign_json(report: CampaignReport) -> dict[str, Any]:
         "skipped": [{"scenario": r.case.scenario, "configuration": r.case.label, "reason": r.skipped}
                     for r in report.results if r.outcome == SKIPPED],
         "refused": report.refused, "lake": report.lake, "changes": report.changes.to_json(),
-        "shard": report.shard, "shards": report.shards,
+        "shard": report.shard, "shards": report.shards, "history": _history_json(report),
     }
+
+
+def _history_json(report: CampaignReport) -> dict[str, Any] | None:
+    """The outcomes of each case over the last campaigns of the name (campaign.flakes), None for a shard's."""
+    history = report.history
+    if history is None:
+        return None
+    return {"window": history.window, "threshold": history.threshold, "campaigns": history.ids, "note": history.note,
+            "cases": [{"scenario": t.scenario, "configuration": t.configuration, "runs": t.runs, "counts": t.counts,
+                       "flake_rate": round(t.flake_rate, 4), "outcomes": [o for _, o in t.outcomes],
+                       "above_threshold": t in history.above} for t in history.trends]}
 
 
 def junit_case(result: CaseResult) -> ConfigurationResult:
@@ -130,6 +142,9 @@ def summary_markdown(report: CampaignReport) -> str:
         lines.append(f"| {r.case.scenario} | {r.case.label} | **{r.outcome}** | {attempts} | {observed} |")
     lines += ["", f"### What changed since {report.changes.previous or 'the last campaign'}", ""]
     lines += [f"- {line}" for line in change_lines(report.changes)]
+    if report.history is not None:
+        lines += ["", f"### Outcomes over the last {report.history.window} campaigns of {report.name}", ""]
+        lines += [f"- {line}" for line in history_lines(report.history)]
     skipped = [r for r in report.results if r.outcome == SKIPPED]
     if skipped:
         lines += ["", "### Skipped", ""] + [f"- {r.case.scenario} [{r.case.label}]: {r.skipped}" for r in skipped]

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from campaign.campaign_report import CampaignReport, change_lines
+from campaign.flakes import SHOWN
 from campaign.matrix import cell_label
 from campaign.records import SKIPPED
 from testbed.runfolder import RunFolder
@@ -50,4 +51,5 @@ def render_index(report: CampaignReport) -> str:
     return _environment().get_template("index.html.j2").render(
         report=report, rows=rows, counts=report.counts, changes=change_lines(report.changes),
         previous=report.changes.previous, scenarios=len({r["scenario"] for r in rows}),
-        skipped=[r for r in rows if r["outcome"] == SKIPPED], refused=report.refused)
+        skipped=[r for r in rows if r["outcome"] == SKIPPED], refused=report.refused, history=report.history,
+        above=report.history.above if report.history else [], shown=SHOWN)

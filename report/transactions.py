@@ -7,6 +7,11 @@ offset's lag per partition, and each transactional anomaly's example traced to i
 - LSO lag: per partition, the high watermark minus the last stable offset its leader reported
   (`observations`, ListOffsets at both isolation levels): how far read_committed readers trail; a lag that
   stays up is a transaction left open (a hanging transaction holds it for ever).
+- Unknown outcomes: each transaction that ended `info` (no outcome the producer knows: its commit failed, say
+  INVALID_TXN_STATE after a stale abort ended it), its error, when its end was asked and the last fault before it,
+  and whether any of its values was read: counted in the verdict's stats (`unknown`), shown here one by one.
+- Restated counts: where `uncommitted-read` counts the same values as `aborted-read`, or `torn-transaction` the
+  transactions torn only by `unreadable` values, a note says how many (checkers.restated, from the history).
 - Drill-downs: for each example of an anomaly about transactions whose value belongs to one, that
   transaction's row, its writes and every read of them (which process, at which isolation level, live or
   final), so a reader goes from the anomaly to the evidence in the history without opening it.
@@ -26,6 +31,7 @@ from plotly.subplots import make_subplots
 
 from checkers.anomalies import REGISTRY, Registry
 from checkers.leadership import natural_key
+from checkers.restated import notes, restated
 from report import fmt
 from report.anomalies import Example
 from report.faults import FaultEvent, FaultWindow
@@ -35,6 +41,7 @@ STATUS = (("ok", "committed", "#059669"), ("fail", "aborted", "#9ca3af"), ("info
 MAX_DRILLDOWNS = 3  # examples traced per anomaly
 MAX_ROWS = 30  # writes or reads shown per transaction
 MAX_PRODUCERS = 12  # producers drawn, one row each
+MAX_UNKNOWN = 20  # unknown-outcome transactions listed
 
 
 def outcomes_per_second(txns: pd.DataFrame, frame: Frame) -> dict[str, pd.DataFrame]:
@@ -168,6 +175,31 @@ def _where(topic: Any, partition: Any, offset: Any) -> str:
     return f"{topic}/{int(partition)}" + ("" if offset is None or pd.isna(offset) else f"@{int(offset)}")
 
 
+def unknown_outcomes(txns: pd.DataFrame, writes: pd.DataFrame, reads: pd.DataFrame, windows: Sequence[FaultWindow],
+                     t0: int) -> list[dict[str, Any]]:
+    """Each `info` transaction (by its begin): its error, when its end was asked, the last fault that started
+    before then (and when that fault stopped), and how many of its values any process read."""
+    unknown = txns[txns["status"] == "info"].sort_values("begin_ns", kind="stable")
+    read = set(reads["value"]) if "value" in reads else set()
+    out = []
+    for row in unknown.head(MAX_UNKNOWN).itertuples(index=False):
+        when = row.end_ns if row.end_ns is not None and not pd.isna(row.end_ns) else row.begin_ns
+        before = [w for w in windows if w.start_ns <= int(when)]
+        last = max(before, key=lambda w: w.start_ns) if before else None
+        values = writes.loc[writes["txn"] == row.txn, "value"] if "txn" in writes else pd.Series([], dtype=object)
+        out.append({"txn": row.txn, "process": row.process, "intent": _text(row.intent), "error": _text(row.error),
+                    "end_asked": _at(row.end_ns, t0),
+                    "after": (f"{last.label} (+{fmt.seconds_since(last.start_ns, t0):.1f} s to "
+                              + (f"+{fmt.seconds_since(last.stop_ns, t0):.1f} s)" if last.stop_ns else "the end)"))
+                    if last else "—",
+                    "n_values": len(values), "read": int(values.isin(read).sum())})
+    return out
+
+
+def _text(value: Any) -> str:
+    return "—" if value is None or (isinstance(value, float) and pd.isna(value)) or value == "" else str(value)
+
+
 def view(run: Any, frame: Frame, windows: Sequence[FaultWindow], events: Sequence[FaultEvent],
          examples: dict[str, list[Example]]) -> dict[str, Any] | None:
     """The section's context (None for a run without transactions), its figures under "figures"."""
@@ -175,6 +207,9 @@ def view(run: Any, frame: Frame, windows: Sequence[FaultWindow], events: Sequenc
     if txns.empty:
         return None
     status = txns["status"].value_counts()
+    writes, reads = run.table("writes"), run.table("reads")
+    read_committed = {p for p, level in _isolation_levels(run.table("processes")).items() if level == "read_committed"}
+    counts = (run.verdict or {}).get("counts") or {}
     figures: dict[str, go.Figure] = {"transactions": outcomes_figure(txns, frame, windows, events)}
     lags = lso_lag(run.table("observations"), frame)
     if lags:
@@ -185,6 +220,8 @@ def view(run: Any, frame: Frame, windows: Sequence[FaultWindow], events: Sequenc
         "producers": txns["process"].nunique(),
         "hidden": max(0, txns["process"].nunique() - MAX_PRODUCERS),
         "max_lag": [(name, max(y for _, y in points)) for name, points in sorted(lags.items())],
-        "drilldowns": drilldowns(examples, txns, run.table("writes"), run.table("reads"), run.table("processes"),
-                                 frame.t0),
+        "unknown": unknown_outcomes(txns, writes, reads, windows, frame.t0),
+        "unknown_hidden": max(0, int(status.get("info", 0)) - MAX_UNKNOWN),
+        "restated": notes(restated(writes, reads, txns, read_committed), counts),
+        "drilldowns": drilldowns(examples, txns, writes, reads, run.table("processes"), frame.t0),
     }

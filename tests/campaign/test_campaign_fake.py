@@ -180,6 +180,14 @@ def test_against_an_earlier_campaign_in_the_lake_it_says_what_changed(machine: F
         ("steady", 1, "PASS"), ("broken", 1, "REGRESSION"), ("broken", 2, "REGRESSION"), ("flaky", 1, "FLAKE"),
         ("flaky", 2, "FLAKE"), ("dup", 1, "PASS")}
     assert [r["anomaly_kinds"] for r in rows if r["scenario"] == "dup"] == [["duplicate"]]
+    # Outcomes over time: the earlier campaign and this one, per case, in the index, summary.md and campaign.json.
+    history = json.loads((report.folder / "campaign.json").read_text())["history"]
+    assert history["window"] == 7 and history["campaigns"] == ["fake-20261101T020000.00Z", report.campaign_id]
+    cases = {c["scenario"]: (c["outcomes"], c["runs"], c["flake_rate"]) for c in history["cases"]}
+    assert cases == {"broken": ([["PASS"], ["REGRESSION"]], 2, 0), "dup": ([["PASS"], ["PASS"]], 2, 0),
+                     "flaky": ([["PASS"], ["FLAKE"]], 2, 0.5), "steady": ([["REGRESSION"], ["PASS"]], 2, 0)}
+    assert "Outcomes over the last 7 campaigns of fake" in page and "flaky default 2 1 1 0 0 0 50 % P F" in page
+    assert "- flaky [default]: P F (flake rate 50% (1/2))" in summary and "flaky [default]: P F" in said
 
 
 def test_an_interrupted_campaign_says_what_ran_and_ingests_nothing(machine: FakeMachine, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_every_run_step_calls_a_make_target_that_exists() -> None:
                 for line in step["run"].splitlines() if line.strip() and not line.strip().startswith("#")]
     assert [c.split()[:2] for c in commands] == [["make", "setup"], ["make", "nightly"], ["make", "campaign-summary"],
                                                  ["make", "setup-lake"], ["make", "campaign-merge"],
-                                                 ["make", "campaign-summary"]]
+                                                 ["make", "campaign-summary"], ["make", "campaign-flakes"]]
     for command in commands:
         words = shlex.split(command)
         assert words[0] == "make" and all("=" in w for w in words[2:]), command

@@ -35,7 +35,7 @@ def test_every_configuration_holds_endtxn_of_a_proxied_producer_on_a_proxied_clu
     assert {(f.api, f.release_before) for f in starts} == {("EndTxnCommit", "EndTxnAbort")}
     first = parse_spec(SPEC, "before-produce").nemesis.items[0].fault
     assert (first.api, first.release_before) == ("EndTxn", "Produce")
-    assert parse_spec(SPEC, "fixed").nemesis.items[0].fault.release_before is None
+    assert parse_spec(SPEC, "at-stop").nemesis.items[0].fault.release_before is None
 
 
 def test_a_cluster_without_proxied_producers_has_no_second_listener() -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.restated import Restated, notes, restated
 from report import render_report
 from report.figures import Frame
 from report.transactions import lso_lag, outcomes_per_second
@@ -81,3 +82,61 @@ def test_the_report_shows_transactions_lso_lag_and_traces_an_anomaly(run_copy: P
 
 def test_a_run_without_transactions_has_no_transactions_section(report_html: str) -> None:
     assert 'id="transactions"' not in report_html
+
+
+def test_restated_counts_are_found_in_the_history() -> None:
+    """uncommitted-read values that are aborted-read values; transactions torn only by unreadable values."""
+    txns = pd.DataFrame({"txn": ["a", "b", "c", "d"], "status": ["fail", "ok", "ok", "ok"],
+                         "intent": ["abort", "commit", "commit", "commit"], "end_ns": [50, 10, 10, 10],
+                         "process": ["p"] * 4})
+    writes = pd.DataFrame({"value": ["a0", "a1", "b0", "b1", "c0", "c1", "d0"], "txn": ["a", "a", "b", "b", "c", "c", "d"],
+                           "status": ["ok"] * 7})
+    reads = pd.DataFrame({  # rc reads both of a (aborted, abort-intent); b torn behind a stuck LSO; c torn for good
+        "value": ["a0", "a1", "b0", "b1", "c0", "d0"], "process": ["rc", "rc", "rc", "ru", "rc", "rc"],
+        "phase": ["live", "final", "final", "final", "final", "final"], "poll_ns": [20, 60, 70, 70, 70, 70]})
+    found = restated(writes, reads, txns, {"rc"})
+    assert found == Restated(uncommitted_read=2, same_as_aborted=2, torn=2, torn_by_unreadable=1, their_unreadable=1)
+    said = dict(notes(found, {"uncommitted-read": 2, "torn-transaction": 2}))
+    assert said["uncommitted-read"].startswith("2 of these 2 values are the same values as aborted-read")
+    assert said["torn-transaction"].startswith("1 of these 2 transactions are torn only by values counted unreadable "
+                                               "(1 values")
+    assert notes(found, {}) == []  # nothing restated where the verdict counts nothing
+    committed_reads = reads.assign(process="ru")  # nothing read read_committed: nothing restated
+    assert restated(writes, committed_reads, txns, {"rc"}).same_as_aborted == 0
+
+
+def test_the_report_notes_restated_counts_and_lists_unknown_outcomes(run_copy: Path) -> None:
+    _make_transactional(run_copy)
+    history = run_copy / "history"
+    rows = [json.loads(line) for line in (history / "transactions.jsonl").read_text().splitlines()]
+    for row in rows:  # the deliberately aborted ones were never asked to commit, the others before any read; t42
+        row["end_ns"] = row["begin_ns"]  # ended unknown
+        if row["status"] == "fail":
+            row["intent"] = "abort"
+        if row["txn"] == "producer-az1-0-t42":
+            row.update(status="info", error="INVALID_TXN_STATE")
+    (history / "transactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    processes = [json.loads(line) for line in (history / "processes.jsonl").read_text().splitlines()]
+    for p in processes:
+        if p["process"] == "consumer-az2-0":
+            p["config"]["isolation.level"] = "read_committed"
+    (history / "processes.jsonl").write_text("".join(json.dumps(p) + "\n" for p in processes))
+    writes = pq.read_table(history / "writes.parquet").to_pandas()
+    reads = pd.DataFrame([json.loads(line) for line in (history / "reads.jsonl").read_text().splitlines()])
+    aborted = set(writes.loc[writes["txn"].isin([r["txn"] for r in rows if r["status"] == "fail"]), "value"])
+    n = len(aborted & set(reads.loc[reads["process"] == "consumer-az2-0", "value"]))
+    assert n > 0
+    verdict = json.loads((run_copy / "verdict.json").read_text())
+    verdict["counts"].update({"aborted-read": n, "uncommitted-read": n})
+    (run_copy / "verdict.json").write_text(json.dumps(verdict))
+
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    section = html[html.index('<section id="transactions"'):]
+    section = section[:section.index("</section>")]
+    assert "Counts that restate another" in section
+    assert f"{n} of these {n} values are the same values as aborted-read" in section
+    table = section[section.index('id="unknown-transactions"'):]
+    row = table[table.index("producer-az1-0-t42"):]
+    row = row[:row.index("</tr>")]
+    assert "INVALID_TXN_STATE" in row and "0 of 4" in row  # written while az1 was cut off: none of its values read
+    assert "isolate-az" in row and "(+5.0 s to +12.0 s)" in row  # the last fault before its end

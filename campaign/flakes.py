@@ -1,0 +1,207 @@
+"""Outcomes over time: per scenario × configuration, how its cases ended in the last campaigns of a name, read
+from the lake's campaigns table, and whether its flake rate over that window passes the campaign's threshold.
+
+A case's outcome is the one campaign/records.py gave it (PASS, FLAKE, FAIL, REGRESSION, INCONCLUSIVE, SKIPPED),
+read back from its rows (one per attempt; a case that never ran one row, attempt 0). Its runs are its cases that
+ran (every outcome but SKIPPED); its flake rate is FLAKE ÷ runs over the window. A campaign with `repeat: N`
+(campaigns/stability.yaml) has N cases of each configuration, told apart by their entry. The campaign index,
+summary.md (`history_lines`), the nightly workflow's check and BENCHMARKS.md's flake table (`markdown_table`) all
+read this one model.
+
+`python -m campaign.flakes CAMPAIGN.yaml [--lake DIR] [--window N] [--threshold X] [--write FILE]` prints the
+table; exit status 1 when a case's flake rate over the window passes the threshold (the file's `flake_rate`, or
+the flags; a file without either has none, and the window is DEFAULT_WINDOW), 0 otherwise, 3 for bad input (one
+line naming the file and key); `--write` puts the table in FILE between `<!-- flake-table:NAME -->` and
+`<!-- /flake-table:NAME -->`.
+Must never: write the lake, or change a campaign's own outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from campaign.config import load_campaign
+from campaign.lake import DEFAULT_LAKE, read_campaigns
+from campaign.records import FLAKE, OUTCOMES, SKIPPED
+from testbed.errors import SpecError
+
+# x1 adds INCONCLUSIVE to campaign/records.py's OUTCOMES; until that lands the name is spelled here, so a lake
+# written by either version reads the same.
+INCONCLUSIVE = "INCONCLUSIVE"
+SHOWN = tuple(dict.fromkeys(o for o in (*OUTCOMES, INCONCLUSIVE) if o != SKIPPED))  # the columns, records' order
+DEFAULT_WINDOW = 7  # campaigns shown in the index when the campaign file sets no flake_rate
+LETTER = {"PASS": "P", "FLAKE": "F", "FAIL": "X", "REGRESSION": "R", INCONCLUSIVE: "I", SKIPPED: "-"}
+
+
+@dataclass
+class Trend:
+    """One scenario × configuration over the window: each campaign's outcomes of it, oldest first."""
+
+    scenario: str
+    configuration: str
+    outcomes: list[tuple[str, list[str]]] = field(default_factory=list)  # (campaign id, its cases' outcomes)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        seen = [o for _, outcomes in self.outcomes for o in outcomes]
+        return {o: seen.count(o) for o in SHOWN}
+
+    @property
+    def runs(self) -> int:
+        return sum(1 for _, outcomes in self.outcomes for o in outcomes if o != SKIPPED)
+
+    @property
+    def flake_rate(self) -> float:
+        return self.counts[FLAKE] / self.runs if self.runs else 0.0
+
+    @property
+    def letters(self) -> str:
+        """Each campaign's outcomes as letters (P, F flake, X fail, R regression, I inconclusive, - skipped)."""
+        return " ".join("".join(LETTER.get(o, "?") for o in outcomes) or "·" for _, outcomes in self.outcomes)
+
+
+@dataclass
+class History:
+    """What a campaign's index and summary show of the campaigns of its name before it (itself included)."""
+
+    window: int
+    threshold: float | None  # the file's flake_rate.threshold, None when it sets none
+    ids: list[str] = field(default_factory=list)
+    trends: list[Trend] = field(default_factory=list)
+    note: str = ""  # why there is nothing to show, when there is not
+
+    @property
+    def above(self) -> list[Trend]:
+        return over(self.trends, self.threshold) if self.threshold is not None else []
+
+
+def history_of(lake: Path, name: str, source: Path) -> History:
+    """The last campaigns of `name` in the lake, over the window of its file's flake_rate (else DEFAULT_WINDOW);
+    an unreadable file or lake is said in `note`, never raised."""
+    try:
+        rate = load_campaign(source).flake_rate
+    except (SpecError, OSError):
+        rate = None
+    history = History(rate.window if rate else DEFAULT_WINDOW, rate.threshold if rate else None)
+    try:
+        history.ids, history.trends = trends(read_campaigns(lake), name, history.window)
+    except (OSError, ValueError) as exc:
+        history.note = f"the campaigns table in {lake} cannot be read ({exc})"
+    return history
+
+
+def trends(rows: Iterable[dict[str, Any]], name: str, window: int) -> tuple[list[str], list[Trend]]:
+    """The last `window` campaigns of `name` (by start, oldest first) and each scenario × configuration's outcomes in
+    them, sorted by scenario and configuration; rows are the lake's campaigns table (campaign.lake.read_campaigns)."""
+    mine = [r for r in rows if r.get("campaign") == name]
+    started: dict[str, Any] = {}
+    cases: dict[tuple[str, int, str, str], str] = {}
+    for r in mine:
+        cid = str(r["campaign_id"])
+        started[cid] = min(started.get(cid, r["started_at"]), r["started_at"])
+        cases[(cid, int(r["entry"]), str(r["scenario"]), str(r["configuration"]))] = str(r["outcome"])
+    ids = sorted(started, key=lambda c: (started[c], c))[-window:]
+    per: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for (cid, _, scenario, configuration), outcome in sorted(cases.items()):
+        if cid in ids:
+            per.setdefault((scenario, configuration), {}).setdefault(cid, []).append(outcome)
+    by_key = {key: Trend(*key, [(cid, seen[cid]) for cid in ids if cid in seen]) for key, seen in per.items()}
+    return ids, [by_key[k] for k in sorted(by_key)]
+
+
+def over(items: Sequence[Trend], threshold: float) -> list[Trend]:
+    """The cases whose flake rate over the window is above `threshold`."""
+    return [t for t in items if t.flake_rate > threshold]
+
+
+def _rate(trend: Trend) -> str:
+    return f"{trend.flake_rate:.0%} ({trend.counts[FLAKE]}/{trend.runs})" if trend.runs else "-"
+
+
+def markdown_table(ids: Sequence[str], items: Sequence[Trend]) -> str:
+    """The flake table: per scenario × configuration, its runs, each outcome's count, its flake rate and the letters."""
+    head = ["scenario", "configuration", "runs", *SHOWN, "flake rate", "outcomes, oldest campaign first"]
+    lines = [f"Over {len(ids)} campaign{'s' if len(ids) != 1 else ''}"
+             + (f" ({ids[0]} to {ids[-1]})" if ids else "") + ":", "",
+             "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for t in items:
+        cells = [t.scenario, t.configuration, str(t.runs), *(str(t.counts[o]) for o in SHOWN), _rate(t),
+                 f"`{t.letters}`"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def history_lines(history: History) -> list[str]:
+    """For summary.md and the console: the window, then each case that did not pass every run."""
+    if history.note or not history.ids:
+        return [history.note or "no campaign of this name in the lake yet"]
+    n = len(history.ids)
+    lines = [f"over the last {n} campaign{'s' if n != 1 else ''} ({history.ids[0]} to {history.ids[-1]}): "
+             f"{len(history.trends)} cases, {sum(t.runs for t in history.trends)} runs"
+             + (f"; flake-rate threshold {history.threshold:.0%}" if history.threshold is not None else "")]
+    above = history.above
+    for t in history.trends:
+        if t.counts["PASS"] != t.runs:
+            lines.append(f"{t.scenario} [{t.configuration}]: {t.letters} (flake rate {_rate(t)})"
+                         + (" ABOVE THE THRESHOLD" if t in above else ""))
+    return lines
+
+
+def write_between_markers(path: Path, name: str, table: str) -> None:
+    """Replace what is between FILE's `<!-- flake-table:NAME -->` and `<!-- /flake-table:NAME -->` with `table`."""
+    start, end = f"<!-- flake-table:{name} -->", f"<!-- /flake-table:{name} -->"
+    text = path.read_text(encoding="utf-8")
+    if start not in text or end not in text or text.index(start) > text.index(end):
+        raise ValueError(f"{path}: no {start} ... {end} markers to write the flake table between")
+    before, rest = text.split(start, 1)
+    after = rest.split(end, 1)[1]
+    path.write_text(f"{before}{start}\n{table}{end}{after}", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(prog="python -m campaign.flakes", description=__doc__.split("\n\n")[0])
+    parser.add_argument("campaign", type=Path, help="the campaign file (its name and flake_rate)")
+    parser.add_argument("--lake", type=Path, default=DEFAULT_LAKE, help="the results lake (default: results/lake/)")
+    parser.add_argument("--window", type=int, help="how many campaigns back (default: the file's flake_rate.window)")
+    parser.add_argument("--threshold", type=float, help="the flake rate a case may reach (default: the file's)")
+    parser.add_argument("--write", type=Path, metavar="FILE", help="write the table into FILE between its markers")
+    args = parser.parse_args(argv)
+    try:
+        campaign = load_campaign(args.campaign)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    rate = campaign.flake_rate
+    window = args.window if args.window is not None else (rate.window if rate else DEFAULT_WINDOW)
+    threshold = args.threshold if args.threshold is not None else (rate.threshold if rate else None)
+    if window < 1 or (threshold is not None and not 0 <= threshold < 1):
+        print(f"error: --window must be >= 1 and --threshold 0 to 1 (excluded), got {window} and {threshold}",
+              file=sys.stderr)
+        return 3
+    ids, items = trends(read_campaigns(args.lake), campaign.name, window)
+    table = markdown_table(ids, items)
+    out.write(f"campaign {campaign.name}, {args.lake}:\n{table}")
+    if args.write:
+        try:
+            write_between_markers(args.write, campaign.name, table)
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
+        out.write(f"written into {args.write}\n")
+    if threshold is None:
+        out.write(f"{args.campaign} sets no flake_rate threshold (nor --threshold): nothing to fail\n")
+    bad = over(items, threshold) if threshold is not None else []
+    for t in bad:
+        out.write(f"FLAKE RATE ABOVE {threshold:.0%}: {t.scenario} [{t.configuration}]: {_rate(t)} over "
+                  f"{len(ids)} campaigns ({t.letters})\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Outcomes over time from a synthetic lake: the flake table, the threshold's exit status, the table written between
+its markers, `repeat` and `flake_rate` in a campaign file."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign import flakes
+from campaign import lake as lakes
+from campaign.config import load_campaign
+from campaign.plan import plan_cases
+from tests.campaign.fake import write_campaign, write_scenario
+from tests.conftest import REPO
+
+START = datetime(2026, 11, 20, 2, 17, tzinfo=UTC)
+
+
+def night(lake: Path, n: int, outcomes: dict[tuple[str, str], list[str]], name: str = "fake") -> str:
+    """Campaign `n` (a night after START) of `name` in the lake: per (scenario, configuration) its cases' outcomes."""
+    campaign_id = f"{name}-night{n}"
+    rows: list[dict[str, Any]] = []
+    for entry, ((scenario, configuration), seen) in enumerate(outcomes.items()):
+        for k, outcome in enumerate(seen):
+            base = {"campaign": name, "started_at": START + timedelta(days=n), "seed": n, "entry": entry + 10 * k,
+                    "kind": "catalogue", "scenario": scenario, "configuration": configuration, "settings": "{}",
+                    "outcome": outcome, "anomaly_kinds": []}
+            attempts = {"PASS": ["PASS"], "FLAKE": ["FAIL", "PASS"], "REGRESSION": ["FAIL", "FAIL"],
+                        "FAIL": ["FAIL"], "INCONCLUSIVE": ["ERROR"], "SKIPPED": []}[outcome]
+            rows += [{**base, "attempt": i, "attempt_outcome": a} for i, a in enumerate(attempts, 1)] or [
+                {**base, "attempt": 0}]
+    lakes.write_campaign(lake, campaign_id, rows)
+    return campaign_id
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    lake = tmp_path / "lake"
+    night(lake, 1, {("a", "x"): ["FLAKE"], ("b", "y"): ["PASS"]})
+    night(lake, 2, {("a", "x"): ["PASS"], ("b", "y"): ["PASS"], ("c", "z"): ["SKIPPED"]})
+    night(lake, 3, {("a", "x"): ["FLAKE"], ("b", "y"): ["REGRESSION"], ("c", "z"): ["INCONCLUSIVE"]})
+    night(lake, 4, {("a", "x"): ["PASS"], ("b", "y"): ["PASS"]}, name="other")  # another campaign's: not counted
+    return lake
+
+
+def test_trends_count_each_case_outcome_over_the_window(lake: Path) -> None:
+    ids, items = flakes.trends(lakes.read_campaigns(lake), "fake", 3)
+    assert ids == ["fake-night1", "fake-night2", "fake-night3"]
+    a, b, c = items
+    assert (a.scenario, a.configuration, a.runs, a.counts["FLAKE"], a.counts["PASS"]) == ("a", "x", 3, 2, 1)
+    assert a.flake_rate == pytest.approx(2 / 3) and a.letters == "F P F"
+    assert b.counts["REGRESSION"] == 1 and b.flake_rate == 0 and b.letters == "P P R"
+    assert c.runs == 1 and c.counts["INCONCLUSIVE"] == 1 and c.letters == "- I"  # a SKIPPED case is no run
+    ids, items = flakes.trends(lakes.read_campaigns(lake), "fake", 2)  # the window: the last two only
+    assert ids == ["fake-night2", "fake-night3"] and items[0].letters == "P F" and items[0].flake_rate == 0.5
+
+
+def test_the_threshold_fails_the_check_and_the_table_is_written_between_its_markers(lake: Path,
+                                                                                    tmp_path: Path) -> None:
+    write_scenario(tmp_path, "s")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}], flake_rate={"window": 3, "threshold": 0.5})
+    out = io.StringIO()
+    assert flakes.main([str(path), "--lake", str(lake)], out) == 1  # a [x]: 2 flakes in 3 runs > 50 %
+    said = out.getvalue()
+    assert "| a | x | 3 | 1 | 2 | 0 | 0 | 0 | 67% (2/3) | `F P F` |" in said
+    assert "FLAKE RATE ABOVE 50%: a [x]: 67% (2/3) over 3 campaigns (F P F)" in said
+    assert "b [y]" not in said.split("FLAKE RATE")[1]
+    assert flakes.main([str(path), "--lake", str(lake), "--threshold", "0.7"], io.StringIO()) == 0
+    assert flakes.main([str(path), "--lake", str(lake), "--window", "1"], io.StringIO()) == 1  # night 3: 1 of 1
+
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# B\n\n<!-- flake-table:fake -->\nstale table\n<!-- /flake-table:fake -->\nafter\n")
+    assert flakes.main([str(path), "--lake", str(lake), "--threshold", "0.9", "--write", str(doc)],
+                       io.StringIO()) == 0
+    text = doc.read_text()
+    assert "stale table" not in text and text.endswith("<!-- /flake-table:fake -->\nafter\n")
+    assert "Over 3 campaigns (fake-night1 to fake-night3):" in text and "| c | z | 1 | 0 | 0 | 0 | 0 | 1 |" in text
+
+
+def test_bad_input_is_one_line_and_exit_3(lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_scenario(tmp_path, "s")
+    plain = write_campaign(tmp_path, [{"scenario": "s.yaml"}], name="plain")
+    out = io.StringIO()
+    assert flakes.main([str(plain), "--lake", str(lake)], out) == 0  # no threshold: the table only (quick.yaml)
+    assert "sets no flake_rate threshold (nor --threshold): nothing to fail" in out.getvalue()
+    assert flakes.main([str(plain), "--lake", str(lake), "--window", "0"], io.StringIO()) == 3
+    assert capsys.readouterr().err.count("\n") == 1
+    bad = write_campaign(tmp_path, [{"scenario": "s.yaml"}], name="bad", flake_rate={"window": 3, "threshold": 2})
+    assert flakes.main([str(bad), "--lake", str(lake)], io.StringIO()) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "flake_rate.threshold: must be a share of runs" in err
+    doc = tmp_path / "NO-MARKERS.md"
+    doc.write_text("nothing\n")
+    assert flakes.main([str(plain), "--lake", str(lake), "--window", "2", "--write", str(doc)], io.StringIO()) == 3
+    assert "no <!-- flake-table:plain --> ... <!-- /flake-table:plain --> markers" in capsys.readouterr().err
+
+
+def test_repeat_plans_every_case_n_times_each_its_own_entry(tmp_path: Path) -> None:
+    write_scenario(tmp_path, "s", configurations={"one": {}, "two": {}})
+    write_scenario(tmp_path, "t")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}, {"scenario": "t.yaml"}], repeat=3)
+    campaign = load_campaign(path)
+    assert campaign.repeat == 3 and len(campaign.entries) == 6
+    cases, _ = plan_cases(campaign, 0)
+    assert sorted((c.scenario, c.label) for c in cases) == sorted([("s", "one"), ("s", "two"), ("t", "default")] * 3)
+    assert len({(c.entry, c.scenario, c.label) for c in cases}) == 9  # each its own case id (shards, merge)
+    with pytest.raises(Exception, match="repeat: must be how many times"):
+        load_campaign(write_campaign(tmp_path, [{"scenario": "s.yaml"}], name="zero", repeat=0))
+
+
+def test_the_stability_campaign_runs_every_catalogue_configuration_at_least_five_times() -> None:
+    campaign = load_campaign(REPO / "campaigns" / "stability.yaml")
+    per_copy = len(campaign.entries) // campaign.repeat
+    assert campaign.repeat >= 5 and campaign.flake_rate is not None and campaign.flake_rate.threshold == 0
+    sources = [e.source for e in campaign.entries[:per_copy]]  # type: ignore[union-attr]
+    assert sorted(sources) == sorted((REPO / "scenarios").glob("*.yaml"))  # a new scenario is added here too
+    assert all(e.configurations is None for e in campaign.entries)  # type: ignore[union-attr]  # every configuration
+
+
+def test_benchmarks_holds_the_stability_tables_markers(tmp_path: Path) -> None:
+    """`make stability-table` writes between them: they are there, in order, once."""
+    text = (REPO / "BENCHMARKS.md").read_text()
+    assert text.count("<!-- flake-table:stability -->") == 1 and text.count("<!-- /flake-table:stability -->") == 1
+    copy = tmp_path / "BENCHMARKS.md"
+    copy.write_text(text)
+    flakes.write_between_markers(copy, "stability", "| a table |\n")
+    assert "| a table |" in copy.read_text() and len(copy.read_text()) < len(text) + 100
