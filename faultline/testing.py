@@ -41,6 +41,7 @@ from typing import Any
 
 from nemesis.nemesis import Nemesis
 from testbed.dist.kafka import DEFAULT_VERSION
+from testbed.dist.versions import check_metadata, default_metadata
 from testbed.errors import ClusterError, UsageError
 from testbed.kafka import az_proxy
 from testbed.kafka.cluster import KafkaCluster
@@ -66,19 +67,24 @@ def _testcontainers_host() -> str | None:
 class FaultlineCluster:
     def __init__(self, partitions: int = 3, kafka_version: str = DEFAULT_VERSION, topic: str = "faultline",
                  network: str | None = None, run_dir: Path | None = None, runtime: str = "docker",
-                 **settings: Any) -> None:
-        """`settings`: any other ClusterSettings field (metadata="kraft", min_insync_replicas, ...)."""
+                 metadata: str | None = None, **settings: Any) -> None:
+        """Check the arguments (UsageError or DistributionError, one line, nothing started); `with` starts it.
+        `metadata`: "zookeeper" or "kraft" (None: the version's default, KRaft from 4.0); `settings`: any other
+        ClusterSettings field (min_insync_replicas, kraft_controllers, broker_overrides, ...)."""
         if runtime_kind(runtime).needs_inventory:
             raise UsageError(f"FaultlineCluster(runtime={runtime!r}): its hosts come from an inventory, which "
                              f"FaultlineCluster does not take; use runtime='docker' or 'netns'")
+        metadata = metadata or default_metadata(kafka_version)
+        check_metadata(kafka_version, metadata)
         self.settings = ClusterSettings(**{"runtime": runtime, "kafka_version": kafka_version,
-                                           "partitions": partitions, "topic": topic,
+                                           "partitions": partitions, "topic": topic, "metadata": metadata,
                                            "network": network or default_network(runtime), "az_listeners": True,
                                            **settings})
         self._run_dir = run_dir
         self._stack = contextlib.ExitStack()
         self.cluster: KafkaCluster | None = None
         self.nemesis: Nemesis | None = None
+        self.settled_after_s: float | None = None  # how long the last wait_settled waited
 
     # -- the context manager -------------------------------------------------------
     def __enter__(self) -> FaultlineCluster:
@@ -131,10 +137,12 @@ class FaultlineCluster:
 
     @property
     def topic(self) -> str:
+        """The topic the cluster created (replicated 3 times, `partitions` partitions)."""
         return self.settings.topic
 
     @property
     def runtime(self) -> Runtime:
+        """The runtime holding the hosts (its `prefix` names every container, namespace and process of the run)."""
         return self._live()[0].runtime
 
     def leader(self, topic: str, partition: int) -> int | None:
@@ -153,24 +161,33 @@ class FaultlineCluster:
 
     # -- faults: each returns the fault's name (for `stop`) --------------------------
     def isolate_az(self, az: str) -> str:
+        """Cut every link between `az`'s hosts (its node, its client host and so its proxy) and the other AZs'."""
         return self._start({"fault": "isolate-az", "target": az})
 
-    def cut_link(self, a: str, b: str, one_way: bool = False) -> str:
-        return self._start({"fault": "cut-link", "between": [a, b], "one_way": one_way})
+    def cut_link(self, a: str, b: str, one_way: bool = False, ends: str = "az") -> str:
+        """Cut the links between targets `a` and `b` (az2, az2-node, broker-1, ... each standing for its AZ);
+        `ends="az"`: every host of each AZ (node and client host, so the AZ's proxy too), `ends="node"`: only the
+        two node hosts (clients keep every link); `one_way`: only packets from `a` to `b` are dropped."""
+        return self._start({"fault": "cut-link", "between": [a, b], "one_way": one_way, "ends": ends})
 
     def kill(self, broker: int) -> str:
+        """SIGKILL broker `broker`'s process (its data stays); stopping the fault starts it again."""
         return self._start({"fault": "kill", "target": f"broker-{broker}"})
 
     def pause(self, broker: int) -> str:
+        """SIGSTOP broker `broker`'s process; stopping the fault sends SIGCONT."""
         return self._start({"fault": "pause", "target": f"broker-{broker}"})
 
     def power_off(self, az: str) -> str:
+        """Cut `az`'s node host's power: its ZooKeeper server (or KRaft controller) and broker die at one instant
+        and lose what they had not fsynced; stopping the fault powers it on. The AZ's client host stays up."""
         return self._start({"fault": "power-off", "target": f"{az}-node"})
 
     def _start(self, fault: dict[str, Any]) -> str:
         return self._live()[1].start(fault).name
 
     def stop(self, name: str) -> None:
+        """Undo the fault a fault method returned the name of (FaultError if it is not in effect)."""
         self._live()[1].stop(name)
 
     def heal(self) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from faultline.testing import FaultlineCluster
 from testbed.addressing import make_plan
-from testbed.errors import ClusterError, UsageError
+from testbed.errors import ClusterError, DistributionError, UsageError
 from testbed.kafka import az_proxy
 from testbed.kafka.config import ClusterSettings, az_bootstrap, server_properties
 from tests.conftest import REPO
@@ -80,9 +80,12 @@ def test_faultline_cluster_takes_docker_or_netns_and_refuses_an_inventorys_runti
         FaultlineCluster(runtime="ssh")
     with pytest.raises(UsageError, match="runtime 'vm' does not exist"):
         FaultlineCluster(runtime="vm")
-    docker, netns = FaultlineCluster(), FaultlineCluster(runtime="netns", metadata="kraft")
+    docker, netns = FaultlineCluster(), FaultlineCluster(runtime="netns", metadata="kraft", kafka_version="3.9.1")
     assert docker.settings.az_listeners and docker.settings.network == "198.19.0.0/24"
     assert netns.settings.network == "198.18.0.0/24" and netns.settings.kraft
+    assert FaultlineCluster(kafka_version="4.1.1").settings.kraft  # KRaft only from 4.0
+    with pytest.raises(DistributionError, match="Kafka 2.7.2 has no production KRaft"):
+        FaultlineCluster(metadata="kraft")
     with pytest.raises(ClusterError, match="use FaultlineCluster as a context manager"):
         docker.bootstrap("az1")
 
@@ -145,3 +148,11 @@ def test_the_proxy_carries_bytes_both_ways_per_port_and_ends_the_client_when_ups
     finally:
         process.terminate()
         process.wait(5)
+
+
+def test_docs_api_shows_the_docker_test_as_it_runs() -> None:
+    """docs/api.md's application test is tests/docker/test_app_client_az.py's marked part, character for character."""
+    test = (REPO / "tests/docker/test_app_client_az.py").read_text()
+    marked = test.split("# --- docs/api.md's example, from here ---\n")[1].split("# --- to here ---")[0]
+    doc = (REPO / "docs/api.md").read_text()
+    assert "```python\n" + marked.rstrip() + "\n```" in doc
