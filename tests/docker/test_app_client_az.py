@@ -29,7 +29,7 @@ def send(producer: Producer, topic: str, label: str, count: int = 20) -> tuple[i
 
 
 def test_my_producer_in_az1_fails_while_az1_is_isolated_and_recovers_after_the_heal() -> None:
-    with FaultlineCluster(partitions=1, zookeeper_session_timeout_ms=6000) as c:
+    with FaultlineCluster(partitions=1, zookeeper_session_timeout_ms=6000, replica_lag_time_max_ms=10000) as c:
         settings = {"acks": "all", "message.timeout.ms": 15000}
         in_az1 = Producer({"bootstrap.servers": c.bootstrap("az1"), **settings})
         in_az2 = Producer({"bootstrap.servers": c.bootstrap("az2"), **settings, "message.timeout.ms": 60000})
