@@ -33,6 +33,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from testbed.addressing import Host
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.kafka import config as kcfg
 from testbed.processes import ProcessGroup
@@ -152,10 +153,21 @@ def start(cluster: KafkaCluster, az: str) -> Process:
             waiting.pop(0)
         except OSError:
             if not process.alive() or time.monotonic() > deadline:
-                raise RuntimeFailure(f"{name} on {host.name} does not accept on {waiting[0][0]}:{waiting[0][1]} "
-                                     f"(see {cluster.folder.client_log(name)})") from None
+                raise RuntimeFailure(f"{name} on {host.name} does not accept on {waiting[0][0]}:{waiting[0][1]}: "
+                                     f"{_log_tail(cluster, host, name)}") from None
             time.sleep(0.1)
     return process
+
+
+def _log_tail(cluster: KafkaCluster, host: Host, name: str) -> str:
+    """The end of the proxy's log, brought back from its host."""
+    log = cluster.folder.client_log(name)
+    with contextlib.suppress(RuntimeFailure, OSError):
+        cluster.runtime.fetch(host, log)
+    try:
+        return log.read_text(errors="replace").strip()[-300:] or f"{log} is empty"
+    except OSError:
+        return f"no log at {log}"
 
 
 if __name__ == "__main__":

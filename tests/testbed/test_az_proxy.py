@@ -12,13 +12,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from faultline.testing import FaultlineCluster
-from testbed.addressing import make_plan
-from testbed.errors import ClusterError, DistributionError, UsageError
+from testbed.addressing import Host, make_plan
+from testbed.errors import ClusterError, DistributionError, RuntimeFailure, UsageError
 from testbed.kafka import az_proxy
 from testbed.kafka.config import ClusterSettings, az_bootstrap, server_properties
 from tests.conftest import REPO
@@ -156,3 +157,35 @@ def test_docs_api_shows_the_docker_test_as_it_runs() -> None:
     marked = test.split("# --- docs/api.md's example, from here ---\n")[1].split("# --- to here ---")[0]
     doc = (REPO / "docs/api.md").read_text()
     assert "```python\n" + marked.rstrip() + "\n```" in doc
+
+
+def test_a_proxy_that_does_not_listen_is_one_error_naming_it_and_its_logs_end(tmp_path: Path) -> None:
+    from testbed.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    started: list[list[str]] = []
+
+    class DeadOnArrival:
+        kind = "fake"
+
+        def process(self, name: str) -> None:
+            return None
+
+        def spawn(self, host: Host, name: str, argv: list[str], log: Path, env: object = None) -> SimpleNamespace:
+            started.append(argv)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("OSError: [Errno 99] Cannot assign requested address\n")
+            return SimpleNamespace(alive=lambda: False)
+
+        def fetch(self, host: Host, path: Path) -> None:
+            return None
+
+    plan = make_plan("127.0.0.0/24", 3)  # nothing listens on 127.0.0.21's proxy ports
+    cluster = SimpleNamespace(plan=plan, nodes=plan.nodes, settings=ClusterSettings(az_listeners=True),
+                              runtime=DeadOnArrival(), folder=folder,
+                              software=lambda host: SimpleNamespace(python=("python3",)))
+    with pytest.raises(RuntimeFailure, match=r"az-proxy-az1 on az1-client does not accept on 127\.0\.0\.21:19110: "
+                                             r"OSError: \[Errno 99\]"):
+        az_proxy.start(cluster, "az1")  # type: ignore[arg-type]
+    assert started == [["python3", "-m", "testbed.kafka.az_proxy", "127.0.0.21:19110=127.0.0.11:9101",
+                        "127.0.0.21:19111=127.0.0.12:9101", "127.0.0.21:19112=127.0.0.13:9101"]]
