@@ -1,25 +1,31 @@
-"""A throwaway faulted Kafka cluster for an application team's own pytest suite.
+"""A throwaway faulted Kafka cluster for an application team's own pytest suite (reference: docs/api.md).
 
     from faultline.testing import FaultlineCluster
 
-    def test_my_producer_survives_losing_an_az():
-        with FaultlineCluster() as c:
-            producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
+    def test_my_producer_fails_while_its_az_is_cut_off():
+        with FaultlineCluster(partitions=1) as c:
+            producer = Producer({"bootstrap.servers": c.bootstrap("az1"), "acks": "all"})
             ...
-            c.isolate_az(f"az{c.leader(c.topic, 0) + 1}")   # the leader's AZ cut off from the others
-            ...
+            c.isolate_az("az1")         # az1's hosts, its proxy included, hear only each other
+            ...                         # the producer's sends fail
             c.heal()
             c.wait_settled()
-            ...
+            ...                         # and succeed again
 
-Three AZs (a node container each: ZooKeeper + one broker; a client container
-each), on the `docker` runtime: the images of `make docker-images`, the daemon
-of DOCKER_HOST, else testcontainers' `tc.host` setting
-(~/.testcontainers.properties), else the default socket. The faults are the
-nemesis's own (journaled in the run folder). Ryuk, testcontainers' reaper, is
-not used (its image cannot be pulled without a registry): every container and
-network carries the run's prefix, the context manager removes them on every
-exit path, and `python -m harness clean` removes what a killed test left.
+Three AZs (a node host each: ZooKeeper or a KRaft controller, and one broker;
+a client host each), on the `docker` runtime (the images of `make docker-images`,
+the daemon of DOCKER_HOST, else testcontainers' `tc.host` setting
+(~/.testcontainers.properties), else the default socket) or `netns` (root).
+`bootstrap(az)` is a client's way in from inside an AZ: a forwarding proxy on
+the AZ's client host (`testbed.kafka.az_proxy`) and the brokers' listener for
+that AZ, which advertises the proxy, so every connection of the client is
+carried by a host of the AZ and cut by the AZ's faults like any other;
+`bootstrap_servers` is the control plane's way in, which no fault cuts. The
+faults are the nemesis's own (journaled in the run folder). Ryuk,
+testcontainers' reaper, is not used (its image cannot be pulled without a
+registry): every container, namespace and process carries the run's prefix,
+the context manager removes them on every exit path, and `python -m harness
+clean` removes what a killed test left.
 Must never: leave a fault in place or a container behind when the block ends.
 """
 
@@ -35,12 +41,15 @@ from typing import Any
 
 from nemesis.nemesis import Nemesis
 from testbed.dist.kafka import DEFAULT_VERSION
-from testbed.errors import ClusterError
+from testbed.dist.versions import check_metadata, default_metadata
+from testbed.errors import ClusterError, UsageError
+from testbed.kafka import az_proxy
 from testbed.kafka.cluster import KafkaCluster
-from testbed.kafka.config import ClusterSettings
+from testbed.kafka.config import ClusterSettings, az_bootstrap
 from testbed.lifecycle import provision
 from testbed.runtime.base import Firewalled, Runtime
 from testbed.runtime.kinds import default_network
+from testbed.runtime.kinds import kind as runtime_kind
 from testbed.status import cluster_status
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -57,19 +66,30 @@ def _testcontainers_host() -> str | None:
 
 class FaultlineCluster:
     def __init__(self, partitions: int = 3, kafka_version: str = DEFAULT_VERSION, topic: str = "faultline",
-                 network: str = default_network("docker"), run_dir: Path | None = None, **settings: Any) -> None:
-        """`settings`: any other ClusterSettings field (min_insync_replicas, unclean_leader_election, ...)."""
-        self.settings = ClusterSettings(runtime="docker", kafka_version=kafka_version, partitions=partitions,
-                                        topic=topic, network=network, **settings)
+                 network: str | None = None, run_dir: Path | None = None, runtime: str = "docker",
+                 metadata: str | None = None, **settings: Any) -> None:
+        """Check the arguments (UsageError or DistributionError, one line, nothing started); `with` starts it.
+        `metadata`: "zookeeper" or "kraft" (None: the version's default, KRaft from 4.0); `settings`: any other
+        ClusterSettings field (min_insync_replicas, kraft_controllers, broker_overrides, ...)."""
+        if runtime_kind(runtime).needs_inventory:
+            raise UsageError(f"FaultlineCluster(runtime={runtime!r}): its hosts come from an inventory, which "
+                             f"FaultlineCluster does not take; use runtime='docker' or 'netns'")
+        metadata = metadata or default_metadata(kafka_version)
+        check_metadata(kafka_version, metadata)
+        self.settings = ClusterSettings(**{"runtime": runtime, "kafka_version": kafka_version,
+                                           "partitions": partitions, "topic": topic, "metadata": metadata,
+                                           "network": network or default_network(runtime), "az_listeners": True,
+                                           **settings})
         self._run_dir = run_dir
         self._stack = contextlib.ExitStack()
         self.cluster: KafkaCluster | None = None
         self.nemesis: Nemesis | None = None
+        self.settled_after_s: float | None = None  # how long the last wait_settled waited
 
     # -- the context manager -------------------------------------------------------
     def __enter__(self) -> FaultlineCluster:
         with self._stack as stack:
-            host = _testcontainers_host()
+            host = _testcontainers_host() if self.settings.runtime == "docker" else None
             if host:
                 os.environ["DOCKER_HOST"] = host
                 stack.callback(os.environ.pop, "DOCKER_HOST", None)
@@ -95,14 +115,34 @@ class FaultlineCluster:
     # -- what a test reads ---------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
+        """The brokers at their own addresses, from the control plane: no fault ever cuts this client off."""
         return self._live()[0].bootstrap
+
+    def bootstrap(self, az: str) -> str:
+        """Bootstrap servers for a client inside `az` (az1, az2, ...): the AZ's proxy, one port per broker; every
+        connection of a client bootstrapped here is carried by the AZ's client host and cut by the AZ's faults.
+        The proxy starts on the first call for the AZ."""
+        cluster, _ = self._live()
+        az_proxy.start(cluster, az)
+        return az_bootstrap(cluster.plan, az)
+
+    @property
+    def azs(self) -> tuple[str, ...]:
+        """The AZs' names: az1, az2, az3."""
+        return tuple(n.az for n in self._live()[0].nodes)
+
+    def az_of(self, broker: int) -> str:
+        """The AZ whose node runs broker `broker` (broker 0 is az1's)."""
+        return self._live()[0].node(broker).az
 
     @property
     def topic(self) -> str:
+        """The topic the cluster created (replicated 3 times, `partitions` partitions)."""
         return self.settings.topic
 
     @property
     def runtime(self) -> Runtime:
+        """The runtime holding the hosts (its `prefix` names every container, namespace and process of the run)."""
         return self._live()[0].runtime
 
     def leader(self, topic: str, partition: int) -> int | None:
@@ -121,24 +161,33 @@ class FaultlineCluster:
 
     # -- faults: each returns the fault's name (for `stop`) --------------------------
     def isolate_az(self, az: str) -> str:
+        """Cut every link between `az`'s hosts (its node, its client host and so its proxy) and the other AZs'."""
         return self._start({"fault": "isolate-az", "target": az})
 
-    def cut_link(self, a: str, b: str, one_way: bool = False) -> str:
-        return self._start({"fault": "cut-link", "between": [a, b], "one_way": one_way})
+    def cut_link(self, a: str, b: str, one_way: bool = False, ends: str = "az") -> str:
+        """Cut the links between targets `a` and `b` (az2, az2-node, broker-1, ... each standing for its AZ);
+        `ends="az"`: every host of each AZ (node and client host, so the AZ's proxy too), `ends="node"`: only the
+        two node hosts (clients keep every link); `one_way`: only packets from `a` to `b` are dropped."""
+        return self._start({"fault": "cut-link", "between": [a, b], "one_way": one_way, "ends": ends})
 
     def kill(self, broker: int) -> str:
+        """SIGKILL broker `broker`'s process (its data stays); stopping the fault starts it again."""
         return self._start({"fault": "kill", "target": f"broker-{broker}"})
 
     def pause(self, broker: int) -> str:
+        """SIGSTOP broker `broker`'s process; stopping the fault sends SIGCONT."""
         return self._start({"fault": "pause", "target": f"broker-{broker}"})
 
     def power_off(self, az: str) -> str:
+        """Cut `az`'s node host's power: its ZooKeeper server (or KRaft controller) and broker die at one instant
+        and lose what they had not fsynced; stopping the fault powers it on. The AZ's client host stays up."""
         return self._start({"fault": "power-off", "target": f"{az}-node"})
 
     def _start(self, fault: dict[str, Any]) -> str:
         return self._live()[1].start(fault).name
 
     def stop(self, name: str) -> None:
+        """Undo the fault a fault method returned the name of (FaultError if it is not in effect)."""
         self._live()[1].stop(name)
 
     def heal(self) -> None:

@@ -22,8 +22,9 @@ is which side's packets still arrive, so which side still *hears* the other
 packet is dropped silently: TCP senders see timeouts, never a refusal.
 
 Scopes. `all` drops every packet of the pair. `kafka` drops TCP packets of the
-pair to or from port 9092 (the broker listener), so both directions of a
-connection whichever side is the broker; `zookeeper` does the same for 2181,
+pair to or from port 9092 (the broker listener) or 9101-9109 (the AZ listeners
+an AZ's forwarding proxy connects to, `testbed.kafka.az_proxy`), so both
+directions of a connection whichever side is the broker; `zookeeper` does the same for 2181,
 2888 and 3888, and for 9093, a KRaft controller's listener (the metadata
 quorum's traffic in either mode). Client-side ports are ephemeral (Linux's range starts at
 32768), so they never collide with these.
@@ -34,19 +35,28 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
-from testbed.addressing import AddressPlan
-from testbed.kafka.config import BROKER_PORT, CONTROLLER_PORT, ZK_CLIENT_PORT, ZK_ELECTION_PORT, ZK_PEER_PORT
+from testbed.addressing import MAX_NODES, AddressPlan
+from testbed.kafka.config import (
+    BROKER_PORT,
+    CONTROLLER_PORT,
+    ZK_CLIENT_PORT,
+    ZK_ELECTION_PORT,
+    ZK_PEER_PORT,
+    az_listener_port,
+)
 from testbed.runtime.base import FAULT_IN_CHAIN, FAULT_OUT_CHAIN
 
 Grudge = Mapping[str, frozenset[str]]
 Scope = Literal["all", "kafka", "zookeeper"]
 SCOPES: tuple[Scope, ...] = ("all", "kafka", "zookeeper")
-SCOPE_PORTS: dict[Scope, tuple[int, ...]] = {
+# Each scope's ports as iptables names them: a port, or a range `first:last`.
+SCOPE_PORTS: dict[Scope, tuple[str, ...]] = {
     "all": (),
-    "kafka": (BROKER_PORT,),
+    # The broker listener, and the AZ listeners' range (only a cluster with `az_listeners` listens there).
+    "kafka": (str(BROKER_PORT), f"{az_listener_port(1)}:{az_listener_port(MAX_NODES)}"),
     # The metadata quorum's ports: ZooKeeper's, and a KRaft controller's listener (brokers' heartbeats and
     # metadata fetches, the controllers' votes and log replication); nothing listens on the other mode's.
-    "zookeeper": (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT, CONTROLLER_PORT),
+    "zookeeper": tuple(str(p) for p in (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT, CONTROLLER_PORT)),
 }
 IN_CHAIN, OUT_CHAIN = FAULT_IN_CHAIN, FAULT_OUT_CHAIN  # the chains a Firewalled runtime hooks in
 
@@ -214,6 +224,14 @@ def validate_grudge(plan: AddressPlan, grudge: Grudge) -> None:
             raise ValueError(f"grudge names hosts not in the plan: {sorted(unknown)}")
         if host in peers:
             raise ValueError(f"grudge cuts {host} from itself")
+
+
+def scope_covers(scope: Scope, port: int) -> bool:
+    """Whether a cut in `scope` drops TCP packets to or from `port`."""
+    if scope == "all":
+        return True
+    spans = (spec.partition(":") for spec in SCOPE_PORTS[scope])
+    return any(int(first) <= port <= int(last or first) for first, _, last in spans)
 
 
 def _matches(scope: Scope, flag: str, address: str) -> list[str]:

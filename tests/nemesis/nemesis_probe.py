@@ -210,7 +210,7 @@ def expected(
             for port in ports_of(dst):
                 blocked = any(
                     (shapes.is_cut(g, src.name, dst.name) or shapes.is_cut(g, dst.name, src.name))
-                    and (scope == "all" or port in shapes.SCOPE_PORTS[scope])
+                    and shapes.scope_covers(scope, port)
                     for g, scope in cuts
                 )
                 tcp[(src.name, dst.name, port)] = not blocked
