@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from campaign.records import FAIL, FAILING, FLAKE, OUTCOMES, PASS, REGRESSION, SKIPPED
+from campaign.records import FAIL, FAILING, FLAKE, INCONCLUSIVE, OUTCOMES, PASS, REGRESSION, SKIPPED
 from checkers.anomalies import ANOMALIES
 
 # Worst first: the outcome a case has when a campaign ran it more than once.
-_SEVERITY = {REGRESSION: 0, FAIL: 1, FLAKE: 2, PASS: 3, SKIPPED: 4}
+_SEVERITY = {REGRESSION: 0, FAIL: 1, FLAKE: 2, INCONCLUSIVE: 3, PASS: 4, SKIPPED: 5}
 Key = tuple[str, str]
 
 

@@ -23,12 +23,15 @@ def summary(run_dir: str | Path) -> str:
     name = f"{run.scenario} [{run.configuration}]" if run.configuration else run.scenario
     head = f"{name} / {run.run_id}: {outcome.state.upper()}"
     if expectation is not None:
-        head += " (as the scenario expected)" if expectation.passed else " (NOT as the scenario expected)"
+        head += (" (as the scenario expected)" if expectation.passed else
+                 " (INCONCLUSIVE: the run never showed what its expectation rests on)" if expectation.inconclusive
+                 else " (NOT as the scenario expected)")
     lines = [head]
     if expectation is not None:
         lines.append(f"  expected:   {expectation.expected}")
         lines.append(f"  observed:   {expectation.observed}")
         lines += [f"  mismatch:   {m}" for m in expectation.mismatches]
+        lines += [f"  missing:    {m}" for m in expectation.inconclusive]
     if outcome.state == "unknown":
         lines.append(f"  reason:     {outcome.reason}")
     if outcome.errors:

@@ -87,6 +87,7 @@ class ScenarioExpectation:
     observed: str
     passed: bool
     mismatches: tuple[str, ...]
+    inconclusive: tuple[str, ...] = ()  # the preconditions never shown: the run neither passed nor failed
 
 
 def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | None:
@@ -94,6 +95,7 @@ def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | No
     raw = (verdict or {}).get("expectation")
     if not isinstance(raw, dict) or not isinstance(raw.get("passed"), bool):
         return None
-    mismatches = raw.get("mismatches")
+    mismatches, missing = raw.get("mismatches"), raw.get("inconclusive")
     return ScenarioExpectation(str(raw.get("expected", "")), str(raw.get("observed", "")), raw["passed"],
-                               tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else ())
+                               tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else (),
+                               tuple(str(m) for m in missing) if isinstance(missing, list) else ())
