@@ -159,3 +159,19 @@ def test_bad_log_evidence_is_a_one_line_spec_error() -> None:
     for item, message in cases:
         with pytest.raises(SpecError, match=message):
             parse_spec({**SPEC, "expect": {"logs": [item]}})
+
+
+def test_harness_run_exits_4_when_nothing_failed_but_a_configuration_was_inconclusive() -> None:
+    from checkers.configuration_result import ConfigurationResult
+    from checkers.verdict import EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_VALID
+    from harness.batch import worst
+    from harness.scenario import exit_status
+    specs = [parse_spec({**SPEC, "expect": {"absent": ["lost"]}})]
+
+    def case(passed: bool, inconclusive: str = "") -> ConfigurationResult:
+        return ConfigurationResult("t", "c", "", "", passed, 1.0, inconclusive=inconclusive)
+
+    assert exit_status(specs, [case(True), case(True)]) == EXIT_VALID
+    assert exit_status(specs, [case(True), case(False, "precondition not shown: x")]) == EXIT_INCONCLUSIVE
+    assert exit_status(specs, [case(False), case(False, "precondition not shown: x")]) == EXIT_INVALID
+    assert worst([EXIT_VALID, EXIT_INCONCLUSIVE]) == EXIT_INCONCLUSIVE and worst([EXIT_INCONCLUSIVE, 2]) == 2
