@@ -38,4 +38,4 @@ def test_an_isr_expansion_in_flight_to_a_dying_controller_is_lost_before_3_0(
     assert taken_back != stalls
     if not stalls:  # the fix was shown on the race, not on a run that missed it (expect.logs' precondition)
         observed = verdict["expectation"]["observed"]
-        assert re.search(r"broker-0's AlterIsr in flight across the controller's death: [1-9]\d* line", observed), observed
+        assert re.search(r"broker-0's AlterIsr in flight when the new controller's LeaderAndIsr came: [1-9]\d* line", observed), observed
