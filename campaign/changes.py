@@ -81,7 +81,7 @@ def compare(current: list[dict[str, Any]], previous: list[dict[str, Any]], previ
             changes.newly_failing.append(key)
         elif outcome in FAILING:
             changes.still_failing.append(key)
-        elif was in FAILING:
+        elif was in FAILING and outcome != INCONCLUSIVE:  # an inconclusive run shows no fix
             changes.fixed.append(key)
         if kinds - seen:
             changes.new_kinds.append((key, [a for a in ANOMALIES if a in kinds - seen]))

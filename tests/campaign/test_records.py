@@ -74,3 +74,14 @@ def test_an_inconclusive_case_is_a_skipped_test_case_in_junit() -> None:
     assert f'<skipped message="inconclusive: {MISSING}"' in xml.replace("&apos;", "'")
     assert 'failures="0"' in xml and 'skipped="1"' in xml
     assert "kafka-3-0-2: INCONCLUSIVE: INCONCLUSIVE: 2 attempt(s)" in xml
+
+
+def test_a_failing_case_that_turns_inconclusive_is_not_fixed() -> None:
+    from campaign.changes import compare
+
+    def row(configuration: str, outcome: str) -> dict[str, Any]:
+        return {"scenario": "s", "configuration": configuration, "outcome": outcome, "anomaly_kinds": []}
+    changes = compare([row("a", INCONCLUSIVE), row("b", PASS), row("c", INCONCLUSIVE), row("c", FAIL)],
+                      [row("a", REGRESSION), row("b", REGRESSION), row("c", PASS)], "prev")
+    assert changes.fixed == [("s", "b")]  # a's inconclusive run showed nothing of a fix
+    assert changes.newly_failing == [("s", "c")]  # the worst of a campaign's rows: FAIL over INCONCLUSIVE
