@@ -17,7 +17,7 @@ from typing import Any
 from campaign.changes import Changes, Key
 from campaign.flakes import History
 from campaign.lake import relative
-from campaign.records import FAIL, FAILING, OUTCOMES, REGRESSION, CaseResult
+from campaign.records import FAIL, FAILING, INCONCLUSIVE, OUTCOMES, REGRESSION, CaseResult
 
 
 @dataclass
@@ -68,9 +68,11 @@ class CampaignReport:
 
     @property
     def headline(self) -> str:
-        """"no regression", or how many cases failed for good ("1 REGRESSION, 1 FAIL")."""
+        """"no regression", or how many cases failed for good ("1 REGRESSION, 1 FAIL"); then how many were
+        inconclusive, if any ("no regression, 1 INCONCLUSIVE")."""
         counts = self.counts
-        return ", ".join(f"{counts[o]} {o}" for o in (REGRESSION, FAIL) if counts[o]) or "no regression"
+        head = ", ".join(f"{counts[o]} {o}" for o in (REGRESSION, FAIL) if counts[o]) or "no regression"
+        return head + (f", {counts[INCONCLUSIVE]} {INCONCLUSIVE}" if counts[INCONCLUSIVE] else "")
 
     def link(self, path: Path | None) -> str | None:
         return relative(path, self.folder)

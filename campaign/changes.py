@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from campaign.records import FAIL, FAILING, FLAKE, OUTCOMES, PASS, REGRESSION, SKIPPED
+from campaign.records import FAIL, FAILING, FLAKE, INCONCLUSIVE, OUTCOMES, PASS, REGRESSION, SKIPPED
 from checkers.anomalies import ANOMALIES
 
 # Worst first: the outcome a case has when a campaign ran it more than once.
-_SEVERITY = {REGRESSION: 0, FAIL: 1, FLAKE: 2, PASS: 3, SKIPPED: 4}
+_SEVERITY = {REGRESSION: 0, FAIL: 1, FLAKE: 2, INCONCLUSIVE: 3, PASS: 4, SKIPPED: 5}
 Key = tuple[str, str]
 
 
@@ -81,7 +81,7 @@ def compare(current: list[dict[str, Any]], previous: list[dict[str, Any]], previ
             changes.newly_failing.append(key)
         elif outcome in FAILING:
             changes.still_failing.append(key)
-        elif was in FAILING:
+        elif was in FAILING and outcome != INCONCLUSIVE:  # an inconclusive run shows no fix
             changes.fixed.append(key)
         if kinds - seen:
             changes.new_kinds.append((key, [a for a in ANOMALIES if a in kinds - seen]))

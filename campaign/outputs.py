@@ -1,11 +1,12 @@
 """A campaign's files in results/campaigns/<timestamp>/: campaign.json, junit.xml and summary.md.
 
-campaign.json has every case with each attempt's verdict (PASS/FAIL/ERROR), expected and observed,
-duration and run folder, the case's outcome (PASS/FLAKE/FAIL/REGRESSION/SKIPPED), what was skipped
+campaign.json has every case with each attempt's verdict (PASS/FAIL/ERROR/INCONCLUSIVE), expected and observed,
+duration and run folder, the case's outcome (PASS/FLAKE/FAIL/REGRESSION/INCONCLUSIVE/SKIPPED), what was skipped
 and why, the matrix cells Kafka refuses, the lake's state and what changed. junit.xml is one file
 for the campaign, a suite per scenario and a case per configuration, in the format of
 `report.junit` (a FLAKE passes and is named in the suite's output; a REGRESSION or an
-unconfirmed FAIL fails; a case whose attempts all had no verdict is an error; SKIPPED is <skipped>).
+unconfirmed FAIL fails; a case whose attempts all had no verdict is an error; SKIPPED and INCONCLUSIVE are
+<skipped>).
 summary.md is the job summary: the PASS/FAIL table and what changed. Every file is written whole.
 Must never: run anything or change a run folder.
 """
@@ -21,7 +22,9 @@ from campaign.page import render_index
 from campaign.records import (
     ERROR,
     FLAKE,
+    INCONCLUSIVE,
     PASS,
+    REGRESSION,
     SKIPPED,
     CaseResult,
 )
@@ -81,14 +84,22 @@ def junit_case(result: CaseResult) -> ConfigurationResult:
     observed = last.observed
     if result.outcome == FLAKE:
         observed = f"FLAKE: attempt 1 {attempts[0].outcome} ({attempts[0].observed}); passed when run again"
-    elif len(attempts) > 1:
+    elif result.outcome == INCONCLUSIVE:
+        observed = f"INCONCLUSIVE: {len(attempts)} attempt(s), none showed its precondition; {observed}"
+    elif result.outcome == REGRESSION:
         observed = f"REGRESSION: failed twice; {observed}"
+    elif len(attempts) > 1:  # an inconclusive attempt and a conclusive one
+        observed = f"{result.outcome}: {' then '.join(a.outcome for a in attempts)}; {observed}"
     details = "\n".join(f"attempt {a.number}: {a.outcome}: {a.observed}; report: {RunFolder(a.run_dir).report}"
                         for a in attempts if a.run_dir is not None)
     if result.skipped:
         details += f"\n{result.skipped}"
+    inconclusive = "; ".join(m for m in last.mismatches if m.startswith("precondition not shown")) \
+        if result.outcome == INCONCLUSIVE else ""
     return ConfigurationResult(case.scenario, case.label, last.expected, observed, passed, result.duration_s,
-                               details=details, started_ns=int(attempts[0].started_at.timestamp() * 1e9))
+                               details=details, started_ns=int(attempts[0].started_at.timestamp() * 1e9),
+                               inconclusive=inconclusive or ("every attempt inconclusive"
+                                                             if result.outcome == INCONCLUSIVE else ""))
 
 
 def junit_document(report: CampaignReport) -> str:

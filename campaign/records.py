@@ -1,13 +1,18 @@
 """What a campaign found: each attempt of each case, read from its run folder, and each case's outcome.
 
 An attempt is judged from the run's own verdict.json (its expectation where the spec has one, else
-valid), never from an exit status: PASS, FAIL (it did not show what was expected) or ERROR (no
-verdict: the verdict is unknown, unless the spec expects `valid: unknown`, or the harness failed). A case's outcome:
+valid), never from an exit status: PASS, FAIL (it did not show what was expected), INCONCLUSIVE (its
+expectation's precondition, the evidence that the run hit what it is about, never showed, and nothing
+failed it) or ERROR (no verdict: the verdict is unknown, unless the spec expects `valid: unknown`, or the
+harness failed). An inconclusive attempt is run again like a failed one, and a case is judged by its
+conclusive attempts (the others stay listed). A case's outcome:
 
-- PASS: its first attempt passed.
-- FLAKE: the first attempt did not pass, the re-run did.
+- PASS: its first conclusive attempt passed.
+- FLAKE: the first conclusive attempt did not pass, a later one did.
 - REGRESSION: it did not pass twice.
-- FAIL: it did not pass and there was no time left in the budget to run it again.
+- FAIL: it did not pass and was not run again conclusively (no time left in the budget, or the re-run was
+  inconclusive).
+- INCONCLUSIVE: every attempt was inconclusive: the run never hit what it is about.
 - SKIPPED: it never ran (the budget was spent, or the campaign was interrupted).
 Must never: run anything or write a file.
 """
@@ -21,19 +26,21 @@ from pathlib import Path
 
 from campaign.plan import Case
 from checkers.anomalies import ANOMALIES
+from checkers.verdict import INCONCLUSIVE as STATE_INCONCLUSIVE
+from checkers.verdict import PASSED, expectation_state
 from report.verdict_view import verdict_line
 from testbed.runfolder import RunFolder
 
-PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
+PASS, FAIL, ERROR, INCONCLUSIVE = "PASS", "FAIL", "ERROR", "INCONCLUSIVE"
 FLAKE, REGRESSION, SKIPPED = "FLAKE", "REGRESSION", "SKIPPED"
-OUTCOMES = (PASS, FLAKE, FAIL, REGRESSION, SKIPPED)
+OUTCOMES = (PASS, FLAKE, FAIL, REGRESSION, INCONCLUSIVE, SKIPPED)
 FAILING = (FAIL, REGRESSION)
 
 
 @dataclass
 class Attempt:
     number: int
-    outcome: str  # PASS | FAIL | ERROR
+    outcome: str  # PASS | FAIL | ERROR | INCONCLUSIVE
     expected: str
     observed: str
     started_at: datetime
@@ -60,11 +67,14 @@ class CaseResult:
     def outcome(self) -> str:
         if not self.attempts:
             return SKIPPED
-        if self.attempts[0].outcome == PASS:
+        conclusive = [a for a in self.attempts if a.outcome != INCONCLUSIVE]
+        if not conclusive:
+            return INCONCLUSIVE
+        if conclusive[0].outcome == PASS:
             return PASS
-        if len(self.attempts) == 1:
+        if len(conclusive) == 1:
             return FAIL
-        return FLAKE if self.attempts[-1].outcome == PASS else REGRESSION
+        return FLAKE if conclusive[-1].outcome == PASS else REGRESSION
 
     @property
     def duration_s(self) -> float:
@@ -80,15 +90,18 @@ def judge_run(run_dir: Path, number: int, started_at: datetime, duration_s: floa
     counts = {a: int(verdict.get("counts", {}).get(a) or 0) for a in ANOMALIES}
     valid = str(verdict.get("valid")).lower()
     expectation = verdict.get("expectation")
-    if valid == "unknown" and not (isinstance(expectation, dict) and expectation.get("passed")):
+    state = expectation_state(expectation)
+    if state == STATE_INCONCLUSIVE:
+        outcome = INCONCLUSIVE
+    elif valid == "unknown" and state != PASSED:
         outcome = ERROR  # unless the spec expected `valid: unknown` (a stall the Kafka version is known for) and got it
-    elif isinstance(expectation, dict):
-        outcome = PASS if expectation.get("passed") else FAIL
+    elif state is not None:
+        outcome = PASS if state == PASSED else FAIL
     else:
         outcome = PASS if verdict.get("valid") is True else FAIL
     if isinstance(expectation, dict):
         expected, observed = str(expectation.get("expected")), str(expectation.get("observed"))
-        mismatches = [str(m) for m in expectation.get("mismatches") or []]
+        mismatches = [str(m) for m in [*(expectation.get("mismatches") or []), *(expectation.get("inconclusive") or [])]]
     else:
         errors = verdict.get("errors") or {}
         expected = "valid = True"

@@ -24,6 +24,8 @@ class ConfigurationResult:
 
     ``passed`` is True (the run showed what was expected), False (it did not: a <failure>) or None
     (no verdict could be reached, the harness failed or the verdict is unknown: an <error>).
+    ``inconclusive`` says why a run that did not pass is not a failure either: its expectation's
+    precondition was never shown (a <skipped>); empty otherwise.
     ``expected`` and ``observed`` are one line each; ``details`` is any further text for the
     failure's body. ``run_dir`` is the configuration's run folder, where there is one;
     ``started_ns`` when its run began (a suite's timestamp is its earliest case's); ``status`` the
@@ -42,3 +44,4 @@ class ConfigurationResult:
     run_dir: Path | None = None
     started_ns: int | None = None
     status: int | None = None
+    inconclusive: str = ""

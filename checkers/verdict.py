@@ -21,6 +21,11 @@ from checkers.engine import Analysis
 
 VERDICT_FILE = "verdict.json"
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_FAILED = 0, 1, 2, 3
+EXIT_INCONCLUSIVE = 4  # a run whose expectation's precondition was never shown: neither passed nor failed
+
+# What a run showed against its scenario's expectation (the verdict's ``expectation``): everything it expected
+# (PASSED), something else (FAILED), or nothing it can be judged by, a precondition's evidence missing (INCONCLUSIVE).
+PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
 
 NO_FINAL_READS = "no final reads: the final drain never completed, so nothing can be judged"
 NO_COMMITTED_VIEW = ("the history has transactions but no final read by a read_committed process: the committed "
@@ -74,6 +79,16 @@ def exit_status(verdict: dict[str, Any]) -> int:
     if verdict["valid"] is True:
         return EXIT_VALID
     return EXIT_INVALID if verdict["valid"] is False else EXIT_UNKNOWN
+
+
+def expectation_state(expectation: dict[str, Any] | None) -> str | None:
+    """PASSED, FAILED or INCONCLUSIVE for a verdict's ``expectation`` (None where there is none). A run is
+    inconclusive when its expectation lists a missing precondition (``inconclusive``) and nothing failed it."""
+    if not isinstance(expectation, dict):
+        return None
+    if expectation.get("passed") is True:
+        return PASSED
+    return INCONCLUSIVE if expectation.get("inconclusive") else FAILED
 
 
 def dumps(verdict: dict[str, Any]) -> str:

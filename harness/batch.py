@@ -23,19 +23,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from checkers.verdict import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.scenario import ScenarioRun, judging_pipeline
 from harness.spec import Spec
 from testbed.lifecycle import terminate_on_sigterm
 from testbed.machine import REAL, Machine
 
-SEVERITY = {EXIT_VALID: 0, EXIT_UNKNOWN: 1, EXIT_INVALID: 2, EXIT_FAILED: 3}
-MEANING = {EXIT_INVALID: "a mismatch", EXIT_UNKNOWN: "unknown", EXIT_FAILED: "the harness failed"}
+SEVERITY = {EXIT_VALID: 0, EXIT_INCONCLUSIVE: 1, EXIT_UNKNOWN: 2, EXIT_INVALID: 3, EXIT_FAILED: 4}
+MEANING = {EXIT_INVALID: "a mismatch", EXIT_UNKNOWN: "unknown", EXIT_FAILED: "the harness failed",
+           EXIT_INCONCLUSIVE: "inconclusive"}
 
 
 def worst(statuses: list[int]) -> int:
-    """The status that says most: 3 over 1 over 2 over 0."""
-    return max(statuses, key=lambda s: SEVERITY.get(s, 3), default=EXIT_VALID)
+    """The status that says most: 3 over 1 over 2 over 4 over 0."""
+    return max(statuses, key=lambda s: SEVERITY.get(s, SEVERITY[EXIT_FAILED]), default=EXIT_VALID)
 
 
 def run_batch(batch: list[list[Spec]], results: Path | None, engine: str | None, out: TextIO,

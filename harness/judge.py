@@ -19,6 +19,7 @@ from typing import Any
 
 from checkers.facts import observed_facts
 from checkers.verdict import exit_status, write_verdict
+from harness.evidence import gather
 from harness.expectation import compare
 from harness.spec import Spec
 from testbed.errors import HarnessError
@@ -118,7 +119,7 @@ def judge_history(spec: Spec, folder: RunFolder, notes: list[str], engine: str |
         verdict["valid"] = "unknown"
         verdict["reason"] = "; ".join(notes)
     verdict["availability"] = availability_rows(history_dir)
-    expectation = compare(spec.expect, verdict, observed_facts(history_dir))
+    expectation = compare(spec.expect, verdict, observed_facts(history_dir), gather(spec.expect, folder))
     if expectation is not None:
         verdict["expectation"] = expectation
     write_verdict(verdict, run_dir)

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import INCONCLUSIVE as STATE_INCONCLUSIVE
+from checkers.verdict import PASSED, expectation_state
 from harness.spec import Spec
 from harness.versions import commit, software_versions
 from testbed.errors import UsageError
@@ -34,7 +36,7 @@ log = logging.getLogger("faultline.manifest")
 
 CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # Outcome of a run held to a scenario's expectation; None when the spec expects nothing.
-PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
+PASS, FAIL, ERROR, INCONCLUSIVE = "PASS", "FAIL", "ERROR", "INCONCLUSIVE"
 EXIT_HARNESS_FAILED = 3
 
 
@@ -77,12 +79,13 @@ def fault_kinds(spec: Spec) -> list[str]:
 
 def outcome_of(verdict: dict[str, Any] | None, expectation: dict[str, Any] | None, expected: bool,
                failed: bool) -> str | None:
-    """PASS / FAIL / ERROR against the spec's expectation; None when the spec expects nothing."""
+    """PASS / FAIL / ERROR / INCONCLUSIVE against the spec's expectation; None when the spec expects nothing."""
     if not expected:
         return None
     if failed or verdict is None:
         return ERROR
-    return PASS if expectation is not None and expectation.get("passed") else FAIL
+    state = expectation_state(expectation)
+    return PASS if state == PASSED else INCONCLUSIVE if state == STATE_INCONCLUSIVE else FAIL
 
 
 class Manifest:

@@ -7,9 +7,10 @@ at the newest timestamp.
 Statuses: a configuration whose run raised (the harness failed: a workload
 died, a fault could not be applied, a bug) is a JUnit `error` and makes the
 exit status 3; the other configurations still run and keep their results. With
-expectations in the spec, 0 means every configuration matched them and 1 that
-one did not; without, the worst verdict's status (0 valid, 1 invalid, 2
-unknown). `junit.xml` is written whatever happened, an interrupt included, and
+expectations in the spec, 0 means every configuration matched them, 1 that
+one did not, and 4 that none failed but one was inconclusive (its expectation's
+precondition, the evidence that the run hit its window, never showed); without,
+the worst verdict's status (0 valid, 1 invalid, 2 unknown). `junit.xml` is written whatever happened, an interrupt included, and
 the whole timestamp folder is handed over (readable by all, owned by the user
 behind `sudo`).
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import TextIO
 
 from checkers.configuration_result import ConfigurationResult
-from checkers.verdict import EXIT_FAILED, EXIT_INVALID, EXIT_VALID
+from checkers.verdict import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_VALID
 from harness.judge import RunOutcome
 from harness.pipeline import JudgingPipeline
 from harness.run import Judgement, run_story
@@ -223,11 +224,14 @@ def failed_case(spec: Spec, run_dir: Path, exc: BaseException, seconds: float) -
 
 
 def exit_status(specs: list[Spec], cases: list[ConfigurationResult]) -> int:
-    """3 if any configuration's harness failed; else, with expectations, 0 all matched or 1; else the worst verdict."""
+    """3 if any configuration's harness failed; else, with expectations, 0 all matched, 1 one did not, 4 none
+    failed but one was inconclusive; else the worst verdict."""
     if any(c.passed is None and c.status == EXIT_FAILED for c in cases):
         return EXIT_FAILED
     if any(not spec.expect.empty for spec in specs):
-        return EXIT_VALID if all(c.passed for c in cases) else EXIT_INVALID
+        if all(c.passed for c in cases):
+            return EXIT_VALID
+        return EXIT_INCONCLUSIVE if all(c.passed or c.inconclusive for c in cases) else EXIT_INVALID
     return max(EXIT_FAILED if c.status is None else c.status for c in cases)
 
 
@@ -237,7 +241,8 @@ def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> ConfigurationRes
         e = outcome.expectation
         return ConfigurationResult(spec.name, spec.configuration or "default", e["expected"],
                                    e["observed"] + ("; " + "; ".join(e["mismatches"]) if e["mismatches"] else ""),
-                                   bool(e["passed"]), seconds, run_dir=outcome.run_dir, status=outcome.status)
+                                   bool(e["passed"]), seconds, run_dir=outcome.run_dir, status=outcome.status,
+                                   inconclusive="; ".join(e.get("inconclusive") or []))
     observed = f"valid = {v.get('valid')}" + (f", errors: {v.get('errors')}" if v.get("errors") else "")
     return ConfigurationResult(spec.name, spec.configuration or "default", "valid = True", observed,
                                v.get("valid") is True, seconds, run_dir=outcome.run_dir, status=outcome.status)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import yaml
 
-from harness.expectation import Expectation, parse_expect
+from harness.expectation import Expectation, check_names, parse_expect
 from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
 from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
@@ -290,11 +290,13 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_group_targets(nemesis, consumers)
     cluster = check_proxies(nemesis, producers, cluster)
     client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
+    expect = parse_expect(expect_raw)
+    check_names(expect, nemesis, cluster.nodes)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),
         settle_timeout_s=float(v("settle_timeout_s")), drain_timeout_s=float(v("drain_timeout_s")),
         cluster=cluster, producers=producers, consumers=consumers, nemesis=nemesis,
-        checker=v("checker"), expect=parse_expect(expect_raw), raw=resolved, client=client,
+        checker=v("checker"), expect=expect, raw=resolved, client=client,
         transformers=transformers)
 
 

@@ -209,6 +209,27 @@ def _anomalies(doc: str) -> AnyOf:
     return AnyOf((Choice(("all",)), ListOf(Choice(ANOMALIES, what="anomaly"))), doc)
 
 
+FAULT_OUTCOME = Section({
+    "error": AnyOf((Int("a Kafka error code, e.g. 48", low=0), Str("")), "the Kafka error the fault's own request must "
+                   "get: a code (48) or its name (INVALID_TXN_STATE); 0 or NONE: the request was taken"),
+}, doc="what a fault that acts as a client (`stray-transactional-produce`) must get back", title="expect.faults",
+    required=("error",), ref="fault_outcome")
+LOG_EVIDENCE = Section({
+    "pattern": Str("a regular expression a log line must match"),
+    "nodes": ListOf(Scalar(("string",), pattern=r"broker-\d+", pattern_text="a broker like broker-0"),
+                    doc="the nodes whose logs are read (default: every node's)", one_for_list=True),
+    "file": Choice(("server.log", "controller.log", "state-change.log", "stdout.log"),
+                   "only the log files of this name (default: every log file of the node)"),
+    "from": Str("the window's start: `run` (the story's start), `<fault name>.start` or `<fault name>.stop`, "
+                "optionally +/- seconds (`kill-controller.start-5`); default: the log's first line"),
+    "to": Str("the window's end, in the same words; default: the log's last line"),
+    "appears": Bool("true: at least one line must match in the window; false: none may", True),
+    "precondition": Bool("the line is the evidence that the run hit what it is about (a race window): without it "
+                         "the run is INCONCLUSIVE, not failed (an anomaly `absent` forbids still fails it)", False),
+    "says": Str("what the line shows, in the verdict's words (default: the pattern)"),
+}, doc="lines that must (or must not) appear in the nodes' logs within a window of the run", title="expect.logs",
+    required=("pattern",), ref="log_evidence")
+
 EXPECT = Section({
     "absent": _anomalies("anomalies whose count must be 0 (`all`: every one)"),
     "present": _anomalies("anomalies whose count must be > 0 (`all`: every one)"),
@@ -217,6 +238,9 @@ EXPECT = Section({
     "observed": ListOf(Choice(OBSERVED_FACTS, what="fact"), doc="facts the observations must show"),
     "reason": Scalar(("string",), "with `valid: unknown`: a regular expression the unknown verdict's reason must "
                      "match (the stalled partition, its leader and ISR), so an unknown for another cause fails"),
+    "faults": MapOf(FAULT_OUTCOME, "per fault name of the timeline: the error its own request must get (a fault "
+                    "that acts as a client)", what="a mapping of fault names to outcomes"),
+    "logs": ListOf(LOG_EVIDENCE, doc="evidence lines in the nodes' logs (docs/spec.md, \"Evidence in the logs\")"),
 }, doc="what the run must show for the scenario to pass", title="expect", nullable=True, ref="expect")
 
 CLIENTS = Section({
@@ -262,4 +286,4 @@ SPEC.keys["configurations"] = MapOf(CONFIGURATION, "named configurations; a run 
                                                    "`--configuration` names)", what="a mapping of configuration "
                                                    "names to configurations")
 SECTIONS: tuple[Section, ...] = (SPEC, CLUSTER, CLIENTS, WORKLOADS, PRODUCER, CONSUMER, TRANSFORMER, EXPECT,
-                                 CONFIGURATION)
+                                 FAULT_OUTCOME, LOG_EVIDENCE, CONFIGURATION)

@@ -74,6 +74,8 @@ class FaultKind:
     journaled_as: tuple[str, ...] = ()  # names its journal rows carry besides its own
     powers_off: bool = False  # cuts a node's power: the cluster is made ready for power cuts
     processes: tuple[str, ...] = ("producer",)  # a workload kind: the roles of the `process` it may name
+    outcome: str | None = None  # a client kind: its start row's `detail` key holding its request's outcome
+    # (`status`, `error_code`, `error`), which a scenario's `expect.faults` holds to an error code
 
     @property
     def spec_keys(self) -> tuple[str, ...]:
@@ -149,7 +151,8 @@ _KINDS: tuple[FaultKind, ...] = (
               ("process", "api", "release_before"), ("process",)),
     FaultKind(STRAY_PRODUCE, "client", "send one transactional record to the leader of `partition` under a fresh "
               "transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging "
-              "transaction); the stop does nothing: no marker will ever close it", STRAY_FAULT),
+              "transaction); the stop does nothing: no marker will ever close it", STRAY_FAULT,
+              outcome="stray"),
 )
 _BY_NAME: dict[str, FaultKind] = {kind.name: kind for kind in _KINDS}  # the registry: read it at call time
 

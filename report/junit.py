@@ -5,7 +5,8 @@ Jenkins, GitLab and the other CI servers read: a ``<testsuites>`` root with one
 ``<testsuite>`` per scenario (all the attributes that format requires) and a
 ``<testcase>`` per configuration. A case that did not show what was expected
 is a ``<failure>`` whose message is the expected-versus-observed line; a case
-with no verdict (unknown) is an ``<error>``. The bytes depend only on the
+with no verdict (unknown) is an ``<error>``; an inconclusive one (its
+expectation's precondition never shown) is ``<skipped>``. The bytes depend only on the
 cases given: no clock, no host name unless one is passed.
 """
 
@@ -44,7 +45,8 @@ def with_run(case: ConfigurationResult) -> ConfigurationResult:
     from_run = case_from_run(run_dir)
     details = "\n".join(part for part in (case.details, from_run.details) if part)
     passed = None if from_run.passed is None else case.passed
-    return replace(case, passed=passed, details=details, started_ns=from_run.started_ns)
+    return replace(case, passed=passed, details=details, started_ns=from_run.started_ns,
+                   inconclusive=case.inconclusive or from_run.inconclusive)
 
 
 def case_from_run(run_dir: str | Path, scenario: str | None = None,
@@ -65,15 +67,17 @@ def case_from_run(run_dir: str | Path, scenario: str | None = None,
     expected, observed = VALID_EXPECTATION, outcome.headline
     passed = {"valid": True, "invalid": False}.get(outcome.state)
     expectation = read_expectation(run.verdict)
+    inconclusive = ""
     if expectation is not None:
         expected = expectation.expected
+        inconclusive = "; ".join(expectation.inconclusive)
         if outcome.state != "unknown":  # no verdict stays an error, whatever was expected
             observed, passed = expectation.observed, expectation.passed
         details += [f"mismatch: {m}" for m in expectation.mismatches]
     seconds = round((span[1] - span[0]) / fmt.NS, 3) if span else 0.0
     return ConfigurationResult(scenario or run.scenario, configuration or run.configuration or run.run_id, expected,
                                observed, passed, seconds, details="\n".join(details), run_dir=run.run_dir,
-                               started_ns=span[0] if span else None)
+                               started_ns=span[0] if span else None, inconclusive=inconclusive)
 
 
 def _clean(text: str) -> str:
@@ -101,7 +105,9 @@ def _testcase(suite: ET.Element, case: ConfigurationResult) -> None:
     body = f"expected: {case.expected}\nobserved: {case.observed}\n"
     if case.details:
         body += "\n" + case.details.rstrip("\n") + "\n"
-    if case.passed is False:
+    if case.passed is False and case.inconclusive:
+        outcome = ET.SubElement(element, "skipped", {"message": _clean(f"inconclusive: {case.inconclusive}")})
+    elif case.passed is False:
         outcome = ET.SubElement(element, "failure", {
             "message": _clean(f"expected: {case.expected} — observed: {case.observed}"),
             "type": "unexpected-outcome"})
@@ -116,17 +122,26 @@ def _suite(root: ET.Element, number: int, scenario: str, cases: Sequence[Configu
     suite = ET.SubElement(root, "testsuite", {
         "name": _clean(scenario), "package": _clean(f"{PACKAGE}.{scenario}"), "id": str(number),
         "timestamp": _timestamp(cases), "hostname": _clean(hostname), "tests": str(len(cases)),
-        "failures": str(sum(c.passed is False for c in cases)), "errors": str(sum(c.passed is None for c in cases)),
+        "failures": str(sum(c.passed is False and not c.inconclusive for c in cases)),
+        "errors": str(sum(c.passed is None for c in cases)),
         "time": _seconds(sum(c.seconds for c in cases)),
     })
+    inconclusive = sum(c.passed is False and bool(c.inconclusive) for c in cases)
+    if inconclusive:
+        suite.set("skipped", str(inconclusive))
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", {"name": "scenario", "value": _clean(scenario)})
     for case in cases:
         _testcase(suite, case)
     out = ET.SubElement(suite, "system-out")
-    verdicts = {True: "passed", False: "FAILED", None: "ERROR (no verdict)"}
-    out.text = _clean("".join(f"{c.configuration}: {verdicts[c.passed]}: {c.observed}\n" for c in cases))
+    out.text = _clean("".join(f"{c.configuration}: {_said(c)}: {c.observed}\n" for c in cases))
     ET.SubElement(suite, "system-err").text = ""
+
+
+def _said(case: ConfigurationResult) -> str:
+    if case.passed is False and case.inconclusive:
+        return "INCONCLUSIVE"
+    return {True: "passed", False: "FAILED", None: "ERROR (no verdict)"}[case.passed]
 
 
 def junit_xml(results: Sequence[ConfigurationResult], hostname: str = "localhost") -> str:

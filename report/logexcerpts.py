@@ -65,6 +65,15 @@ def parse_stamp(line: str) -> int | None:
     return int(moment.timestamp()) * fmt.NS + int(match.group(2)) * 1_000_000
 
 
+def broker_id(node: NodeFolder) -> int | None:
+    """The broker id the node's server.properties gives, or None where it has none (or it cannot be read)."""
+    try:
+        found = _BROKER_ID.search(node.config("broker").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
+
+
 def read_node_log(node: NodeFolder) -> NodeLog | None:
     """The node's broker server.log as timed entries, or None where there is none or it cannot be read."""
     path = node.logs("broker") / "server.log"
@@ -72,12 +81,7 @@ def read_node_log(node: NodeFolder) -> NodeLog | None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    broker: int | None = None
-    try:
-        found = _BROKER_ID.search(node.config("broker").read_text(encoding="utf-8", errors="replace"))
-        broker = int(found.group(1)) if found else None
-    except OSError:
-        pass
+    broker = broker_id(node)
     times: list[int] = []
     texts: list[str] = []
     for line in text.splitlines():

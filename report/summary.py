@@ -26,6 +26,7 @@ def summary(run_dir: str | Path) -> str:
         lines.append(f"  expected:   {expectation.expected}")
         lines.append(f"  observed:   {expectation.observed}")
         lines += [f"  mismatch:   {m}" for m in expectation.mismatches]
+        lines += [f"  missing:    {m}" for m in expectation.inconclusive]
     if outcome.errors:
         lines.append(f"  errors:     {outcome.errors_line}")
     if outcome.information:

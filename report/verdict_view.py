@@ -105,12 +105,16 @@ class ScenarioExpectation:
     passed: bool
     mismatches: tuple[str, ...]
     unmet: tuple[str, ...] = ()  # the expectations it missed, in `expected`'s words (older verdicts: none)
+    inconclusive: tuple[str, ...] = ()  # the preconditions never shown: the run neither passed nor failed
 
     @property
     def mark(self) -> str:
-        """"PASS (expected)", or "FAIL (expected no lost, two-leaders)": what was expected and did not happen."""
+        """"PASS (expected)", "INCONCLUSIVE (precondition not shown: ...)", or "FAIL (expected no lost,
+        two-leaders)": what was expected and did not happen."""
         if self.passed:
             return "PASS (expected)"
+        if self.inconclusive and not self.unmet:
+            return f"INCONCLUSIVE ({'; '.join(self.inconclusive)})"
         return f"FAIL (expected {', '.join(self.unmet) or self.expected})"
 
 
@@ -119,10 +123,11 @@ def read_expectation(verdict: dict[str, Any] | None) -> ScenarioExpectation | No
     raw = (verdict or {}).get("expectation")
     if not isinstance(raw, dict) or not isinstance(raw.get("passed"), bool):
         return None
-    mismatches, unmet = raw.get("mismatches"), raw.get("unmet")
+    mismatches, unmet, missing = raw.get("mismatches"), raw.get("unmet"), raw.get("inconclusive")
     return ScenarioExpectation(str(raw.get("expected", "")), str(raw.get("observed", "")), raw["passed"],
                                tuple(str(m) for m in mismatches) if isinstance(mismatches, list) else (),
-                               tuple(str(u) for u in unmet) if isinstance(unmet, list) else ())
+                               tuple(str(u) for u in unmet) if isinstance(unmet, list) else (),
+                               tuple(str(m) for m in missing) if isinstance(missing, list) else ())
 
 
 def verdict_line(verdict: dict[str, Any] | None) -> str:

@@ -312,3 +312,27 @@ def test_a_bad_file_among_several_is_refused_before_anything_starts(machine: Fak
     assert main(["run", str(good), str(bad), "--results", str(tmp_path / "results")], machine.machine) == 3
     assert "bad.yaml" in capsys.readouterr().err
     assert not (tmp_path / "results").exists() and machine.runtimes == []
+
+
+def test_a_run_without_its_preconditions_evidence_is_inconclusive_and_exits_4(
+        machine: FakeMachine, tmp_path: Path) -> None:
+    window = {"pattern": "AlterIsr in flight", "from": "iso.start", "precondition": True, "says": "the race window"}
+    raw = {**SPEC, "configurations": {"plain": {"expect": {"valid": True}},
+                                      "window": {"expect": {"valid": True, "logs": [window]}}}}
+    out = io.StringIO()
+
+    status, cases = run_specs(load_specs_from(raw, tmp_path), tmp_path / "results", "pandas", out,
+                              machine=machine.machine)
+
+    assert status == 4, out.getvalue()
+    assert {c.configuration: (c.passed, bool(c.inconclusive)) for c in cases} == {
+        "plain": (True, False), "window": (False, True)}
+    assert "INCONCLUSIVE fake-run [window]" in out.getvalue()
+    top = tmp_path / "results" / "fake-run" / "latest"
+    expectation = json.loads(RunFolder(top / "window").verdict.read_text())["expectation"]
+    assert expectation["passed"] is False and expectation["mismatches"] == []
+    assert expectation["inconclusive"][0].startswith("precondition not shown: the race window in any node's logs")
+    assert json.loads(RunFolder(top / "window").manifest.read_text())["outcome"] == "INCONCLUSIVE"
+    outcomes = {case.get("name"): [child.tag for child in case]
+                for case in ET.parse(top / "junit.xml").getroot().iter("testcase")}
+    assert outcomes == {"plain": [], "window": ["skipped"]}

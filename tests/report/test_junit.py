@@ -175,3 +175,22 @@ def test_summary_of_an_unknown_run(tmp_path: Path) -> None:
     assert text.splitlines()[0].endswith(": FAIL · UNKNOWN: no verdict.json: the checker did not finish")
     assert "no verdict.json" in text and "not written yet" in text
 
+
+
+def test_an_inconclusive_run_is_a_skipped_case_and_says_what_is_missing(run_copy: Path) -> None:
+    missing = "precondition not shown: an AlterIsr in flight in broker-0's logs (precondition): 0 line(s)"
+    verdict = verdict_of(run_copy)
+    verdict["expectation"].update(passed=False, mismatches=[], inconclusive=[missing])
+    (run_copy / "verdict.json").write_text(json.dumps(verdict))
+    path = render_junit(run_copy)
+    SCHEMA.validate(str(path))
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None and (suite.get("failures"), suite.get("skipped")) == ("0", "1")
+    skipped = suite.find("testcase/skipped")
+    assert skipped is not None and skipped.get("message") == f"inconclusive: {missing}"
+    text = summary(run_copy)
+    assert "INCONCLUSIVE: the run never showed what its expectation rests on" in text.splitlines()[0]
+    assert f"  missing:    {missing}" in text
+    from report import render_report
+    page = render_report(run_copy).read_text()
+    assert ">INCONCLUSIVE</div>" in page and missing.replace("'", "&#39;") in page
