@@ -189,8 +189,8 @@ def test_an_inconclusive_run_is_a_skipped_case_and_says_what_is_missing(run_copy
     skipped = suite.find("testcase/skipped")
     assert skipped is not None and skipped.get("message") == f"inconclusive: {missing}"
     text = summary(run_copy)
-    assert "INCONCLUSIVE: the run never showed what its expectation rests on" in text.splitlines()[0]
+    assert "INCONCLUSIVE (precondition not shown: " in text.splitlines()[0]
     assert f"  missing:    {missing}" in text
     from report import render_report
     page = render_report(run_copy).read_text()
-    assert ">INCONCLUSIVE</div>" in page and missing.replace("'", "&#39;") in page
+    assert ">INCONCLUSIVE (precondition not shown: " in page and missing.replace("'", "&#39;") in page
