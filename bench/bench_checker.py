@@ -101,8 +101,10 @@ def groups_main(sizes: list[int], repeats: int, pandas_repeats: int, mem_gib: in
     results = []
     for size in sizes:
         v1, v3 = group_histories(size)
-        check(v1, engine="spark")  # the session, the JIT and each plan's code generated once; not timed
-        counts = check(v3, engine="spark")["counts"]
+        for d in (v1, v3):  # the session, the JIT and each plan's code generated once; not timed
+            started = time.perf_counter()
+            counts = check(d, engine="spark")["counts"]
+            print(f"first check of {d.name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         v1_s, v3_s = alternated(lambda d=v1: check(d, engine="spark"), lambda d=v3: check(d, engine="spark"), repeats)
         row: dict[str, Any] = {
             "operations": size, "rows": rows(v3), "commits": pq.ParquetFile(v3 / "commits.parquet").metadata.num_rows,
@@ -130,6 +132,7 @@ def alternated(first: Any, second: Any, repeats: int) -> tuple[float, float]:
             started = time.perf_counter()
             fn()
             times.append(time.perf_counter() - started)
+        print(f"in turn: {a[-1]:.1f} s, {b[-1]:.1f} s", file=sys.stderr, flush=True)  # a figure even if cut short
     return statistics.median(a), statistics.median(b)
 
 
