@@ -139,7 +139,7 @@ bench-checker:
 	$(PY) bench/bench_checker.py --whole --whole-engine spark --txn $(BENCH_CHECKER_FLAGS)
 
 # Contract v3's cost: each engine on a history of six group members committing (checkers.synth_groups) and on the
-# same history without its commits (v1), in turn, Spark warm, pandas in its capped child (~10 min on 2 cores).
+# same history without its commits (v1), in turn, Spark warm, pandas in its capped child (over 6 min on 2 cores).
 BENCH_GROUPS_FLAGS ?= --sizes 10000000 --repeats 3 --pandas-repeats 1
 bench-checker-groups:
 	$(PY) bench/bench_checker.py --groups $(BENCH_GROUPS_FLAGS)
