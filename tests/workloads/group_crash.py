@@ -47,7 +47,9 @@ def commits_and_kills_are_recorded(run: Path) -> pd.DataFrame:
     final = commits[commits["kind"] == "final"]
     assert sorted(final["partition"]) == [0, 1, 2] and (final["status"] == "ok").all() and final["offset"].notna().all()
     assert (commits.loc[commits["kind"] == "sync", "status"] == "ok").sum() > 0
-    assert len(kills(run)) == 3  # at 10, 20 and 30 s, each member once
+    # At 10, 20 and 30 s of each member's own clock, every member at least once; az1's next kill at 40 s may come
+    # within the 40 s run where its client started first (docker starts the clients one after another).
+    assert kills(run)["process"].nunique() == 3
     return commits
 
 
