@@ -23,7 +23,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: setup setup-says setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended lint \
-	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-phases bench-lake bench-merge ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-checker-groups bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-says setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -152,6 +152,12 @@ bench-unsyncfs: $(IMAGES)
 BENCH_CHECKER_FLAGS ?= --sizes 1000000,10000000 --repeats 1
 bench-checker:
 	$(PY) bench/bench_checker.py --whole --whole-engine spark --txn $(BENCH_CHECKER_FLAGS)
+
+# Contract v3's cost: each engine on a history of six group members committing (checkers.synth_groups) and on the
+# same history without its commits (v1), in turn, Spark warm, pandas in its capped child (over 6 min on 2 cores).
+BENCH_GROUPS_FLAGS ?= --sizes 10000000 --repeats 3 --pandas-repeats 1
+bench-checker-groups:
+	$(PY) bench/bench_checker.py --groups $(BENCH_GROUPS_FLAGS)
 
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000

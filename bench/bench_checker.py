@@ -11,8 +11,12 @@ them: the full-column scan (xxhash64 over every column) and ``python -m checkers
 with ``--whole-engine`` (auto by default; its verdict's engine named), one beside
 the other. With ``--txn`` the Spark engine also judges the transactional (contract
 v2) form of each history (checkers.synth_txn), warm, in turn with the v1 one.
+With ``--groups`` (and nothing else) each engine judges a history of six group
+members committing (contract v3, checkers.synth_groups) in turn with the same
+history without its commits (v1): Spark warm, pandas in its capped child.
 
     .venv/bin/python bench/bench_checker.py [--sizes 100000,1000000,10000000] [--repeats 3]
+    .venv/bin/python bench/bench_checker.py --groups --sizes 10000000 --repeats 3
 """
 
 from __future__ import annotations
@@ -72,6 +76,53 @@ def txn_history(size: int) -> Path:
     return directory
 
 
+GROUP_MEMBERS = 6  # one partition each (checkers.synth's six partitions)
+
+
+def group_histories(size: int) -> tuple[Path, Path]:
+    """A synthetic history of ``size`` operations read by a group of six members (v1, no commits), and the same
+    history with the members' commits and the final drain's committed offsets (v3, checkers.synth_groups)."""
+    from checkers.synth_groups import grouped
+
+    v1, v3 = CACHE / f"groups{GROUP_MEMBERS}-v1-{size}", CACHE / f"groups{GROUP_MEMBERS}-v3-{size}"
+    if not (v1 / "reads.parquet").exists() or not (v3 / "commits.parquet").exists():
+        started = time.perf_counter()
+        tables = generate(SynthSpec(operations=size, consumers=GROUP_MEMBERS, seed=size % 1000))
+        write_history(tables, v1)
+        write_history(grouped(tables, seed=size % 1000), v3)
+        print(f"generated {v1} and {v3} in {time.perf_counter() - started:.1f}s", flush=True)
+    return v1, v3
+
+
+def groups_main(sizes: list[int], repeats: int, pandas_repeats: int, mem_gib: int | None) -> None:
+    """v3 against v1 per size: the Spark engine warm, in turn; pandas (``mem_gib`` not None) in its child."""
+    import pyarrow.parquet as pq
+
+    results = []
+    for size in sizes:
+        v1, v3 = group_histories(size)
+        for d in (v1, v3):  # the session, the JIT and each plan's code generated once; not timed
+            started = time.perf_counter()
+            counts = check(d, engine="spark")["counts"]
+            print(f"first check of {d.name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+        v1_s, v3_s = alternated(lambda d=v1: check(d, engine="spark"), lambda d=v3: check(d, engine="spark"), repeats)
+        row: dict[str, Any] = {
+            "operations": size, "rows": rows(v3), "commits": pq.ParquetFile(v3 / "commits.parquet").metadata.num_rows,
+            "spark_v1_s": round(v1_s, 1), "spark_v3_s": round(v3_s, 1), "spark_v3_vs_v1": round(v3_s / v1_s, 2),
+            "v3_counts": {k: counts[k] for k in ("group-skip", "redelivered", "rewound", "lost-commit")}}
+        if mem_gib is not None:
+            row |= {"pandas_v1": pandas_run(v1, pandas_repeats, mem_gib),
+                    "pandas_v3": pandas_run(v3, pandas_repeats, mem_gib)}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\ncores: {os.cpu_count()}  repeats: {repeats} (median), a group of {GROUP_MEMBERS} members")
+    print(f"{'operations':>11} {'commits':>8} {'spark v1 s':>10} {'spark v3 s':>10} {'v3/v1':>6} "
+          f"{'pandas v1 s':>16} {'pandas v3 s':>16}")
+    for r in results:
+        print(f"{r['operations']:>11} {r['commits']:>8} {r['spark_v1_s']:>10} {r['spark_v3_s']:>10} "
+              f"{r['spark_v3_vs_v1']:>6} {r.get('pandas_v1', 'skipped'):>16} {r.get('pandas_v3', 'skipped'):>16}")
+
+
 def alternated(first: Any, second: Any, repeats: int) -> tuple[float, float]:
     """Medians of ``first`` and ``second`` run in turn (so drift on a shared machine hits both alike)."""
     a: list[float] = []
@@ -81,6 +132,7 @@ def alternated(first: Any, second: Any, repeats: int) -> tuple[float, float]:
             started = time.perf_counter()
             fn()
             times.append(time.perf_counter() - started)
+        print(f"in turn: {a[-1]:.1f} s, {b[-1]:.1f} s", file=sys.stderr, flush=True)  # a figure even if cut short
     return statistics.median(a), statistics.median(b)
 
 
@@ -172,8 +224,14 @@ def main() -> None:
     parser.add_argument("--whole-engine", default="auto", help="the --engine of the whole-process checker")
     parser.add_argument("--txn", action="store_true",
                         help="also the Spark engine on the transactional form of each history, in turn with v1")
+    parser.add_argument("--groups", action="store_true",
+                        help="only: each engine on a history of six group members committing (v3) and without (v1)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.groups:
+        groups_main(sizes, args.repeats, args.pandas_repeats or args.repeats,
+                    None if args.skip_pandas else args.pandas_mem_gib)
+        return
     dirs = {size: history(size) for size in sizes}
     check(dirs[sizes[0]], engine="spark")  # warm the session and the JIT; not timed
     results = []
