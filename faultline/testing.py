@@ -89,7 +89,7 @@ class FaultlineCluster:
     # -- the context manager -------------------------------------------------------
     def __enter__(self) -> FaultlineCluster:
         with self._stack as stack:
-            host = _testcontainers_host() if self.settings.runtime == "docker" else None
+            host = _testcontainers_host()  # used by the docker runtime only; harmless to the others
             if host:
                 os.environ["DOCKER_HOST"] = host
                 stack.callback(os.environ.pop, "DOCKER_HOST", None)
