@@ -48,4 +48,4 @@ def test_my_producer_in_az1_fails_while_az1_is_isolated_and_recovers_after_the_h
             producer.close()  # before the cluster goes: an open producer keeps reconnecting to its addresses
 # --- to here ---
 
-pytestmark = [pytest.mark.docker, pytest.mark.extended]  # `make test-docker` runs it; `make test` does not (57 s)
+pytestmark = pytest.mark.docker

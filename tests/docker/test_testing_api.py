@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 
 from faultline.testing import FaultlineCluster
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.extended]  # `make test` runs docs/api.md's example (test_app_client_az.py) instead
 
 
 def test_a_producer_sees_the_leader_move_and_keeps_every_acks_all_write() -> None:
