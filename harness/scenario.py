@@ -155,9 +155,9 @@ class ScenarioRun:
                 self._failed(index, spec, run_dir, exc, started, out)
                 return
             case = case_of(spec, outcome, time.monotonic() - started)
-            self.lines[index] = verdict_line(outcome.verdict)
+            self.lines[index] = line = verdict_line(outcome.verdict)
             self._record(index, case)
-            out.write(describe(case, outcome) + "\n")
+            out.write(describe(case, outcome, line) + "\n")
             out.flush()
         return done
 
@@ -248,13 +248,11 @@ def case_of(spec: Spec, outcome: RunOutcome, seconds: float) -> ConfigurationRes
                                v.get("valid") is True, seconds, run_dir=outcome.run_dir, status=outcome.status)
 
 
-def describe(case: ConfigurationResult, outcome: RunOutcome) -> str:
-    """A configuration's result line, its verdict line first (report.verdict_view.verdict_line): "PASS (expected)
-    · INVALID: lost 9,204 acknowledged writes | isolate-az-leader [acks1] | expected: ... | observed: ... | ..."."""
-    from report.verdict_view import verdict_line
-
+def describe(case: ConfigurationResult, outcome: RunOutcome, line: str) -> str:
+    """A configuration's result line, its verdict line first (`line`, report.verdict_view.verdict_line): "PASS
+    (expected) · INVALID: lost 9,204 acknowledged writes | isolate-az-leader [acks1] | expected: ... | observed: ..."."""
     stats = outcome.verdict.get("stats", {})
-    return (f"{verdict_line(outcome.verdict)} | {case.scenario} [{case.configuration}] | expected: {case.expected}"
+    return (f"{line} | {case.scenario} [{case.configuration}] | expected: {case.expected}"
             f" | observed: {case.observed} | writes {stats.get('writes')} ok {stats.get('ok')} final reads"
             f" {stats.get('final_reads')} | {case.seconds:.0f} s | {case.run_dir}")
 
