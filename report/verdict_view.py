@@ -110,10 +110,12 @@ class ScenarioExpectation:
     @property
     def mark(self) -> str:
         """"PASS (expected)", "INCONCLUSIVE (precondition not shown: ...)", or "FAIL (expected no lost,
-        two-leaders)": what was expected and did not happen."""
+        two-leaders)": what was expected and did not happen. Inconclusive as checkers.verdict.expectation_state
+        judges it (and the exit status and the campaign with it): a missing precondition listed, whatever else the
+        run missed (an anomaly the expectation forbids turns a missing precondition into a mismatch instead)."""
         if self.passed:
             return "PASS (expected)"
-        if self.inconclusive and not self.unmet:
+        if self.inconclusive:
             return f"INCONCLUSIVE ({'; '.join(self.inconclusive)})"
         return f"FAIL (expected {', '.join(self.unmet) or self.expected})"
 

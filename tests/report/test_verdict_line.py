@@ -57,3 +57,17 @@ def test_recover_ends_in_the_same_line(tmp_path: Path) -> None:
 
     verdict = judged(False, {"lost": 610}, {"present": ["lost"]})
     assert summary_line(verdict, tmp_path).startswith("PASS (expected) · INVALID: lost 610 acknowledged writes | ")
+
+
+def test_a_missing_precondition_reads_inconclusive_whatever_else_was_missed() -> None:
+    """A precondition not shown and an expected anomaly not seen (the run never hit its window, so neither could
+    show): the line says INCONCLUSIVE, as the exit status and the campaign judge it (expectation_state)."""
+    from checkers.verdict import INCONCLUSIVE, expectation_state
+
+    verdict: dict[str, Any] = {"valid": True, "errors": {}, "counts": {"lost": 0},
+                               "expectation": {"expected": "lost > 0, the window", "observed": "lost = 0",
+                                               "passed": False, "mismatches": ["lost = 0 (expected > 0)"],
+                                               "unmet": ["lost > 0"],
+                                               "inconclusive": ["precondition not shown: the window: 0 line(s)"]}}
+    assert expectation_state(verdict["expectation"]) == INCONCLUSIVE
+    assert verdict_line(verdict) == "INCONCLUSIVE (precondition not shown: the window: 0 line(s)) · VALID"
