@@ -104,7 +104,7 @@ def test_the_versions_campaign_plans_every_cell_with_an_expectation() -> None:
 
     proc = faultline("campaign", "campaigns/versions.yaml", "--plan", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
-    assert "55 of 55 runs fit" in proc.stdout and "32 matrix cells refused" in proc.stdout
+    assert "57 of 57 runs fit" in proc.stdout and "32 matrix cells refused" in proc.stdout
     assert "1 shard (--shard I/1)" in proc.stdout  # the 4-hour budget holds the whole pass on one machine
     assert "unclean-election [unclean.kafka-3_9_1.md-zookeeper]" in proc.stdout
     assert "power-cut-az [acksall.kafka-4_1_1.md-kraft]" in proc.stdout
@@ -112,6 +112,7 @@ def test_the_versions_campaign_plans_every_cell_with_an_expectation() -> None:
     assert "hw-truncation [kafka-0-10-2]" in proc.stdout and "consumer-validation-duplicates [client-2-1-0]" in proc.stdout
     assert "kraft-isolated-controller [kafka-3-6-2]" in proc.stdout and "kraft-isolated-controller [kafka-3-7-2]" in proc.stdout
     assert "isr-expansion-lost [kafka-2-7-2]" in proc.stdout and "isr-expansion-lost [kafka-3-0-2]" in proc.stdout
+    assert "batch-consume-skip [client-2-0-2]" in proc.stdout and "batch-consume-skip [client-2-1-1]" in proc.stdout
 
 
 def test_hw_truncation_names_one_version_per_configuration() -> None:
