@@ -26,7 +26,15 @@ testcontainers' reaper, is not used (its image cannot be pulled without a
 registry): every container, namespace and process carries the run's prefix,
 the context manager removes them on every exit path, and `python -m harness
 clean` removes what a killed test left.
-Must never: leave a fault in place or a container behind when the block ends.
+A Kafka client of the test still open when the block ends would reconnect to the
+gone addresses through the machine's default route, off the machine: the block's
+end looks for this process's connections to the cluster's network first
+(`faultline.open_clients`) and, if there are any, removes every host but keeps
+the network (the bridge holding the control address and the route to the hosts'
+addresses), so those reconnects stay on this machine, and raises ClusterError
+(a warning when the block itself raised); `python -m harness clean` removes it.
+Must never: leave a fault in place or a container behind when the block ends, or
+remove the network while a client of this process is connected to it.
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ import contextlib
 import os
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from faultline.open_clients import connections_to
 from nemesis.nemesis import Nemesis
 from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.dist.versions import check_metadata, default_metadata
@@ -47,7 +57,7 @@ from testbed.kafka import az_proxy
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings, az_bootstrap
 from testbed.lifecycle import provision
-from testbed.runtime.base import Firewalled, Runtime
+from testbed.runtime.base import Firewalled, KeepsNetwork, Runtime
 from testbed.runtime.kinds import default_network
 from testbed.runtime.kinds import kind as runtime_kind
 from testbed.status import cluster_status
@@ -85,6 +95,7 @@ class FaultlineCluster:
         self.cluster: KafkaCluster | None = None
         self.nemesis: Nemesis | None = None
         self.settled_after_s: float | None = None  # how long the last wait_settled waited
+        self.left_open: list[str] = []  # the connections to the network the last block's end found (address:port)
 
     # -- the context manager -------------------------------------------------------
     def __enter__(self) -> FaultlineCluster:
@@ -95,7 +106,8 @@ class FaultlineCluster:
                 stack.callback(os.environ.pop, "DOCKER_HOST", None)
             run_dir = self._run_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="faultline-")))
             cluster, runtime = stack.enter_context(provision(self.settings, run_dir / "cluster"))
-            assert isinstance(runtime, Firewalled)
+            assert isinstance(runtime, Firewalled) and isinstance(runtime, KeepsNetwork)
+            stack.callback(self._keep_network_for_open_clients, runtime)  # once the nemesis is closed, before the hosts go
             self.cluster = cluster
             self.nemesis = Nemesis(cluster, runtime, cluster.folder.nemesis_journal, seed=0)
             stack.callback(self.nemesis.close)
@@ -104,8 +116,24 @@ class FaultlineCluster:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.left_open = []
         self._stack.close()
         self.cluster = self.nemesis = None
+        if self.left_open:
+            message = (f"FaultlineCluster: {len(self.left_open)} connection(s) of this process to the cluster's "
+                       f"network {self.settings.network} still open when the block ended "
+                       f"({', '.join(self.left_open[:4])}{', ...' if len(self.left_open) > 4 else ''}): a Kafka "
+                       f"client made in the block is still open; close it inside the block. The hosts are gone; "
+                       f"the network stays so that its reconnects stay on this machine: "
+                       f"'sudo python -m harness clean' removes it")
+            if kind is None:
+                raise ClusterError(message)
+            warnings.warn(message, ResourceWarning, stacklevel=2)
+
+    def _keep_network_for_open_clients(self, runtime: KeepsNetwork) -> None:
+        self.left_open = connections_to(self.settings.network)
+        if self.left_open:
+            runtime.keep_network()
 
     def _live(self) -> tuple[KafkaCluster, Nemesis]:
         if self.cluster is None or self.nemesis is None:

@@ -147,6 +147,14 @@ class Runtime(Protocol):
 
 
 @runtime_checkable
+class KeepsNetwork(Protocol):
+    def keep_network(self) -> None:
+        """Have `destroy` leave the network joining the hosts to the control plane (its bridge, with the control
+        address and the route to the plan's network) and remove the rest: what this machine still sends to the
+        hosts' addresses stays on it. `clean` removes the network."""
+
+
+@runtime_checkable
 class Firewalled(Protocol):
     def set_firewall(self, host: Host, rules: str) -> None:
         """Make the host's fault chains (FAULT_IN_CHAIN, FAULT_OUT_CHAIN) hold exactly `rules`

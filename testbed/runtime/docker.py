@@ -8,24 +8,18 @@ the control address, so the harness reaches every host and no rule inside a
 container can cut it off). The daemon is DOCKER_HOST or the default socket
 (`testbed.runtime.dockerd.docker_client`).
 
-Files go in and out through the API (tar archives), so the daemon may be
-anywhere: a host keeps the run folder's `path` at `/faultline/run/<path
-relative to the run folder>`. Processes are `docker exec`s: a small shell
-writes its pid, then execs the command, so the handle knows the process's pid
-inside the container and the daemon's exec record says whether it runs and
-how it ended. Fault rules are one `iptables-restore` of the filter table
-inside the container (Docker keeps its DNS rules in the nat table, untouched).
-A power-off kills the node's container (every process dies at once); power-on
-starts it again with its filesystem as it was. When the daemon runs on this
-machine (the project's own dockerd, or a local socket), a node's data
-directories are bind mounts of the run folder's, and `keep_unsynced` mounts the
-lose-unsynced-writes filesystem over them here (`testbed.runtime.unsynced`, as
-netns does) and restarts the container so its binds show it: a power-off then
-cuts that filesystem with the container, dropping what was not fsynced, and
-power-on mounts what survived before the container starts again. Degraded
-links (same condition) are the netns runtime's (`testbed.runtime.netns_links`)
-run from here inside the container's network namespace (`nsenter --net`): an
-HTB qdisc on its eth0 and a delay process holding its NFQUEUE queues.
+Files go in and out through the API (tar archives), so the daemon may be anywhere: a host keeps the run folder's
+`path` at `/faultline/run/<path relative to the run folder>`. Processes are `docker exec`s: a small shell writes
+its pid, then execs the command, so the handle knows the process's pid inside the container and the daemon's exec
+record says whether it runs and how it ended. Fault rules are one `iptables-restore` of the filter table inside the
+container (Docker keeps its DNS rules in the nat table, untouched). A power-off kills the node's container (every
+process dies at once); power-on starts it again with its filesystem as it was. When the daemon runs on this machine
+(the project's own dockerd, or a local socket), a node's data directories are bind mounts of the run folder's, and
+`keep_unsynced` mounts the lose-unsynced-writes filesystem over them here (`testbed.runtime.unsynced`, as netns
+does) and restarts the container so its binds show it: a power-off then cuts that filesystem with the container,
+dropping what was not fsynced, and power-on mounts what survived before the container starts again. Degraded links
+(same condition) are the netns runtime's (`testbed.runtime.netns_links`) run from here inside the container's
+network namespace (`nsenter --net`): an HTB qdisc on its eth0 and a delay process holding its NFQUEUE queues.
 
 Must never: touch a container or network without this run's prefix, or create
 a network that is not internal.
@@ -80,8 +74,8 @@ PID_WAIT_S = 5.0
 
 
 class DockerRuntime:
-    """Hosts as containers; implements Runtime, Firewalled, PowerCycled, and with a daemon on this machine
-    LosesUnsyncedWrites and LinkShaper; its processes are Pausable."""
+    """Hosts as containers; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, and with a daemon on this
+    machine LosesUnsyncedWrites and LinkShaper; its processes are Pausable."""
 
     kind = "docker"
 
@@ -97,6 +91,7 @@ class DockerRuntime:
         self._processes: dict[str, DockerProcess] = {}
         self._installed: set[str] = set()
         self._lock = threading.Lock()
+        self._keep_network = False
         self._firewalls = FirewallChannels({**os.environ, RUN_ENV: prefix})
         self.disks = UnsyncedDisks(prefix, state, {**os.environ, RUN_ENV: prefix})
         self._links = NetnsLinks(self._enter, {**os.environ, RUN_ENV: prefix})
@@ -184,12 +179,15 @@ class DockerRuntime:
     def exists(self) -> bool:
         return bool(self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.prefix}"}))
 
+    def keep_network(self) -> None:
+        self._keep_network = True
+
     def destroy(self) -> None:
         self._firewalls.close()
         self._links.close()
-        remove_prefixed_resources(self.client, self.prefix)
+        remove_prefixed_resources(self.client, self.prefix, networks=not self._keep_network)
         self.disks.unmount_all()  # the nodes are gone: what they wrote is synced to the run folder
-        for kind in ("containers", "networks"):
+        for kind in ("containers", "networks")[:1 if self._keep_network else 2]:
             for name in list(self.state.data.get(kind, [])):
                 self.state.discard(kind, name)
         self.state.update(processes={})

@@ -75,8 +75,9 @@ def create_internal_network(client: docker.DockerClient, name: str,
         labels={"faultline.prefix": name[:8]})
 
 
-def remove_prefixed_resources(client: docker.DockerClient, prefix: str | None) -> list[str]:
-    """Remove (force) the containers and networks named `prefix` or `prefix-...` (None: any project prefix)."""
+def remove_prefixed_resources(client: docker.DockerClient, prefix: str | None, networks: bool = True) -> list[str]:
+    """Remove (force) the containers and networks (with `networks`) named `prefix` or `prefix-...` (None: any
+    project prefix)."""
     if prefix is not None and not PREFIX_RE.match(prefix):
         raise RuntimeFailure(f"bad prefix {prefix!r}")
     ours = re.compile(rf"^/?{re.escape(prefix) if prefix else 'fl[0-9a-f]{6}'}(-|$)")
@@ -86,7 +87,7 @@ def remove_prefixed_resources(client: docker.DockerClient, prefix: str | None) -
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True, v=True)
             removed.append(f"container {container.name}")
-    for network in client.networks.list():
+    for network in client.networks.list() if networks else []:
         if ours.match(network.name or ""):
             with contextlib.suppress(docker.errors.NotFound):
                 network.remove()

@@ -73,8 +73,8 @@ def namespace_pids(ns: str) -> list[int]:
 
 
 class NetnsRuntime:
-    """Hosts as network namespaces; implements Runtime, Firewalled, PowerCycled, LosesUnsyncedWrites and
-    LinkShaper; its processes are Pausable."""
+    """Hosts as network namespaces; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, LosesUnsyncedWrites
+    and LinkShaper; its processes are Pausable."""
 
     kind = "netns"
 
@@ -88,6 +88,7 @@ class NetnsRuntime:
         self._firewalls = FirewallChannels(self._env(None))
         self.disks = UnsyncedDisks(prefix, state, self._env(None))
         self._links = NetnsLinks(lambda host: ["ip", "netns", "exec", self.namespace(host)], self._env(None))
+        self._kept: set[str] = set()  # links destroy leaves (keep_network)
 
     # -- names -------------------------------------------------------------
     def namespace(self, host: Host) -> str:
@@ -136,6 +137,9 @@ class NetnsRuntime:
     def exists(self) -> bool:
         return any(ns.startswith(self.prefix + "-") for ns in list_namespaces())
 
+    def keep_network(self) -> None:
+        self._kept.add(self.bridge)
+
     def destroy(self) -> None:
         self._firewalls.close()  # a channel's netlink socket would keep a deleted namespace alive
         self._links.close()  # delay processes release what they hold and go
@@ -158,6 +162,7 @@ class NetnsRuntime:
             self.state.discard("namespaces", ns)
         present = set(list_links())  # a deleted namespace took its end of each veth pair, and so the pair
         links = sorted(set(self.state.data.get("links", [])) | {x for x in present if x.startswith(self.prefix)})
+        links = [link for link in links if link not in self._kept]
         ip_batch([f"link del {link}" for link in links if link in present])
         for link in links:
             self.state.discard("links", link)
