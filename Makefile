@@ -100,7 +100,7 @@ test: lint
 	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not groups and not extended" $(PYTEST_FLAGS)
 
 # The longer variants of `make test`'s own tests (marker `extended`): more seeds of the engine comparisons, the smoke
-# scenario on Docker, power-cut-cluster's two flush settings.
+# scenario on Docker, power-cut-cluster's two flush settings, FaultlineCluster's guard against a client left open.
 test-extended: $(IMAGES)
 	$(PY) -m pytest -m extended $(PYTEST_FLAGS)
 
