@@ -128,7 +128,7 @@ class FaultlineCluster:
                        f"'sudo python -m harness clean' removes it")
             if kind is None:
                 raise ClusterError(message)
-            warnings.warn(message, ResourceWarning, stacklevel=2)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)  # shown by default, in pytest or not
 
     def _keep_network_for_open_clients(self, runtime: KeepsNetwork) -> None:
         self.left_open = connections_to(self.settings.network)

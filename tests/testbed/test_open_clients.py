@@ -126,7 +126,7 @@ def test_a_client_left_open_keeps_the_network_and_fails_the_block(events: list[s
 
 def test_a_block_that_raised_keeps_its_error_and_warns(events: list[str], server: socket.socket,
                                                        tmp_path: Path) -> None:
-    with pytest.warns(ResourceWarning, match="still open when the block ended"), pytest.raises(AssertionError), \
+    with pytest.warns(RuntimeWarning, match="still open when the block ended"), pytest.raises(AssertionError), \
             FaultlineCluster(run_dir=tmp_path, runtime="netns"):
         client = socket.create_connection(server.getsockname())
         accepted, _ = server.accept()
