@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
 from testbed.localprocs import is_alive, start_time, wait_dead
 from testbed.paths import REPO_ROOT
@@ -300,3 +301,16 @@ class UnsyncedDisks:
     def _record(self) -> None:
         self.state.update(mounts={t: {**m.to_json(), "host": m.host, "log": str(m.log)}
                                   for t, m in self._mounts.items() if m.pid})
+
+
+class LocalDiskFaults:
+    """`DiskFaults` (testbed.runtime.base) for a runtime whose hosts' unsyncfs mounts run on this machine
+    (`self.disks`: netns, docker)."""
+
+    disks: UnsyncedDisks
+
+    def start_disk_fault(self, host: Host, data_dir: Path, rule: dict[str, Any]) -> dict[str, Any]:
+        return self.disks.start_fault(host.name, data_dir, rule)
+
+    def stop_disk_fault(self, host: Host, data_dir: Path, rule_id: str) -> dict[str, Any]:
+        return self.disks.stop_fault(host.name, data_dir, rule_id)

@@ -1,0 +1,136 @@
+"""Disk faults as specs, their refusals, and what they hand the runtime and journal (a recording runtime: no mount;
+tests/testbed/test_unsyncfs_faults.py holds the mount's side on a real one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.spec import parse_spec
+from nemesis.disk_faults import DISK_FAULT, KRAFT_METADATA, data_path
+from nemesis.fault_base import FaultEnv
+from nemesis.spec import parse_fault
+from testbed.errors import FaultError, RuntimeFailure, SpecError
+from testbed.runfolder import NodeFolder
+from testbed.runtime.unsynced import LocalDiskFaults
+from tests.harness.test_spec import BASE
+
+
+class Disks:
+    """A recording stand-in for UnsyncedDisks: rules by (host, dir); refuses what `refuse` names."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.rules: dict[tuple[str, Path], dict[str, Any]] = {}
+        self.refuse = refuse
+
+    def start_fault(self, host: str, target: Path, rule: dict[str, Any]) -> dict[str, Any]:
+        if self.refuse == host:
+            raise RuntimeFailure(f"unsyncfs over {target} refused its disk faults: no")
+        self.rules[(host, target)] = rule
+        return {}
+
+    def stop_fault(self, host: str, target: Path, rule_id: str) -> dict[str, Any]:
+        rule = self.rules.pop((host, target))
+        assert rule["id"] == rule_id
+        return {"counts": {"eio-write": 2}, "files": {f"{rule['path']}/00.log": {"eio-write": 2}}}
+
+
+class Runtime(LocalDiskFaults):
+    kind = "netns"
+
+    def __init__(self, disks: Disks) -> None:
+        self.disks = disks  # type: ignore[assignment]
+
+
+def node(name: str, broker_id: int) -> Any:
+    return SimpleNamespace(name=name, broker_id=broker_id)
+
+
+NODES = {"az1-node": node("az1-node", 0), "az2-node": node("az2-node", 1)}
+
+
+def env(tmp_path: Path, disks: Disks, roles: tuple[str, ...] = ("zookeeper", "broker"), lose: bool = True) -> Any:
+    settings = SimpleNamespace(topic="faultline", lose_unsynced_writes=lose,
+                               quorum_role=roles[0] if len(roles) == 2 else None)
+    cluster = SimpleNamespace(runtime=Runtime(disks), settings=settings, loses_unsynced_writes=lose,
+                              node_folder=lambda n: NodeFolder(tmp_path / n.name),
+                              plan=SimpleNamespace(host=lambda name: NODES[name]))
+    return FaultEnv(cluster=cluster, firewall=None)  # type: ignore[arg-type]
+
+
+class Resolver:
+    def nodes(self, selectors: tuple[str, ...]) -> list[Any]:
+        return [NODES[s.replace("leader", "az1-node")] for s in selectors]
+
+
+def test_a_disk_error_on_the_leaders_partition_reaches_its_mount_and_its_counts_the_stop_row(tmp_path: Path) -> None:
+    disks = Disks()
+    spec = parse_fault("n[0]", {"fault": "disk-error", "target": "leader", "path": "partition", "partition": 2,
+                                "ops": ["write"], "probability": 0.5})
+    injected = DISK_FAULT.inject(spec, Resolver(), env(tmp_path, disks), "eio-leader")  # type: ignore[arg-type]
+    data = tmp_path / "az1-node" / "kafka-data"
+    assert disks.rules == {("az1-node", data): {"id": "eio-leader", "kind": "disk-error", "path": "faultline-2",
+                                                  "ops": ["write"], "p": 0.5}}
+    assert injected.targets == {"nodes": ["az1-node"], "brokers": [0], "path": "partition",
+                                "paths": {"az1-node": "kafka-data/faultline-2"}}
+    undone = DISK_FAULT.undo(injected, env(tmp_path, disks))
+    assert disks.rules == {}
+    assert undone == {"counts": {"az1-node": {"path": "kafka-data/faultline-2", "counts": {"eio-write": 2},
+                                              "files": {"faultline-2/00.log": {"eio-write": 2}}}}}
+
+
+def test_the_quorum_path_is_zookeepers_the_controllers_or_a_combined_nodes_metadata_log(tmp_path: Path) -> None:
+    n = NODES["az1-node"]
+    assert data_path(env(tmp_path, Disks()).cluster, n, "quorum", 0) == (tmp_path / "az1-node" / "zookeeper-data", "")
+    assert data_path(env(tmp_path, Disks(), ("controller", "broker")).cluster, n, "quorum", 0) == (
+        tmp_path / "az1-node" / "controller-data", "")
+    assert data_path(env(tmp_path, Disks(), ("broker",)).cluster, n, "quorum", 0) == (
+        tmp_path / "az1-node" / "kafka-data", KRAFT_METADATA)
+
+
+def test_a_node_that_refuses_undoes_the_others_and_fails_the_start(tmp_path: Path) -> None:
+    disks = Disks(refuse="az2-node")
+    spec = parse_fault("n[0]", {"fault": "slow-disk", "target": ["az1-node", "az2-node"], "fsync_delay_ms": 500})
+    with pytest.raises(FaultError, match=r"^slow-disk: unsyncfs over .* refused its disk faults: no$"):
+        DISK_FAULT.inject(spec, Resolver(), env(tmp_path, disks), "slow")  # type: ignore[arg-type]
+    assert disks.rules == {}
+
+
+def test_data_off_unsyncfs_is_refused_when_the_fault_starts(tmp_path: Path) -> None:
+    spec = parse_fault("n[0]", {"fault": "disk-full", "target": "az1-node", "free_bytes": 0})
+    with pytest.raises(FaultError, match=r"disk-full: the nodes' data is not on unsyncfs"):
+        DISK_FAULT.inject(spec, Resolver(), env(tmp_path, Disks(), lose=False), "full")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("fault", "says"), [
+    ({"fault": "disk-error", "target": "leader", "probability": 1.5},
+     r"^n\[0\]\.probability: expected a number >= 0 and <= 1, got 1\.5$"),
+    ({"fault": "disk-error", "target": "leader", "path": "/etc"},
+     r"^n\[0\]\.path: '/etc' is not one of log-dir, partition, quorum$"),
+    ({"fault": "disk-error", "target": "leader", "ops": ["unlink"]},
+     r"^n\[0\]\.ops\[0\]: 'unlink' is not one of write, fsync, read$"),
+    ({"fault": "disk-full", "target": "leader", "free_bytes": -1},
+     r"^n\[0\]\.free_bytes: expected a whole number >= 0, got -1$"),
+    ({"fault": "slow-disk", "target": "leader"}, r"^n\[0\]\.fsync_delay_ms: required for fault slow-disk$"),
+    ({"fault": "slow-disk", "target": "leader", "fsync_delay_ms": 10, "loss": 0.1},
+     r"^n\[0\]\.loss: unknown key for fault slow-disk"),
+])
+def test_bad_disk_faults_name_the_key(fault: dict[str, Any], says: str) -> None:
+    with pytest.raises(SpecError, match=says):
+        parse_fault("n[0]", fault)
+
+
+def test_a_runtime_or_cluster_that_cannot_is_refused_in_one_line() -> None:
+    spec = {**BASE, "nemesis": [{"at": 1, "fault": "disk-error", "target": "leader"}]}
+    assert parse_spec({**spec, "cluster": {"runtime": "netns"}}).nemesis.items
+    assert parse_spec({**spec, "cluster": {"runtime": "docker"}}).nemesis.items
+    with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: disk-error needs a runtime whose nodes' data is on "
+                                        r"unsyncfs mounts it can steer; the ssh runtime cannot \(use --runtime netns "
+                                        r"or docker\)$"):
+        parse_spec({**spec, "cluster": {"runtime": "ssh", "inventory": "hosts.yaml"}})
+    with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: disk-error acts on the nodes' unsyncfs mounts, and "
+                                        r"cluster.lose_unsynced_writes: false keeps their data off them"):
+        parse_spec({**spec, "cluster": {"runtime": "netns", "lose_unsynced_writes": False}})
