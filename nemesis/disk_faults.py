@@ -12,8 +12,11 @@ node's data: `log-dir` (the broker's log directory), `partition` (the spec's
 `partition` of the workload topic, its directory in the log directory),
 `quorum` (ZooKeeper's data directory, or the KRaft controller's metadata log:
 its own directory, or `__cluster_metadata-0` in a combined node's log
-directory). The stop journals what each node's rule counted: every call it
-failed or delayed, in all and per file.
+directory). The stop takes the rules off, then starts again the process that
+uses the path where it died meanwhile (a broker halts when its last log
+directory failed, as a supervisor would restart it on a repaired disk), and
+journals what each node's rule counted: every call it failed or delayed, in
+all and per file, and what it restarted.
 
 Must never: act on a node whose data is not on unsyncfs, or touch a file outside the node's data.
 """
@@ -21,17 +24,18 @@ Must never: act on a node whose data is not on unsyncfs, or touch a file outside
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from nemesis.fault_base import FaultEnv, Injected
-from testbed.errors import FaultError, RuntimeFailure
+from nemesis.faults import start_again
+from testbed.errors import ClusterError, FaultError, RuntimeFailure
 from testbed.runtime.base import DiskFaults
 
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
     from nemesis.targets import Resolver
     from testbed.addressing import Host
-    from testbed.kafka.cluster import KafkaCluster
+    from testbed.kafka.cluster import KafkaCluster, NodeRole
 
 KRAFT_METADATA = "__cluster_metadata-0"
 
@@ -92,8 +96,10 @@ class DiskFault:
             raise FaultError(f"{spec.fault}: {exc}") from exc
         targets = {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
                    "path": spec.disk.path, "paths": paths}
+        role = cast("NodeRole", (env.cluster.settings.quorum_role or "broker") if spec.disk.path == "quorum"
+                    else "broker")
         return Injected(key, spec.fault, targets, {"rule": rule_of(spec, key, ""), "partition": spec.partition},
-                        tuple((n.name, "broker") for n in nodes))
+                        tuple((n.name, role) for n in nodes))
 
     def undo(self, injected: Injected, env: FaultEnv) -> dict[str, Any]:
         runtime = _runtime(env, injected.fault)
@@ -107,7 +113,12 @@ class DiskFault:
                                 **runtime.stop_disk_fault(node, data_dir, injected.key)}
             except RuntimeFailure as exc:
                 raise FaultError(f"{injected.fault}: {exc}") from exc
-        return {"counts": counts}
+        procs = [(env.cluster.plan.host(name), role) for name, role in injected.processes]
+        try:
+            started = start_again(env.cluster, procs)
+        except ClusterError as exc:
+            raise FaultError(f"{injected.fault}: {exc}") from exc
+        return {"counts": counts, "restarted": [env.cluster.process_name(n, r) for n, r in started]}
 
 
 DISK_FAULT = DiskFault()

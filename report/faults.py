@@ -75,7 +75,7 @@ def fault_windows(nemesis: pd.DataFrame) -> list[FaultWindow]:
     events = [(time_ns, kind, _key(fault, targets), (fault, targets, detail))
               for time_ns, _, kind, fault, targets, detail in rows]
     # What a stop row adds to its window: the calls a disk fault failed or delayed, per node and path.
-    counts = {(time_ns, detail.get("name")): detail["counts"] for time_ns, _, kind, _, _, detail in rows
+    counts: dict[tuple[int | None, Any], Any] = {(time_ns, detail.get("name")): detail["counts"] for time_ns, _, kind, _, _, detail in rows
               if kind == "stop" and isinstance(detail, dict) and isinstance(detail.get("counts"), dict)}
     windows = [FaultWindow(fault, targets, start_ns, stop_ns, _with_counts(detail, counts.get((stop_ns, name))))
                for start_ns, stop_ns, (fault, targets, detail) in pair_faults(events)

@@ -90,6 +90,7 @@ def how(detail: Any) -> str:
 
 def _disk_counts(node: str, c: dict[str, Any]) -> str:
     """A disk fault's counts on one node: "az1-node kafka-data/faultline-0: eio-write 12, eio-fsync 3"."""
-    counts = c.get("counts") if isinstance(c.get("counts"), dict) else {}
-    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no call failed or delayed"
+    counts = c.get("counts")
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if isinstance(counts, dict) else ""
+    shown = shown or "no call failed or delayed"
     return f"{node} {c.get('path', '')}: {shown}"

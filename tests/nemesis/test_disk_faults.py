@@ -52,12 +52,18 @@ def node(name: str, broker_id: int) -> Any:
 NODES = {"az1-node": node("az1-node", 0), "az2-node": node("az2-node", 1)}
 
 
-def env(tmp_path: Path, disks: Disks, roles: tuple[str, ...] = ("zookeeper", "broker"), lose: bool = True) -> Any:
-    settings = SimpleNamespace(topic="faultline", lose_unsynced_writes=lose,
+def env(tmp_path: Path, disks: Disks, roles: tuple[str, ...] = ("zookeeper", "broker"), lose: bool = True,
+        dead: tuple[str, ...] = ()) -> Any:
+    """A cluster stand-in; the processes named in `dead` (az1-node/broker) are not running until started."""
+    settings = SimpleNamespace(topic="faultline", lose_unsynced_writes=lose, zookeeper_session_timeout_ms=0,
                                quorum_role=roles[0] if len(roles) == 2 else None)
-    cluster = SimpleNamespace(runtime=Runtime(disks), settings=settings, loses_unsynced_writes=lose,
+    down = set(dead)
+    cluster = SimpleNamespace(runtime=Runtime(disks), settings=settings, loses_unsynced_writes=lose, roles=roles,
                               node_folder=lambda n: NodeFolder(tmp_path / n.name),
-                              plan=SimpleNamespace(host=lambda name: NODES[name]))
+                              plan=SimpleNamespace(host=lambda name: NODES[name]),
+                              process_name=lambda n, r: f"{n.name}/{r}", registered=lambda n: False,
+                              pids=lambda n: {r: None if f"{n.name}/{r}" in down else 1 for r in roles},
+                              start=lambda n, r: down.discard(f"{n.name}/{r}"))
     return FaultEnv(cluster=cluster, firewall=None)  # type: ignore[arg-type]
 
 
@@ -79,7 +85,15 @@ def test_a_disk_error_on_the_leaders_partition_reaches_its_mount_and_its_counts_
     undone = DISK_FAULT.undo(injected, env(tmp_path, disks))
     assert disks.rules == {}
     assert undone == {"counts": {"az1-node": {"path": "kafka-data/faultline-2", "counts": {"eio-write": 2},
-                                              "files": {"faultline-2/00.log": {"eio-write": 2}}}}}
+                                              "files": {"faultline-2/00.log": {"eio-write": 2}}}}, "restarted": []}
+
+
+def test_the_stop_starts_a_broker_that_halted_on_its_failed_log_dir(tmp_path: Path) -> None:
+    disks = Disks()
+    spec = parse_fault("n[0]", {"fault": "disk-error", "target": "az1-node"})
+    injected = DISK_FAULT.inject(spec, Resolver(), env(tmp_path, disks), "eio")  # type: ignore[arg-type]
+    undone = DISK_FAULT.undo(injected, env(tmp_path, disks, dead=("az1-node/broker",)))
+    assert undone is not None and undone["restarted"] == ["az1-node/broker"]
 
 
 def test_the_quorum_path_is_zookeepers_the_controllers_or_a_combined_nodes_metadata_log(tmp_path: Path) -> None:
