@@ -87,3 +87,11 @@ def _refusal(fault: FaultSpec, ability: Ability, record: RuntimeKind) -> str:
         return (f"{fault.fault} needs a runtime that can delay and throttle links; the {record.name} runtime cannot "
                 f"(use --runtime {others})")
     return f"{fault.fault} needs a runtime with {ability.value}; the {record.name} runtime cannot (use --runtime {others})"
+
+
+def check_log_dirs(schedule: Schedule, cluster: ClusterSettings) -> None:
+    """Refuse a disk fault's `log_dir` that the brokers do not have (`cluster.log_dirs`)."""
+    for i, fault in schedule.faults():
+        if fault.disk is not None and fault.disk.log_dir is not None and fault.disk.log_dir >= cluster.log_dirs:
+            raise fail(f"nemesis[{i}].log_dir", f"{fault.disk.log_dir}: the brokers have {cluster.log_dirs} log "
+                       f"director{'y' if cluster.log_dirs == 1 else 'ies'} (cluster.log_dirs), numbered from 0")

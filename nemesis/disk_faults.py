@@ -12,7 +12,9 @@ node's data: `log-dir` (the broker's log directory), `partition` (the spec's
 `partition` of the workload topic, its directory in the log directory),
 `quorum` (ZooKeeper's data directory, or the KRaft controller's metadata log:
 its own directory, or `__cluster_metadata-0` in a combined node's log
-directory). The stop takes the rules off, then starts again the process that
+directory). With several log directories per broker (`cluster.log_dirs`),
+`log_dir` picks the one `log-dir` fails (JBOD: the broker takes its partitions
+offline and serves the others'). The stop takes the rules off, then starts again the process that
 uses the path where it died meanwhile (a broker halts when its last log
 directory failed, as a supervisor would restart it on a repaired disk), and
 journals what each node's rule counted: every call it failed or delayed, in
@@ -40,16 +42,20 @@ if TYPE_CHECKING:
 KRAFT_METADATA = "__cluster_metadata-0"
 
 
-def data_path(cluster: KafkaCluster, node: Host, path: str, partition: int) -> tuple[Path, str]:
-    """The node's data directory that holds `path`, and the prefix under it (faults.go's `path`)."""
+def data_path(cluster: KafkaCluster, node: Host, path: str, partition: int,
+              log_dir: int | None = None) -> tuple[Path, str]:
+    """The node's data directory that holds `path`, and the prefix under it (faults.go's `path`). With several log
+    directories (`cluster.log_dirs`), `log_dir` picks one (None: all), a partition's directory is looked for in
+    whichever holds it, and a combined KRaft node's metadata log is in the first."""
     folder = cluster.node_folder(node)
+    jbod = cluster.settings.log_dirs > 1
     if path == "log-dir":
-        return folder.data("broker"), ""
+        return folder.data("broker"), f"dir-{log_dir}" if jbod and log_dir is not None else ""
     if path == "partition":
-        return folder.data("broker"), f"{cluster.settings.topic}-{partition}"
+        return folder.data("broker"), f"{'*/' if jbod else ''}{cluster.settings.topic}-{partition}"
     quorum = cluster.settings.quorum_role
-    if quorum is None:  # combined KRaft: the metadata log lives in the broker's log directory
-        return folder.data("broker"), KRAFT_METADATA
+    if quorum is None:  # combined KRaft: the metadata log lives in the broker's (first) log directory
+        return folder.data("broker"), f"{'dir-0/' if jbod else ''}{KRAFT_METADATA}"
     return folder.data(quorum), ""
 
 
@@ -86,7 +92,7 @@ class DiskFault:
         paths = {}
         try:
             for node in nodes:
-                data_dir, prefix = data_path(env.cluster, node, spec.disk.path, spec.partition)
+                data_dir, prefix = data_path(env.cluster, node, spec.disk.path, spec.partition, spec.disk.log_dir)
                 runtime.start_disk_fault(node, data_dir, rule_of(spec, key, prefix))
                 started.append((node, data_dir))
                 paths[node.name] = f"{data_dir.name}/{prefix}" if prefix else data_dir.name

@@ -75,6 +75,9 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "path": {"enum": list(DISK_PATHS), "default": "log-dir",
              "description": "which of the node's data: its log directory, the `partition`'s directory in it, or "
                             "the metadata quorum's data (ZooKeeper's, or the KRaft controller's metadata log)"},
+    "log_dir": {"type": "integer", "minimum": 0,
+                "description": "path log-dir with cluster.log_dirs above 1: the log directory that fails (0 is dir-0; "
+                               "default: every one)"},
     "ops": {"type": "array", "items": {"enum": list(DISK_OPS)}, "minItems": 1, "default": ["write", "fsync"],
             "description": "disk-error: the calls that fail with EIO"},
     "probability": {"type": "number", "minimum": 0, "maximum": 1, "default": 1,

@@ -58,6 +58,7 @@ class DiskRule:
     """A disk fault's values (`disk-error`, `disk-full`, `slow-disk`), validated."""
 
     path: str = "log-dir"  # DISK_PATHS
+    log_dir: int | None = None  # path log-dir with cluster.log_dirs > 1: which one (None: every one)
     ops: tuple[str, ...] = ("write", "fsync")  # disk-error: the calls it fails
     probability: float = 1.0  # disk-error: of each call
     free_bytes: int = 0  # disk-full: bytes the files under the path may still grow by

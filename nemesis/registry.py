@@ -158,7 +158,7 @@ _KINDS: tuple[FaultKind, ...] = (
 )
 # -- disk faults (nemesis.disk_faults): one rule on each target node's unsyncfs mount, start to stop --------------
 DISK_NEEDS = (Need(Ability.DISK_FAULTS),)  # and the data on unsyncfs: harness.spec_checks.check_runtime_can
-DISK_KEYS = ("target", "path")
+DISK_KEYS = ("target", "path", "log_dir")
 _KINDS += (
     FaultKind("disk-error", "disk", "EIO on the `ops` (write, fsync, read) of the files under `path` of each "
               "target node, each call with `probability` (default every call); the stop ends it", DISK_FAULT,

@@ -136,6 +136,11 @@ def _disk_rule(path: str, raw: Mapping[str, Any]) -> DiskRule:
         fields["ops"] = tuple(_choice(f"{path}.ops[{i}]", op, DISK_OPS) for i, op in enumerate(ops))
     if "probability" in raw:
         fields["probability"] = float(_number(f"{path}.probability", raw["probability"], 0, 1))
+    if "log_dir" in raw:
+        fields["log_dir"] = int(_number(f"{path}.log_dir", raw["log_dir"], 0, whole=True))
+        if fields.get("path", "log-dir") != "log-dir":
+            raise SpecError(f"{path}.log_dir: only with path log-dir (a partition's directory is found in whichever "
+                            f"log directory holds it)")
     if "free_bytes" in raw:
         fields["free_bytes"] = int(_number(f"{path}.free_bytes", raw["free_bytes"], 0, whole=True))
     for key in ("fsync_delay_ms", "fsync_jitter_ms"):

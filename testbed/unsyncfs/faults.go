@@ -1,7 +1,7 @@
 package main
 
 // Disk faults: rules read from a control file at SIGHUP, each acting on the files under a path
-// prefix of the mount (relative to its root; "" is the whole mount):
+// prefix of the mount (relative to its root; "" is the whole mount; "*/P": P under any top directory):
 //   - disk-error: EIO on the rule's ops (write, fsync, read), each call with probability p;
 //   - disk-full:  ENOSPC on a write that would grow the files under the prefix past free_bytes
 //     more than they held when the rule started (the space comes back when the rule goes);
@@ -82,8 +82,18 @@ type diskFaults struct {
 	rng        *rand.Rand
 }
 
+// matches says whether the file at `path` is the rule's path or under it; a rule's path that starts with "*/"
+// stands for that path under any top directory (a partition's directory in whichever log directory holds it).
 func (r *faultRule) matches(path string) bool {
-	return r.Path == "" || path == r.Path || strings.HasPrefix(path, r.Path+"/")
+	want := r.Path
+	if strings.HasPrefix(want, "*/") {
+		i := strings.IndexByte(path, '/')
+		if i < 0 {
+			return false
+		}
+		want, path = want[2:], path[i+1:]
+	}
+	return want == "" || path == want || strings.HasPrefix(path, want+"/")
 }
 
 func (r *faultRule) hasOp(op faultOp) bool {

@@ -64,6 +64,21 @@ func TestViewPath(t *testing.T) {
 	}
 }
 
+func TestRulePaths(t *testing.T) {
+	for _, c := range []struct {
+		rule, path string
+		want       bool
+	}{
+		{"", "t-0/00.log", true}, {"t-0", "t-0/00.log", true}, {"t-0", "t-0", true}, {"t-0", "t-00/x", false},
+		{"t", "t-0/00.log", false}, {"*/t-0", "dir-1/t-0/00.log", true}, {"*/t-0", "t-0/00.log", false},
+		{"*/t-0", "dir-1/t-1/00.log", false}, {"*/", "dir-1/x", true},
+	} {
+		if got := (&faultRule{Path: c.rule}).matches(c.path); got != c.want {
+			t.Errorf("rule %q on %q: %v, want %v", c.rule, c.path, got, c.want)
+		}
+	}
+}
+
 func TestNoRulesNoErrors(t *testing.T) {
 	fs, seg, _ := testFS(t)
 	for i := 0; i < 100; i++ {

@@ -53,9 +53,9 @@ NODES = {"az1-node": node("az1-node", 0), "az2-node": node("az2-node", 1)}
 
 
 def env(tmp_path: Path, disks: Disks, roles: tuple[str, ...] = ("zookeeper", "broker"), lose: bool = True,
-        dead: tuple[str, ...] = ()) -> Any:
+        dead: tuple[str, ...] = (), log_dirs: int = 1) -> Any:
     """A cluster stand-in; the processes named in `dead` (az1-node/broker) are not running until started."""
-    settings = SimpleNamespace(topic="faultline", lose_unsynced_writes=lose, zookeeper_session_timeout_ms=0,
+    settings = SimpleNamespace(topic="faultline", lose_unsynced_writes=lose, zookeeper_session_timeout_ms=0, log_dirs=log_dirs,
                                quorum_role=roles[0] if len(roles) == 2 else None)
     down = set(dead)
     cluster = SimpleNamespace(runtime=Runtime(disks), settings=settings, loses_unsynced_writes=lose, roles=roles,
@@ -105,6 +105,16 @@ def test_the_quorum_path_is_zookeepers_the_controllers_or_a_combined_nodes_metad
         tmp_path / "az1-node" / "kafka-data", KRAFT_METADATA)
 
 
+def test_with_several_log_dirs_one_fails_by_its_name_and_a_partition_is_found_in_any(tmp_path: Path) -> None:
+    cluster, n = env(tmp_path, Disks(), log_dirs=2).cluster, NODES["az1-node"]
+    data = tmp_path / "az1-node" / "kafka-data"
+    assert data_path(cluster, n, "log-dir", 0, 1) == (data, "dir-1")
+    assert data_path(cluster, n, "log-dir", 0, None) == (data, "")
+    assert data_path(cluster, n, "partition", 2) == (data, "*/faultline-2")
+    combined = env(tmp_path, Disks(), ("broker",), log_dirs=2).cluster
+    assert data_path(combined, n, "quorum", 0) == (data, f"dir-0/{KRAFT_METADATA}")
+
+
 def test_a_node_that_refuses_undoes_the_others_and_fails_the_start(tmp_path: Path) -> None:
     disks = Disks(refuse="az2-node")
     spec = parse_fault("n[0]", {"fault": "slow-disk", "target": ["az1-node", "az2-node"], "fsync_delay_ms": 500})
@@ -129,6 +139,8 @@ def test_data_off_unsyncfs_is_refused_when_the_fault_starts(tmp_path: Path) -> N
     ({"fault": "disk-full", "target": "leader", "free_bytes": -1},
      r"^n\[0\]\.free_bytes: expected a whole number >= 0, got -1$"),
     ({"fault": "slow-disk", "target": "leader"}, r"^n\[0\]\.fsync_delay_ms: required for fault slow-disk$"),
+    ({"fault": "disk-error", "target": "leader", "path": "partition", "log_dir": 1},
+     r"^n\[0\]\.log_dir: only with path log-dir"),
     ({"fault": "slow-disk", "target": "leader", "fsync_delay_ms": 10, "loss": 0.1},
      r"^n\[0\]\.loss: unknown key for fault slow-disk"),
 ])
@@ -148,3 +160,12 @@ def test_a_runtime_or_cluster_that_cannot_is_refused_in_one_line() -> None:
     with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: disk-error acts on the nodes' unsyncfs mounts, and "
                                         r"cluster.lose_unsynced_writes: false keeps their data off them"):
         parse_spec({**spec, "cluster": {"runtime": "netns", "lose_unsynced_writes": False}})
+
+
+def test_a_log_dir_the_brokers_do_not_have_is_refused() -> None:
+    spec = {**BASE, "cluster": {"runtime": "netns", "log_dirs": 2},
+            "nemesis": [{"at": 1, "fault": "disk-error", "target": "leader", "log_dir": 1}]}
+    assert parse_spec(spec).cluster.log_dirs == 2
+    with pytest.raises(SpecError, match=r"^nemesis\[0\]\.log_dir: 2: the brokers have 2 log directories "
+                                        r"\(cluster.log_dirs\), numbered from 0$"):
+        parse_spec({**spec, "nemesis": [{**spec["nemesis"][0], "log_dir": 2}]})
