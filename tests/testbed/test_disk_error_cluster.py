@@ -20,7 +20,7 @@ def test_eio_on_the_leaders_log_dir_halts_it_and_loses_nothing_acknowledged(tmp_
     proc = faultline("run", "scenarios/disk-error-leader.yaml", "--runtime", "netns", "--results", str(tmp_path),
                      timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = RunFolder((tmp_path / "disk-error-leader" / "latest").resolve())
+    run = RunFolder((tmp_path / "disk-error-leader" / "latest" / "acksall").resolve())
     rows = {row["type"]: row for row in read_journal(run.nemesis_journal) if row["fault"] == "disk-error"}
     assert rows["start"]["targets"]["paths"] == {"az1-node": "kafka-data"}  # broker-0, the preferred leader
     counted = rows["stop"]["detail"]["counts"]["az1-node"]
