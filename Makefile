@@ -124,8 +124,8 @@ test-transactions: $(IMAGES)
 
 # Disk faults on a real cluster: `go test` of unsyncfs's rules (no mount, no root), disk-error-leader on netns with
 # its mechanism checked (marker `disks`: the filesystem's counts, the halted broker restarted), then the other disk
-# scenarios in one process (~4 minutes in all on 2 cores).
-DISK_SCENARIOS := slow-fsync-follower jbod-dir-failure
+# scenarios in one process (~5 minutes in all on 2 cores).
+DISK_SCENARIOS := disk-full-leader slow-fsync-follower jbod-dir-failure
 test-disks: $(UNSYNCFS)
 	cd testbed/unsyncfs && $(GO) test ./...
 	$(PY) -m pytest -m disks $(PYTEST_FLAGS)
