@@ -25,7 +25,13 @@ from typing import Any, Literal
 import yaml
 
 from harness.expectation import Expectation, check_names, parse_expect
-from harness.spec_checks import check_metadata_can, check_runtime_can, check_version_can, powers_off
+from harness.spec_checks import (
+    check_log_dirs,
+    check_metadata_can,
+    check_runtime_can,
+    check_version_can,
+    powers_off,
+)
 from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
 from harness.spec_groups import check_group_protocols, check_group_targets
@@ -161,7 +167,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
         replica_assignment=assignment, controller=v("controller"),
         broker_overrides={str(k): str(x).lower() if isinstance(x, bool) else str(x)
                           for k, x in (raw.get("broker_overrides") or {}).items()},
-        flush_messages=v("flush_messages"), flush_ms=v("flush_ms"),
+        flush_messages=v("flush_messages"), flush_ms=v("flush_ms"), log_dirs=v("log_dirs"),
         zookeeper_force_sync=v("zookeeper_force_sync"), lose_unsynced_writes=v("lose_unsynced_writes"),
         inventory=inventory, known_hosts=known_hosts,
     )
@@ -285,6 +291,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
+    check_log_dirs(nemesis, cluster)
     check_workload_targets(nemesis, producers)
     check_group_protocols(consumers, cluster.kafka_version)
     check_group_targets(nemesis, consumers)

@@ -65,6 +65,9 @@ def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> 
     verdict would be more optimistic than a real power cut's."""
     record = kind(runtime)
     for i, fault in schedule.faults():
+        if fault.category == "disk" and not lose_unsynced:
+            raise fail(f"nemesis[{i}].fault", f"{fault.fault} acts on the nodes' unsyncfs mounts, and "
+                       f"cluster.lose_unsynced_writes: false keeps their data off them (set it true)")
         for need in fault_kind(fault.fault).needs:
             if need.when(fault, lose_unsynced) and not record.can(need.ability):
                 raise fail(f"nemesis[{i}].fault", _refusal(fault, need.ability, record))
@@ -77,7 +80,18 @@ def _refusal(fault: FaultSpec, ability: Ability, record: RuntimeKind) -> str:
         return (f"{fault.fault} with cluster.lose_unsynced_writes: true needs a runtime that drops unsynced writes; "
                 f"the {record.name} runtime cannot: {record.power_off_note} (set cluster.lose_unsynced_writes: false "
                 f"to run it as a kill of the node's processes, or use --runtime {others})")
+    if ability is Ability.DISK_FAULTS:
+        return (f"{fault.fault} needs a runtime whose nodes' data is on unsyncfs mounts it can steer; the "
+                f"{record.name} runtime cannot (use --runtime {others})")
     if ability is Ability.SHAPE_LINKS:
         return (f"{fault.fault} needs a runtime that can delay and throttle links; the {record.name} runtime cannot "
                 f"(use --runtime {others})")
     return f"{fault.fault} needs a runtime with {ability.value}; the {record.name} runtime cannot (use --runtime {others})"
+
+
+def check_log_dirs(schedule: Schedule, cluster: ClusterSettings) -> None:
+    """Refuse a disk fault's `log_dir` that the brokers do not have (`cluster.log_dirs`)."""
+    for i, fault in schedule.faults():
+        if fault.disk is not None and fault.disk.log_dir is not None and fault.disk.log_dir >= cluster.log_dirs:
+            raise fail(f"nemesis[{i}].log_dir", f"{fault.disk.log_dir}: the brokers have {cluster.log_dirs} log "
+                       f"director{'y' if cluster.log_dirs == 1 else 'ies'} (cluster.log_dirs), numbered from 0")

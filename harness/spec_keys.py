@@ -102,6 +102,9 @@ CLUSTER = Section({
     "flush_messages": Int("flush.messages / log.flush.interval.messages: fsync every N appended messages "
                           "(default: Kafka's, never; replication is the durability)", low=1),
     "flush_ms": Int("flush.ms / log.flush.interval.ms: fsync at least this often (default: Kafka's, never)", low=1),
+    "log_dirs": Int("log directories per broker (JBOD, KIP-112): more than one puts dir-0 .. dir-N-1 in log.dirs, so "
+                    "a disk fault can fail one (`log_dir`) while the broker serves the others' partitions",
+                    _d.log_dirs, 1),
     "zookeeper_force_sync": Bool("ZooKeeper's forceSync: fsync its transaction log before acknowledging",
                                  _d.zookeeper_force_sync),
     "lose_unsynced_writes": Bool("the nodes' data directories on unsyncfs, so a power-off drops every write not "

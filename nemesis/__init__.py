@@ -6,8 +6,8 @@ kind), `fault_spec` (a fault as validated data), `spec` (validation),
 partitions and their rules), `links` (degraded links), `schedule` (timelines
 and random chaos), `targets` (selectors resolved at fire time), `firewall`
 (partitions applied on every host at once), `fault_base` (the `Fault`
-contract), `faults`, `workload_faults` and `stray` (each category's inject
-and undo), `fault_words` (each kind in words, for the report), `journal` (the
+contract), `faults`, `workload_faults`, `stray` and `disk_faults` (each
+category's inject and undo), `fault_words` (each kind in words, for the report), `journal` (the
 `nemesis` history table) and `nemesis` (the `Nemesis` that ties them
 together). Import from the submodules: this package imports nothing, and the
 spec parser and the registry never import the cluster code at run time (the

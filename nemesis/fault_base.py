@@ -80,7 +80,8 @@ class Fault(Protocol):
     at the cluster), changes the cluster and returns what it hit. It raises
     FaultError before changing anything when a target cannot be resolved or a
     process it should hit is not running. `undo` reverses exactly what
-    `inject` did and nothing else; it is idempotent (undoing twice, or undoing
+    `inject` did and nothing else (what it returns, if anything, joins the stop row's detail: a disk fault's
+    counts); it is idempotent (undoing twice, or undoing
     what is already undone, changes nothing) and raises FaultError when it
     cannot. Neither ever touches the control plane or a process outside the
     cluster.
@@ -88,4 +89,4 @@ class Fault(Protocol):
 
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected: ...
 
-    def undo(self, injected: Injected, env: FaultEnv) -> None: ...
+    def undo(self, injected: Injected, env: FaultEnv) -> dict[str, Any] | None: ...

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemesis.fault_spec import HOLD_APIS, SELECTOR_RE
+from nemesis.fault_spec import DISK_OPS, DISK_PATHS, HOLD_APIS, SELECTOR_RE
 from nemesis.registry import fault_kind, fault_names
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
@@ -72,6 +72,23 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                                       "default: at once"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
+    "path": {"enum": list(DISK_PATHS), "default": "log-dir",
+             "description": "which of the node's data: its log directory, the `partition`'s directory in it, or "
+                            "the metadata quorum's data (ZooKeeper's, or the KRaft controller's metadata log)"},
+    "log_dir": {"type": "integer", "minimum": 0,
+                "description": "path log-dir with cluster.log_dirs above 1: the log directory that fails (0 is dir-0; "
+                               "default: every one)"},
+    "ops": {"type": "array", "items": {"enum": list(DISK_OPS)}, "minItems": 1, "default": ["write", "fsync"],
+            "description": "disk-error: the calls that fail with EIO"},
+    "probability": {"type": "number", "minimum": 0, "maximum": 1, "default": 1,
+                    "description": "disk-error: the chance each of those calls fails (1: every call)"},
+    "free_bytes": {"type": "integer", "minimum": 0, "default": 0,
+                   "description": "disk-full: how many bytes the files under the path may still grow by from the "
+                                  "start; a write past them fails with ENOSPC until the stop"},
+    "fsync_delay_ms": {"type": "number", "minimum": 0, "description": "slow-disk: the wait before every fsync"},
+    "fsync_jitter_ms": {"type": "number", "minimum": 0, "default": 0,
+                        "description": "slow-disk: a uniform 0..this more on each wait"},
+    "delay_writes": {"type": "boolean", "default": False, "description": "slow-disk: every write waits too"},
 }
 AT: JsonSchema = {"type": "number", "minimum": 0, "description": "seconds from the start of the run"}
 RANGE: JsonSchema = {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2,

@@ -30,7 +30,7 @@ from nemesis.shapes import Scope
 from testbed.journal_names import PRODUCER_PATTERN
 
 # What a fault acts on, which says how its record is implemented and validated (`nemesis.registry`).
-Category = Literal["partition", "process", "link", "workload", "client"]
+Category = Literal["partition", "process", "link", "workload", "client", "disk"]
 Ends = Literal["az", "node"]
 # Which process of a node a process fault hits (`role`): its broker, its ZooKeeper server or KRaft controller, both.
 TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted node a fault hits (both: each)
@@ -40,6 +40,9 @@ TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted 
 HOLD_APIS: dict[str, tuple[int, bool | None]] = {
     "EndTxn": (26, None), "EndTxnCommit": (26, True), "EndTxnAbort": (26, False), "AddPartitionsToTxn": (24, None),
     "AddOffsetsToTxn": (25, None), "TxnOffsetCommit": (28, None), "Produce": (0, None)}
+# A disk fault's `path`: which of a node's data it acts on (nemesis.disk_faults), and the calls `disk-error` fails.
+DISK_PATHS = ("log-dir", "partition", "quorum")
+DISK_OPS = ("write", "fsync", "read")
 STATE_SELECTORS = ("leader", "controller", "leader-controller", "follower")
 # `txn-coordinator:<process>`: the transaction coordinator of a transactional producer's transactional.id.
 TXN_COORDINATOR = "txn-coordinator:"
@@ -48,6 +51,20 @@ GROUP_COORDINATOR = "group-coordinator:"
 GROUP_PATTERN = r"[A-Za-z0-9._-]+"  # a group id a selector can name (the spec's `group`, faultline-g0)
 SELECTOR_RE = re.compile(r"^(leader|controller|leader-controller|follower|random|az[1-9]|az[1-9]-node|broker-[0-8]"
                          rf"|txn-coordinator:{PRODUCER_PATTERN}|group-coordinator:{GROUP_PATTERN})$")
+
+
+@dataclass(frozen=True)
+class DiskRule:
+    """A disk fault's values (`disk-error`, `disk-full`, `slow-disk`), validated."""
+
+    path: str = "log-dir"  # DISK_PATHS
+    log_dir: int | None = None  # path log-dir with cluster.log_dirs > 1: which one (None: every one)
+    ops: tuple[str, ...] = ("write", "fsync")  # disk-error: the calls it fails
+    probability: float = 1.0  # disk-error: of each call
+    free_bytes: int = 0  # disk-full: bytes the files under the path may still grow by
+    fsync_delay_ms: float = 0.0  # slow-disk
+    fsync_jitter_ms: float = 0.0
+    delay_writes: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,7 @@ class FaultSpec:
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
+    disk: DiskRule | None = None  # disk kinds: what the node's disk does
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property

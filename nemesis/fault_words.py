@@ -73,3 +73,12 @@ def processes(verb: str, after: str) -> Words:
         hit = t.get("processes") or t.get("nodes") or []
         return f"{verb} {listed(hit) or 'nothing'}{after}"
     return words
+
+
+def disk(what: str, after: str) -> Words:
+    """"<what> az1-node's kafka-data/faultline-0<after>", from the paths a disk fault acted on."""
+    def words(t: dict[str, Any]) -> str:
+        paths = t.get("paths") or {}
+        hit = [f"{node}'s {path}" for node, path in paths.items()] if isinstance(paths, dict) else []
+        return f"{what} {listed(hit) or 'nothing'}{after}"
+    return words

@@ -155,11 +155,12 @@ class Nemesis:
             if self.snapshot is not None and not current.spec.is_workload:  # the brokers' logs did not change by it
                 info["snapshot"] = self._snapshot_before_undo(name)
             try:
-                fault_for(current.spec).undo(current.injected, self.env)
+                undone = fault_for(current.spec).undo(current.injected, self.env)
             except HarnessError as exc:
                 self.journal.write("info", current.injected.fault, current.targets, {**info, "error": str(exc)})
                 raise FaultError(f"stopping {name}: {exc}") from exc
-            self.journal.write("stop", current.injected.fault, current.targets, {**info, "took_ms": _ms(invoked)})
+            self.journal.write("stop", current.injected.fault, current.targets,
+                               {**info, **(undone or {}), "took_ms": _ms(invoked)})
             with self._state:
                 del self._active[name]
             log.info("nemesis: stopped %s", name)

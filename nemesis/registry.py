@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from nemesis import fault_words, faults
+from nemesis.disk_faults import DISK_FAULT
 from nemesis.fault_base import Fault
 from nemesis.fault_spec import Category, FaultSpec, TargetRole
 from nemesis.fault_words import Words
@@ -43,6 +44,7 @@ CATEGORIES: Mapping[Category, str] = MappingProxyType({
     "link": "degrade links between hosts (loss, delay, bandwidth), each value per direction",
     "workload": "act on a workload process of the spec (a producer)",
     "client": "the nemesis as a Kafka client of its own",
+    "disk": "make the nodes' disks fail or slow down under a path of their data (their unsyncfs mounts)",
 })
 
 
@@ -153,6 +155,23 @@ _KINDS: tuple[FaultKind, ...] = (
               "transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging "
               "transaction); the stop does nothing: no marker will ever close it", STRAY_FAULT,
               outcome="stray"),
+)
+# -- disk faults (nemesis.disk_faults): one rule on each target node's unsyncfs mount, start to stop --------------
+DISK_NEEDS = (Need(Ability.DISK_FAULTS),)  # and the data on unsyncfs: harness.spec_checks.check_runtime_can
+DISK_KEYS = ("target", "path", "log_dir")
+_KINDS += (
+    FaultKind("disk-error", "disk", "EIO on the `ops` (write, fsync, read) of the files under `path` of each "
+              "target node, each call with `probability` (default every call); the stop ends it", DISK_FAULT,
+              (*DISK_KEYS, "ops", "probability"), ("target",), needs=DISK_NEEDS,
+              words=fault_words.disk("EIO on", "")),
+    FaultKind("disk-full", "disk", "ENOSPC on a write that would grow the files under `path` of each target "
+              "node more than `free_bytes` past what they held at the start; the stop gives the space back",
+              DISK_FAULT, (*DISK_KEYS, "free_bytes"), ("target",), needs=DISK_NEEDS,
+              words=fault_words.disk("disk full under", "")),
+    FaultKind("slow-disk", "disk", "every fsync under `path` of each target node waits `fsync_delay_ms` plus a "
+              "uniform 0..`fsync_jitter_ms` (with `delay_writes`, every write too); the stop ends it", DISK_FAULT,
+              (*DISK_KEYS, "fsync_delay_ms", "fsync_jitter_ms", "delay_writes"), ("target", "fsync_delay_ms"),
+              needs=DISK_NEEDS, words=fault_words.disk("slow fsync on", "")),
 )
 _BY_NAME: dict[str, FaultKind] = {kind.name: kind for kind in _KINDS}  # the registry: read it at call time
 

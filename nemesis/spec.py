@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from nemesis.fault_spec import HOLD_APIS, SELECTOR_RE, FaultSpec
+from nemesis.fault_spec import DISK_OPS, DISK_PATHS, HOLD_APIS, SELECTOR_RE, DiskRule, FaultSpec
 from nemesis.links import Degradation
 from nemesis.registry import FaultKind, fault_kind, fault_names
 from nemesis.shapes import SCOPES
@@ -111,7 +111,46 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["ends"] = _choice(f"{path}.ends", raw["ends"], ("az", "node"))
     if "role" in raw:
         fields["role"] = _choice(f"{path}.role", raw["role"], record.roles)
+    if record.category == "disk":
+        fields["disk"] = _disk_rule(path, raw)
     return FaultSpec(**fields)
+
+
+def _number(path: str, value: Any, low: float, high: float | None = None, whole: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)) \
+            or value < low or (high is not None and value > high):
+        want = f"a {'whole ' if whole else ''}number >= {low}" + (f" and <= {high}" if high is not None else "")
+        raise SpecError(f"{path}: expected {want}, got {value!r}")
+    return value
+
+
+def _disk_rule(path: str, raw: Mapping[str, Any]) -> DiskRule:
+    """A disk fault's values; defaults from DiskRule."""
+    fields: dict[str, Any] = {}
+    if "path" in raw:
+        fields["path"] = _choice(f"{path}.path", raw["path"], DISK_PATHS)
+    if "ops" in raw:
+        ops = raw["ops"]
+        if not isinstance(ops, list) or not ops:
+            raise SpecError(f"{path}.ops: expected a non-empty list of {', '.join(DISK_OPS)}, got {ops!r}")
+        fields["ops"] = tuple(_choice(f"{path}.ops[{i}]", op, DISK_OPS) for i, op in enumerate(ops))
+    if "probability" in raw:
+        fields["probability"] = float(_number(f"{path}.probability", raw["probability"], 0, 1))
+    if "log_dir" in raw:
+        fields["log_dir"] = int(_number(f"{path}.log_dir", raw["log_dir"], 0, whole=True))
+        if fields.get("path", "log-dir") != "log-dir":
+            raise SpecError(f"{path}.log_dir: only with path log-dir (a partition's directory is found in whichever "
+                            f"log directory holds it)")
+    if "free_bytes" in raw:
+        fields["free_bytes"] = int(_number(f"{path}.free_bytes", raw["free_bytes"], 0, whole=True))
+    for key in ("fsync_delay_ms", "fsync_jitter_ms"):
+        if key in raw:
+            fields[key] = float(_number(f"{path}.{key}", raw[key], 0))
+    if "delay_writes" in raw:
+        if not isinstance(raw["delay_writes"], bool):
+            raise SpecError(f"{path}.delay_writes: expected true or false, got {raw['delay_writes']!r}")
+        fields["delay_writes"] = raw["delay_writes"]
+    return DiskRule(**fields)
 
 
 def _link_fields(path: str, record: FaultKind, raw: Mapping[str, Any], fields: dict[str, Any]) -> None:

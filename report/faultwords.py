@@ -83,4 +83,14 @@ def how(detail: Any) -> str:
         parts.append(f"took {detail['took_ms']:g} ms")
     if isinstance(detail.get("by"), str):
         parts.append(f"by {detail['by']}")
+    if isinstance(detail.get("counts"), dict):
+        parts += [_disk_counts(node, c) for node, c in sorted(detail["counts"].items()) if isinstance(c, dict)]
     return "; ".join(parts)
+
+
+def _disk_counts(node: str, c: dict[str, Any]) -> str:
+    """A disk fault's counts on one node: "az1-node kafka-data/faultline-0: eio-write 12, eio-fsync 3"."""
+    counts = c.get("counts")
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if isinstance(counts, dict) else ""
+    shown = shown or "no call failed or delayed"
+    return f"{node} {c.get('path', '')}: {shown}"

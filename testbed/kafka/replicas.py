@@ -92,7 +92,7 @@ def segment_files(folder: RunFolder, topic: str, snapshot: str | None = None) ->
     found: dict[int, list[tuple[str, Path]]] = {}
     for node in folder.node_folders():
         where = node.data("broker") if snapshot is None else node.before_heal(snapshot)
-        for part_dir in sorted(where.glob(f"{topic}-*")):
+        for part_dir in sorted([*where.glob(f"{topic}-*"), *where.glob(f"dir-*/{topic}-*")], key=lambda p: p.name):
             suffix = part_dir.name[len(topic) + 1:]
             if suffix.isdigit():
                 found.setdefault(int(suffix), []).extend(
@@ -102,14 +102,15 @@ def segment_files(folder: RunFolder, topic: str, snapshot: str | None = None) ->
 
 SNAPSHOT_SCRIPT = """set -e
 cd "$1"
-total=$(du -cb "$2"-[0-9]*/*.log 2>/dev/null | tail -n 1 | cut -f 1)
+total=$(du -cb "$2"-[0-9]*/*.log dir-*/"$2"-[0-9]*/*.log 2>/dev/null | tail -n 1 | cut -f 1)
 total=${total:-0}
 if [ "$total" -gt "$4" ]; then echo "skipped $total"; exit 0; fi
 files=0
-for d in "$2"-[0-9]*; do
+for d in "$2"-[0-9]* dir-*/"$2"-[0-9]*; do
   [ -d "$d" ] || continue
-  mkdir -p "$3/$d"
-  for f in "$d"/*.log; do [ -e "$f" ] && cp "$f" "$3/$d/" && files=$((files + 1)); done
+  p=$(basename "$d")
+  mkdir -p "$3/$p"
+  for f in "$d"/*.log; do [ -e "$f" ] && cp "$f" "$3/$p/" && files=$((files + 1)); done
 done
 echo "copied $total $files"
 """

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from testbed.addressing import AddressPlan, Host
 
@@ -221,6 +221,19 @@ class LosesUnsyncedWrites(Protocol):
     def keep_unsynced(self, host: Host, dirs: list[Path], log_dir: Path) -> None:
         """From now on `dirs` (run-folder directories of `host`, their contents durable) are on that filesystem:
         mounted now and again at every `power_on`; its own logs go to `log_dir`. Idempotent."""
+
+
+@runtime_checkable
+class DiskFaults(Protocol):
+    """A runtime that can make the unsyncfs mounts of a host's data directories fail or slow their calls (EIO,
+    ENOSPC, slow fsync: rules of testbed/unsyncfs/faults.go) on a path under one of them, counting every call."""
+
+    def start_disk_fault(self, host: Host, data_dir: Path, rule: dict[str, Any]) -> dict[str, Any]:
+        """Add `rule` (its `id` new) to the mount over `data_dir` (one of `keep_unsynced`'s): its status once
+        applied; RuntimeFailure (one line) if the mount refused it."""
+
+    def stop_disk_fault(self, host: Host, data_dir: Path, rule_id: str) -> dict[str, Any]:
+        """Take the rule off: what it counted (`counts`, `files`)."""
 
 
 # What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).

@@ -57,7 +57,7 @@ from testbed.runtime.docker_api import (
 from testbed.runtime.docker_procs import DockerProcess
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
-from testbed.runtime.unsynced import UnsyncedDisks
+from testbed.runtime.unsynced import LocalDiskFaults, UnsyncedDisks
 from testbed.state import RunState
 
 KAFKA_IMAGE = "faultline/kafka:{version}"
@@ -73,9 +73,9 @@ SPAWN = ('mkdir -p "$(dirname "$1")" "$(dirname "$2")" && echo $$ > "$1.tmp" && 
 PID_WAIT_S = 5.0
 
 
-class DockerRuntime:
+class DockerRuntime(LocalDiskFaults):
     """Hosts as containers; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, and with a daemon on this
-    machine LosesUnsyncedWrites and LinkShaper; its processes are Pausable."""
+    machine LosesUnsyncedWrites, DiskFaults and LinkShaper; its processes are Pausable."""
 
     kind = "docker"
 

@@ -25,7 +25,14 @@ from typing import Any, get_type_hints
 
 from testbed.addressing import DEFAULT_NETWORK, DOCKER_NETWORK, AddressPlan, make_plan
 from testbed.errors import UsageError
-from testbed.runtime.base import Firewalled, LinkShaper, LosesUnsyncedWrites, Pausable, PowerCycled
+from testbed.runtime.base import (
+    DiskFaults,
+    Firewalled,
+    LinkShaper,
+    LosesUnsyncedWrites,
+    Pausable,
+    PowerCycled,
+)
 
 
 class Ability(enum.Enum):
@@ -36,12 +43,13 @@ class Ability(enum.Enum):
     LOSE_UNSYNCED = "lose unsynced writes"  # `LosesUnsyncedWrites`: a power cut drops what was not fsynced
     SHAPE_LINKS = "link shaping"  # `LinkShaper`: delay and throttle links (slow-link, throttle-link)
     PAUSE = "pause"  # its processes are `Pausable` (SIGSTOP/SIGCONT)
+    DISK_FAULTS = "disk faults"  # `DiskFaults`: EIO, ENOSPC and slow fsync under a node's data, on its unsyncfs mounts
 
 
 # The protocol each ability is; PAUSE is asked of the runtime's process class, the others of the runtime class.
 PROTOCOLS: Mapping[Ability, type] = {
     Ability.FIREWALL: Firewalled, Ability.POWER_CUT: PowerCycled, Ability.LOSE_UNSYNCED: LosesUnsyncedWrites,
-    Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable,
+    Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable, Ability.DISK_FAULTS: DiskFaults,
 }
 
 # (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go)
@@ -195,8 +203,9 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
-        # lose unsynced writes: per node host, by its power command or unsyncfs (refused at preflight without either)
-        abilities=frozenset(Ability),
+        # lose unsynced writes: per node host, by its power command or unsyncfs (refused at preflight without either);
+        # no disk faults yet: its hosts' unsyncfs mounts take no control file
+        abilities=frozenset(Ability) - {Ability.DISK_FAULTS},
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,

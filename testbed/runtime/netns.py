@@ -36,7 +36,7 @@ from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkSha
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
 from testbed.runtime.procs import LocalProcess, pids_of_runs, run_of
-from testbed.runtime.unsynced import UnsyncedDisks, clean_mounts
+from testbed.runtime.unsynced import LocalDiskFaults, UnsyncedDisks, clean_mounts
 from testbed.state import RunState
 
 EXEC_WAIT_S = 5.0  # from Popen until `ip netns exec` has become the command
@@ -72,9 +72,9 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-class NetnsRuntime:
-    """Hosts as network namespaces; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, LosesUnsyncedWrites
-    and LinkShaper; its processes are Pausable."""
+class NetnsRuntime(LocalDiskFaults):
+    """Hosts as network namespaces; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, LosesUnsyncedWrites,
+    DiskFaults and LinkShaper; its processes are Pausable."""
 
     kind = "netns"
 

@@ -5,7 +5,10 @@ mounts over a directory and keeps every write in memory until its file is fsynce
 and every create, rename and unlink until an fsync commits it; the directory
 underneath holds exactly what is durable. A power cut is its process dying
 (SIGKILL): whatever was not synced is gone, and mounting again shows what survived.
-A clean unmount (SIGTERM) syncs everything first. Each mount's source name carries
+A clean unmount (SIGTERM) syncs everything first. Disk faults (EIO, ENOSPC, slow
+fsync) on a path prefix of a mount are rules in its control file, read at SIGHUP;
+its status file says which generation it applied and counts every call a rule
+failed or delayed (`set_faults`, `read_status`). Each mount's source name carries
 the run's prefix (`<prefix>-<host>-<dir>`), and its process RUN_ENV, so `clean`
 finds both by prefix.
 Must never: signal a process it did not start or unmount a mount whose source does
@@ -15,13 +18,16 @@ not carry a run prefix of this project.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
 from testbed.localprocs import is_alive, start_time, wait_dead
 from testbed.paths import REPO_ROOT
@@ -32,6 +38,7 @@ BINARY = REPO_ROOT / "build" / "bin" / "unsyncfs"
 FSTYPE = "fuse.unsyncfs"
 MOUNT_WAIT_S = 10.0
 UNMOUNT_WAIT_S = 30.0  # a clean unmount writes every unsynced byte to the disk first
+FAULTS_WAIT_S = 5.0  # a control file is applied within milliseconds of its SIGHUP
 
 
 def binary() -> Path:
@@ -68,6 +75,7 @@ class UnsyncedMount:
     child: subprocess.Popen[bytes] | None = None
     host: str = ""
     log: Path = Path("/dev/null")
+    rules: list[dict[str, Any]] = field(default_factory=list)  # its active disk faults
 
     def alive(self) -> bool:
         if not self.pid:
@@ -79,16 +87,71 @@ class UnsyncedMount:
     def to_json(self) -> dict[str, object]:
         return {"source": self.source, "target": str(self.target), "pid": self.pid, "started": self.started}
 
+    @property
+    def control(self) -> Path:
+        """Its disk faults' control file (rules, read at SIGHUP), beside its log."""
+        return control_paths(self.log)[0]
+
+    @property
+    def status(self) -> Path:
+        """Its disk faults' status (the generation applied, every rule's counts), beside its log."""
+        return control_paths(self.log)[1]
+
+
+def control_paths(log: Path) -> tuple[Path, Path]:
+    """A mount's control and status files, named after its log (`unsyncfs-kafka-data.faults.json`)."""
+    return log.with_name(log.stem + ".faults.json"), log.with_name(log.stem + ".status.json")
+
+
+def set_faults(m: UnsyncedMount, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """Make `rules` the mount's active disk faults (faults.go's rule fields; a rule keeps its counts while its `id`
+    stays) and wait until it applied them: its status then. RuntimeFailure if it refused them or did not answer."""
+    if not m.alive():
+        raise RuntimeFailure(f"unsyncfs over {m.target} is not running")
+    generation = time.time_ns()
+    tmp = m.control.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"generation": generation, "rules": rules}))
+    tmp.replace(m.control)
+    os.kill(m.pid, signal.SIGHUP)
+    deadline = time.monotonic() + FAULTS_WAIT_S
+    while time.monotonic() < deadline:
+        status = read_status(m)
+        if status.get("generation") == generation:
+            if status.get("error"):
+                raise RuntimeFailure(f"unsyncfs over {m.target} refused its disk faults: {status['error']}")
+            return status
+        time.sleep(0.01)
+    raise RuntimeFailure(f"unsyncfs over {m.target} did not apply its disk faults within {FAULTS_WAIT_S:.0f} s")
+
+
+def fault_counts(status: dict[str, Any], rule_id: str) -> dict[str, Any]:
+    """One rule's counts in a status: its totals and its files' (`counts`, `files`), empty if it has none."""
+    for rule in status.get("rules") or []:
+        if rule.get("id") == rule_id:
+            return {"counts": rule.get("counts") or {}, "files": rule.get("files") or {}}
+    return {}
+
+
+def read_status(m: UnsyncedMount) -> dict[str, Any]:
+    """The mount's disk faults' status as last written (empty before its first)."""
+    try:
+        status: dict[str, Any] = json.loads(m.status.read_text())
+    except (OSError, ValueError):
+        return {}
+    return status
+
 
 def mount(target: Path, source: str, env: dict[str, str], log: Path, mode: str = "journal") -> UnsyncedMount:
     """Mount unsyncfs over the directory `target` (its contents are the durable state) and wait until it serves."""
     target.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        child = subprocess.Popen([str(binary()), "-backing", str(target), "-name", source, "-mode", mode],
+        control, status = control_paths(log)
+        child = subprocess.Popen([str(binary()), "-backing", str(target), "-name", source, "-mode", mode,
+                                  "-faults", str(control), "-status", str(status)],
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                  start_new_session=True)
-    m = UnsyncedMount(source, target, child.pid, start_time(child.pid), child)
+    m = UnsyncedMount(source, target, child.pid, start_time(child.pid), child, log=log)
     deadline = time.monotonic() + MOUNT_WAIT_S
     while mounted().get(str(target)) != source:
         if child.poll() is not None or time.monotonic() > deadline:
@@ -191,10 +254,39 @@ class UnsyncedDisks:
             fresh = mount(m.target, m.source, self.env, m.log)
             m.pid, m.started, m.child = fresh.pid, fresh.started, fresh.child
             self._record()
+            if m.rules:  # a faulty disk stays faulty across a power cycle (its counts start again)
+                set_faults(m, m.rules)
 
     def cut_host(self, host: str) -> None:
         """The instant `host` loses power: every unsynced write of its directories is dropped."""
         cut(self.of(host))
+
+    def mount_of(self, host: str, target: Path) -> UnsyncedMount:
+        m = self._mounts.get(str(target))
+        if m is None or m.host != host:
+            raise RuntimeFailure(f"{host}: {target} is not on unsyncfs")
+        return m
+
+    def start_fault(self, host: str, target: Path, rule: dict[str, Any]) -> dict[str, Any]:
+        """Add the disk fault `rule` (its `id` new) to the mount over `target`: its status once applied."""
+        m = self.mount_of(host, target)
+        m.rules = [*(r for r in m.rules if r["id"] != rule["id"]), rule]
+        try:
+            return set_faults(m, m.rules)
+        except RuntimeFailure:
+            m.rules = [r for r in m.rules if r["id"] != rule["id"]]
+            raise
+
+    def stop_fault(self, host: str, target: Path, rule_id: str) -> dict[str, Any]:
+        """Take the rule `rule_id` off the mount over `target`: what it counted (empty if the mount restarted
+        since, which took every rule with it)."""
+        m = self.mount_of(host, target)
+        m.rules = [r for r in m.rules if r["id"] != rule_id]
+        status = set_faults(m, m.rules) if m.alive() else read_status(m)
+        return fault_counts(status, rule_id)
+
+    def fault_counts(self, host: str, target: Path, rule_id: str) -> dict[str, Any]:
+        return fault_counts(read_status(self.mount_of(host, target)), rule_id)
 
     def pids(self) -> set[int]:
         return {m.pid for m in self._mounts.values() if m.alive()}
@@ -209,3 +301,16 @@ class UnsyncedDisks:
     def _record(self) -> None:
         self.state.update(mounts={t: {**m.to_json(), "host": m.host, "log": str(m.log)}
                                   for t, m in self._mounts.items() if m.pid})
+
+
+class LocalDiskFaults:
+    """`DiskFaults` (testbed.runtime.base) for a runtime whose hosts' unsyncfs mounts run on this machine
+    (`self.disks`: netns, docker)."""
+
+    disks: UnsyncedDisks
+
+    def start_disk_fault(self, host: Host, data_dir: Path, rule: dict[str, Any]) -> dict[str, Any]:
+        return self.disks.start_fault(host.name, data_dir, rule)
+
+    def stop_disk_fault(self, host: Host, data_dir: Path, rule_id: str) -> dict[str, Any]:
+        return self.disks.stop_fault(host.name, data_dir, rule_id)

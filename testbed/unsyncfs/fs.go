@@ -26,6 +26,7 @@ type unsyncFS struct {
 	nextIno   uint64
 	pending   []*nsOp
 	failed    error // a commit that failed: every later fsync fails (as a disk would)
+	faults    diskFaults
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -132,7 +133,7 @@ func (fs *unsyncFS) Forget(ino, nlookup uint64) {
 
 func (fs *unsyncFS) link(dir *node, name string, n *node, kind opKind) {
 	dir.children[name] = n
-	n.vparent = dir
+	n.vparent, n.vname = dir, name
 	dir.mtime, dir.ctime = now(), now()
 	fs.pending = append(fs.pending, &nsOp{kind: kind, parent: dir, name: name, n: n})
 }
@@ -289,7 +290,7 @@ func (fs *unsyncFS) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newNam
 		old.vparent = nil
 	}
 	to.children[newName] = n
-	n.vparent = to
+	n.vparent, n.vname = to, newName
 	t := now()
 	from.mtime, from.ctime, to.mtime, to.ctime, n.ctime = t, t, t, t, t
 	fs.pending = append(fs.pending, op)

@@ -61,7 +61,7 @@ func (fs *unsyncFS) load(dir *node, rel string) error {
 		n.mtime = st.Mtim.Nano()
 		n.ctime = st.Ctim.Nano()
 		n.atime = st.Atim.Nano()
-		n.vparent, n.cparent, n.cname = dir, dir, name
+		n.vparent, n.vname, n.cparent, n.cname = dir, name, dir, name
 		dir.children[name] = n
 		if isDir {
 			if err := fs.load(n, childRel); err != nil {

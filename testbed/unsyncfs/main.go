@@ -9,7 +9,7 @@
 // was not synced is gone; mounting again shows what survived.
 //
 // Signals: SIGTERM or SIGINT: sync everything, unmount, exit 0 (a clean shutdown).
-// SIGUSR1: sync everything and stay mounted. SIGUSR2: a power cut: unmount at once
+// SIGUSR1: sync everything and stay mounted. SIGHUP: read the disk faults' control file (faults.go). SIGUSR2: a power cut: unmount at once
 // without syncing, exit 0. SIGKILL: a power cut (the mount is left dead: unmount it).
 //
 // Must never: write to the backing directory anything its users did not sync, or touch
@@ -36,13 +36,15 @@ func main() {
 	name := flag.String("name", "unsyncfs", "the mount's source name, as /proc/mounts shows it")
 	mode := flag.String("mode", "journal", "journal: any fsync makes pending names durable; strict: only a directory's fsync does")
 	debug := flag.Bool("debug", false, "log every FUSE request")
+	control := flag.String("faults", "", "the disk faults' control file, read at every SIGHUP (faults.go)")
+	status := flag.String("status", "", "where the disk faults' counts and the control generation applied are written")
 	flag.Parse()
 	// Before the mount appears: a signal that comes once it is there must find its handler.
 	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	if *backing == "" || (*mode != "journal" && *mode != "strict") {
-		fmt.Fprintln(os.Stderr, "usage: unsyncfs -backing DIR [-staging DIR] [-name NAME] [-mode journal|strict]")
+		fmt.Fprintln(os.Stderr, "usage: unsyncfs -backing DIR [-staging DIR] [-name NAME] [-mode journal|strict] [-faults FILE -status FILE]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(*backing)
@@ -63,6 +65,7 @@ func main() {
 	check(unix.Fstat(fs.rootFd, &st))
 	fs.root = fs.newNode(true, st.Mode, st.Uid, st.Gid)
 	check(fs.load(fs.root, "."))
+	fs.initFaults(*control, *status)
 
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur < rl.Max {
@@ -85,6 +88,9 @@ func main() {
 
 	for sig := range signals {
 		switch sig {
+		case syscall.SIGHUP:
+			fs.loadFaults()
+			fs.writeStatus()
 		case syscall.SIGUSR1:
 			report(fs, "sync all")
 			if err := fs.syncAll(); err != nil {

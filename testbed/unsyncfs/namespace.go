@@ -52,6 +52,7 @@ type node struct {
 	ctime    int64
 	children map[string]*node // directories: the view's entries
 	vparent  *node            // the view's parent (nil: not linked, or the root)
+	vname    string           // the view's name in vparent (the last one, once unlinked)
 	cparent  *node            // the committed parent (nil: the name is not durable, or the root)
 	cname    string
 	data     *fileData // files

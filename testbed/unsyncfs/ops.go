@@ -6,6 +6,7 @@ import (
 	"log"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -121,6 +122,9 @@ func (fs *unsyncFS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.R
 	if n.dir {
 		return nil, fuse.Status(syscall.EISDIR)
 	}
+	if st := fs.injected(n, opRead, 0); st != fuse.OK {
+		return nil, st
+	}
 	if err := fs.openObject(n); err != nil {
 		return nil, errno(err)
 	}
@@ -135,10 +139,20 @@ func (fs *unsyncFS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.R
 }
 
 func (fs *unsyncFS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	if d := fs.delay(in.NodeId, opWrite); d > 0 {
+		time.Sleep(d)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	n, st := fs.get(in.NodeId)
 	if st != fuse.OK {
+		return 0, st
+	}
+	grow := int64(in.Offset) + int64(len(data)) - n.data.size
+	if grow < 0 {
+		grow = 0
+	}
+	if st := fs.injected(n, opWrite, grow); st != fuse.OK {
 		return 0, st
 	}
 	if err := fs.openObject(n); err != nil {
@@ -169,6 +183,9 @@ func (fs *unsyncFS) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Stat
 
 // Fsync: the file's contents become durable (and names, as the mode says).
 func (fs *unsyncFS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if d := fs.delay(in.NodeId, opFsync); d > 0 {
+		time.Sleep(d)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.failed != nil {
@@ -176,6 +193,9 @@ func (fs *unsyncFS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	}
 	n, st := fs.get(in.NodeId)
 	if st != fuse.OK {
+		return st
+	}
+	if st := fs.injected(n, opFsync, 0); st != fuse.OK {
 		return st
 	}
 	if !n.dir {
@@ -191,6 +211,9 @@ func (fs *unsyncFS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 }
 
 func (fs *unsyncFS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if d := fs.delay(in.NodeId, opFsync); d > 0 {
+		time.Sleep(d)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.failed != nil {
@@ -198,6 +221,9 @@ func (fs *unsyncFS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	}
 	n, st := fs.dirNode(in.NodeId)
 	if st != fuse.OK {
+		return st
+	}
+	if st := fs.injected(n, opFsync, 0); st != fuse.OK {
 		return st
 	}
 	return fs.commitStatus(fs.commitFor(n))

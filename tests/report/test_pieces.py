@@ -51,6 +51,15 @@ def test_fault_windows_pair_starts_and_stops_by_fault_and_targets() -> None:
     assert [(e.fault, e.targets) for e in fault_events(table)] == [("leader-of", "t/0")]
 
 
+def test_a_disk_fault_window_carries_its_stop_rows_counts() -> None:
+    table = nemesis([(1 * S, "start", "disk-error", '{"nodes": ["az1-node"]}'),
+                     (2 * S, "stop", "disk-error", '{"nodes": ["az1-node"]}')])
+    counts = {"az1-node": {"path": "kafka-data", "counts": {"eio-write": 4}}}
+    table["detail"] = ['{"name": "e"}', json.dumps({"name": "e", "counts": counts})]
+    (window,) = fault_windows(table)
+    assert window.detail == {"name": "e", "counts": counts}
+
+
 def test_kill_and_power_cut_windows_are_told_apart() -> None:
     """A kill keeps the page cache, a power cut drops unsynced writes: the timeline names and colours each."""
     table = nemesis(

@@ -60,6 +60,19 @@ KINDS = {
         "clean shutdown of broker-0, restarted when it stops",
     ),
     "heal-all": ({"resumed": ["broker-1"], "restarted": []}, "healed everything: resumed broker-1"),
+    "disk-error": (
+        {"nodes": ["az1-node"], "brokers": [0], "path": "partition", "paths": {"az1-node": "kafka-data/faultline-0"}},
+        "EIO on az1-node's kafka-data/faultline-0",
+    ),
+    "disk-full": (
+        {"nodes": ["az1-node", "az2-node"], "brokers": [0, 1], "path": "log-dir",
+         "paths": {"az1-node": "kafka-data", "az2-node": "kafka-data"}},
+        "disk full under az1-node's kafka-data and az2-node's kafka-data",
+    ),
+    "slow-disk": (
+        {"nodes": ["az2-node"], "brokers": [1], "path": "quorum", "paths": {"az2-node": "zookeeper-data"}},
+        "slow fsync on az2-node's zookeeper-data",
+    ),
 }
 
 
@@ -74,7 +87,7 @@ def test_every_kind_the_report_knows_is_tested() -> None:
 
 
 def test_unknown_kinds_failures_and_odd_rows_still_read_as_words() -> None:
-    assert describe("slow-disk", {"nodes": ["az1-node"], "ms": 200}) == "slow-disk ms 200; nodes az1-node"
+    assert describe("melt-disk", {"nodes": ["az1-node"], "ms": 200}) == "melt-disk ms 200; nodes az1-node"
     assert describe("leader-of", ["t/1"], "broker-2") == "leader-of t/1: broker-2"
     assert describe("kill", {}, {"error": "broker-9 is not running"}) == (
         "SIGKILL to nothing, restarted when it stops; failed: broker-9 is not running"
@@ -91,6 +104,10 @@ def test_how_the_nemesis_did_it() -> None:
                            "took 18.95 ms")
     assert how({"pids": {"broker-2": 4242}}) == "pid 4242 (broker-2)"
     assert how("SIGKILL") == "" and how(None) == ""
+    counts = {"az1-node": {"path": "kafka-data/faultline-0", "counts": {"eio-write": 12, "eio-fsync": 3}},
+              "az2-node": {"path": "kafka-data/faultline-0", "counts": {}}}
+    assert how({"counts": counts}) == ("az1-node kafka-data/faultline-0: eio-fsync 3, eio-write 12; "
+                                       "az2-node kafka-data/faultline-0: no call failed or delayed")
 
 
 def test_errors_by_code() -> None:

@@ -201,3 +201,11 @@ def test_a_wanted_controller_that_never_wins_is_one_error_after_three_rounds(mon
     with pytest.raises(ClusterError, match=r"broker 2's node did not become the active controller \(broker 0's did"):
         kraft.start_quorum(cluster, 2, float("inf"), 0.0)  # type: ignore[arg-type]
     assert cluster.calls.count(("kill", 2)) == 0 and cluster.calls.count(("kill", 0)) == kraft.STEER_ATTEMPTS
+
+
+def test_several_log_dirs_list_each_inside_the_nodes_kafka_data_on_zookeeper_and_kraft() -> None:
+    for settings in (kcfg.ClusterSettings(log_dirs=2), kcfg.ClusterSettings(kafka_version="4.1.1", metadata="kraft",
+                                                                            log_dirs=2)):
+        props = _props(kcfg.server_properties(PLAN, PLAN.nodes[0], settings, "/k"))
+        assert props["log.dirs"] == "/k/dir-0,/k/dir-1"
+    assert _props(kcfg.server_properties(PLAN, PLAN.nodes[0], kcfg.ClusterSettings(), "/k"))["log.dirs"] == "/k"
