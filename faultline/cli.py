@@ -122,6 +122,8 @@ def build_parser() -> Parser:
                      help="replace a key of every spec and configuration, e.g. settle_timeout_s=45, "
                      "cluster.partitions=6, workloads.producers[0].settings.acks=1 or [*] for every entry (the "
                      "value is read as YAML); repeat for more")
+    run.add_argument("--dry-run", action="store_true", help="print what the run would do to each host (fault rules "
+                     "and their ports, commands, topic) and stop: nothing is connected to, created or changed")
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
@@ -234,6 +236,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from checkers.api import missing_engine
     from harness.batch import run_batch
+    from harness.preflight import screen
     from harness.spec import load_specs
     from harness.spec_sets import parse_sets
 
@@ -244,8 +247,13 @@ def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     for path, specs in zip(args.spec, batch, strict=True):
         for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
             raise UsageError(f"{path}: {problem}")
+    if args.dry_run:  # the screen and nothing else: no root needed, nothing touched
+        print("\n\n".join(screen(path, specs) for path, specs in zip(args.spec, batch, strict=True) if specs))
+        return 0
     require_root()  # after the specs: a bad spec is named to anyone, root or not
-    for specs in batch:  # bad input is refused before any run folder is written
+    for path, specs in zip(args.spec, batch, strict=True):  # bad input is refused before any run folder is written
+        if specs and not specs[0].cluster.provision:  # a cluster of the user's: what will happen to it, first
+            print(screen(path, specs), flush=True)
         for spec in specs:
             check_can_provision(spec.cluster, machine)
     try:

@@ -114,15 +114,17 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
 
 
 @contextlib.contextmanager
-def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False, machine: Machine = REAL
-              ) -> Iterator[tuple[KafkaCluster, Runtime]]:
-    """Yield a ready cluster, made on `machine`; tear it down on the way out unless `keep` (then the caller owns it).
+def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False, machine: Machine = REAL,
+              prefix: str | None = None) -> Iterator[tuple[KafkaCluster, Runtime]]:
+    """Yield a ready cluster, made on `machine` (with `settings.provision` false: a cluster of the user's, learned,
+    its run's topic made); tear it down on the way out unless `keep` (then the caller owns it). `prefix`: the run's
+    (default: a new one).
 
     Raises before changing anything for: a busy machine, a bad address plan, an
     unavailable Kafka version.
     """
     plan = check_can_provision(settings, machine)
-    prefix = new_prefix()
+    prefix = prefix or new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as undo, terminate_on_sigterm():
@@ -138,6 +140,7 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
         runtime.create()
         hosts_s = time.monotonic() - started
         cluster = machine.make_cluster(runtime, settings, RunFolder(run_dir))
+        undo.callback(cluster.remove_own)  # after collect: a cluster of the user's loses the run's topic
         undo.callback(cluster.collect)  # before the hosts go (the stack unwinds last in, first out)
         undo.callback(lambda: teardown.setdefault("began", time.monotonic()))
         cluster.bring_up()
