@@ -101,26 +101,24 @@ def _check_metadata_mode(cluster: KafkaCluster) -> None:
 
 
 def describe_brokers(cluster: KafkaCluster, ids: list[int]) -> dict[int, dict[str, str]]:
-    """Each broker's values of `KEYS` (None where a key is unset), by DescribeConfigs."""
-    client = admin(cluster)
-    futures = client.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in ids],
-                                      request_timeout=20)
-    out: dict[int, dict[str, str]] = {}
-    for resource, future in futures.items():
-        try:
-            entries = future.result(timeout=30)
-        except Exception as exc:  # KafkaException carries the broker's error
-            raise ClusterError(f"describing broker {resource.name}'s configuration: {exc}") from exc
-        out[int(resource.name)] = {k: entries[k].value for k in KEYS if k in entries}
-    return out
+    """Each broker's values of `KEYS` (where set), by DescribeConfigs."""
+    return {b: {k: v for k, v in entries.items() if k in KEYS and v is not None}
+            for b, entries in describe_all(cluster, ids).items()}
 
 
 def describe_all(cluster: KafkaCluster, ids: list[int]) -> dict[int, dict[str, str | None]]:
-    """Every configuration entry of each broker (what a test compares before and after a run)."""
+    """Every configuration entry of each broker, by DescribeConfigs (one broker per request: a broker's
+    configuration is asked of that broker)."""
     client = admin(cluster)
-    futures = client.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(b)) for b in ids],
-                                      request_timeout=20)
-    return {int(r.name): {k: e.value for k, e in f.result(timeout=30).items()} for r, f in futures.items()}
+    out: dict[int, dict[str, str | None]] = {}
+    for broker in ids:
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(broker))
+        try:
+            entries = client.describe_configs([resource], request_timeout=20)[resource].result(timeout=30)
+        except Exception as exc:  # KafkaException carries the broker's error
+            raise ClusterError(f"describing broker {broker}'s configuration: {exc}") from exc
+        out[broker] = {k: e.value for k, e in entries.items()}
+    return out
 
 
 def topic_configs(settings: kcfg.ClusterSettings) -> dict[str, str]:
@@ -138,7 +136,8 @@ def create_topic(cluster: KafkaCluster) -> None:
     else:
         new = NewTopic(s.topic, num_partitions=s.partitions, replication_factor=s.replication_factor,
                        config=topic_configs(s))
-    future = admin(cluster).create_topics([new], operation_timeout=20, request_timeout=25)[s.topic]
+    client = admin(cluster)  # held until the answer: a client destroyed first fails its futures
+    future = client.create_topics([new], operation_timeout=20, request_timeout=25)[s.topic]
     try:
         future.result(timeout=30)
     except Exception as exc:  # KafkaException carries the broker's error
