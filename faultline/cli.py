@@ -223,6 +223,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     if args.inventory is not None:
         removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
+        removed += clean_own_topics(args.inventory)
     else:
         from spark_analysis.standalone import clean_orphaned_daemons
 
@@ -231,6 +232,17 @@ def cmd_clean(args: argparse.Namespace) -> int:
         ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")
     return 0
+
+
+def clean_own_topics(path: Path) -> list[str]:
+    """On a cluster of the user's (`provision: false`), the topics killed runs made there (their names only)."""
+    from testbed.inventory import load_inventory
+    from testbed.kafka.existing_learn import delete_leftover_topics
+
+    inventory = load_inventory(path)
+    if inventory.provision:
+        return []
+    return delete_leftover_topics(",".join(f"{h.address}:9092" for h in inventory.hosts if h.role == "node"))
 
 
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:

@@ -10,7 +10,8 @@ the inventory's `ports` names (so a partition cuts it), the metadata mode is the
 spec's, and the run's topic does not exist. Anything else is one ClusterError
 line naming the host, before the topic is made. Read-only.
 
-`create_topic` makes the run's topic (its name carries the run's prefix) with
+`delete_leftover_topics` is `clean --inventory`'s: the topics of killed runs
+(`faultline-fl<6 hex>`), no other. `create_topic` makes the run's topic (its name carries the run's prefix) with
 the spec's topic-level settings (`min.insync.replicas`,
 `unclean.leader.election.enable`, the flush policy); `delete_topic` removes it
 and waits until no broker lists it.
@@ -20,6 +21,7 @@ Must never: create, alter or delete anything but the run's own topic.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,7 @@ log = logging.getLogger("faultline.cluster")
 KEYS = ("log.dirs", "log.dir", "broker.rack", "zookeeper.session.timeout.ms", "broker.session.timeout.ms",
         "replica.lag.time.max.ms", "min.insync.replicas", "unclean.leader.election.enable")
 DELETE_WAIT_S = 60.0
+OWN_TOPIC = re.compile(r"^faultline-fl[0-9a-f]{6}$")  # a run's topic on a cluster of the user's (harness.run.own_topic)
 
 
 def admin(cluster: KafkaCluster) -> AdminClient:
@@ -159,3 +162,19 @@ def delete_topic(cluster: KafkaCluster) -> None:
             raise ClusterError(f"topic {cluster.topic} is still listed {DELETE_WAIT_S:.0f} s after its deletion")
         time.sleep(0.5)
     log.info("deleted the run's topic %s", cluster.topic)
+
+
+def delete_leftover_topics(bootstrap: str) -> list[str]:
+    """`clean --inventory` of a cluster of the user's: delete the topics killed runs left (`OWN_TOPIC`'s names only,
+    never another); what was deleted, or why the brokers could not be asked."""
+    client = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000},
+                         logger=logging.getLogger("rdkafka.admin"))
+    try:
+        names = sorted(t for t in client.list_topics(timeout=10).topics if OWN_TOPIC.match(t))
+        if not names:
+            return []
+        for future in client.delete_topics(names, operation_timeout=20, request_timeout=25).values():
+            future.result(timeout=30)
+    except Exception as exc:  # KafkaException: the brokers' words
+        return [f"topics of killed runs on {bootstrap}: not deleted ({exc})"]
+    return [f"topic {name} on {bootstrap}" for name in names]
