@@ -190,6 +190,8 @@ def active_run_dir() -> Path:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    from testbed.inventory import load_inventory
+
     if args.action == "up":
         name = args.runtime or default_kind(inventory=args.inventory is not None)
         if args.controller is not None and not 0 <= args.controller < args.nodes:
@@ -201,7 +203,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                                    network=args.network or default_network(name),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
-                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)
+                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None,
+                                   provision=args.inventory is None or load_inventory(args.inventory).provision)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "

@@ -17,6 +17,7 @@ group or setting other than the run's own topic.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,9 @@ class ExistingCluster(KafkaCluster):
         self.learned: dict[str, Any] = {}
         self.stopped: set[tuple[str, str]] = set()  # (node, role) a fault stopped or killed, until started again
         self._topic_made = False
+        if folder.existing_cluster.exists():  # a run's folder found again (recover, cluster down): its topic may exist
+            self.learned = json.loads(folder.existing_cluster.read_text())
+            self._topic_made = True
 
     # -- bring-up: learn, make the topic -------------------------------------
     def write_configs(self) -> None:

@@ -11,11 +11,12 @@ import pytest
 import yaml
 
 from testbed.addressing import Host
-from testbed.errors import ClusterError
+from testbed.errors import ClusterError, UsageError
 from testbed.inventory import load_inventory
 from testbed.kafka import existing
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.existing import ExistingCluster, new_cluster
+from testbed.lifecycle import check_can_provision
 from testbed.runfolder import RunFolder
 
 PORTS = {9092: "broker", 2181: "zookeeper"}
@@ -110,3 +111,15 @@ def test_collect_copies_only_the_runs_partitions_and_the_topic_goes_once_it_may_
         cluster.bring_up(1.0)
     cluster.remove_own()
     assert deleted == ["faultline-fl0a0b0c"]  # a create that may have reached the brokers is undone
+
+
+def test_a_cluster_of_yours_is_never_provisioned_over(tmp_path: Path) -> None:
+    """A run set up to make its own cluster (e.g. `cluster up` without the inventory's word) on an inventory that
+    says provision: false is refused before anything is checked or made, and the other way round."""
+    path = inventory(tmp_path, {})
+    with pytest.raises(UsageError, match=r"^inventory .*: it says provision: false, but the run was set up for a "
+                                         r"cluster faultline makes$"):
+        check_can_provision(ClusterSettings(runtime="ssh", inventory=str(path)))
+    path.write_text(path.read_text().replace("provision: false", "provision: true"))
+    with pytest.raises(UsageError, match=r"it says provision: true, but the run was set up for a cluster of yours$"):
+        check_can_provision(ClusterSettings(runtime="ssh", inventory=str(path), provision=False))
