@@ -122,6 +122,8 @@ def build_parser() -> Parser:
                      help="replace a key of every spec and configuration, e.g. settle_timeout_s=45, "
                      "cluster.partitions=6, workloads.producers[0].settings.acks=1 or [*] for every entry (the "
                      "value is read as YAML); repeat for more")
+    run.add_argument("--dry-run", action="store_true", help="print what the run would do to each host (fault rules "
+                     "and their ports, commands, topic) and stop: nothing is connected to, created or changed")
     add_ssh_flags(run)
     campaign = sub.add_parser("campaign", help="run a campaign (scenarios, random-chaos seeds, matrix sweeps) "
                               "within a time budget; failures run again once (FLAKE or REGRESSION)")
@@ -188,6 +190,8 @@ def active_run_dir() -> Path:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    from testbed.inventory import load_inventory
+
     if args.action == "up":
         name = args.runtime or default_kind(inventory=args.inventory is not None)
         if args.controller is not None and not 0 <= args.controller < args.nodes:
@@ -199,7 +203,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                                    network=args.network or default_network(name),
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
-                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None)
+                                   known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None,
+                                   provision=args.inventory is None or load_inventory(args.inventory).provision)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -221,6 +226,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     if args.inventory is not None:
         removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
+        removed += clean_own_topics(args.inventory)
     else:
         from spark_analysis.standalone import clean_orphaned_daemons
 
@@ -231,9 +237,21 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def clean_own_topics(path: Path) -> list[str]:
+    """On a cluster of the user's (`provision: false`), the topics killed runs made there (their names only)."""
+    from testbed.inventory import load_inventory
+    from testbed.kafka.existing_learn import delete_leftover_topics
+
+    inventory = load_inventory(path)
+    if inventory.provision:
+        return []
+    return delete_leftover_topics(",".join(f"{h.address}:9092" for h in inventory.hosts if h.role == "node"))
+
+
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     from checkers.api import missing_engine
     from harness.batch import run_batch
+    from harness.preflight import screen
     from harness.spec import load_specs
     from harness.spec_sets import parse_sets
 
@@ -244,8 +262,13 @@ def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:
     for path, specs in zip(args.spec, batch, strict=True):
         for problem in filter(None, (missing_engine(args.engine or spec.checker) for spec in specs)):
             raise UsageError(f"{path}: {problem}")
+    if args.dry_run:  # the screen and nothing else: no root needed, nothing touched
+        print("\n\n".join(screen(path, specs) for path, specs in zip(args.spec, batch, strict=True) if specs))
+        return 0
     require_root()  # after the specs: a bad spec is named to anyone, root or not
-    for specs in batch:  # bad input is refused before any run folder is written
+    for path, specs in zip(args.spec, batch, strict=True):  # bad input is refused before any run folder is written
+        if specs and not specs[0].cluster.provision:  # a cluster of the user's: what will happen to it, first
+            print(screen(path, specs), flush=True)
         for spec in specs:
             check_can_provision(spec.cluster, machine)
     try:

@@ -18,6 +18,7 @@ Must never: leave run.json saying `running` once the run has ended either way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -41,7 +42,7 @@ from testbed.kafka.replicas import snapshot_segments
 from testbed.lifecycle import provision
 from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import Firewalled
+from testbed.runtime.base import Firewalled, new_prefix
 
 log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
@@ -118,6 +119,10 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
     """Provision on `machine`, run the story, heal, settle, drain, tear down; the tables and the judging are left.
 
     `on_running(folder)` is called once the cluster is up and the story has started (the judging worker may start)."""
+    prefix = None
+    if not spec.cluster.provision:  # a cluster of the user's: the run's own topic, named after the run
+        prefix = new_prefix()
+        spec = own_topic(spec, prefix)
     folder = RunFolder(run_dir).make()
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
@@ -127,17 +132,17 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
             manifest.client_under_test(client.versions)
             log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)", client.versions["confluent_kafka"],
                      client.versions["librdkafka"], " ".join(client.python))
-        notes = _execute(spec, folder, log_handler, on_running, machine, client)
+        notes = _execute(spec, folder, log_handler, on_running, machine, client, prefix)
     return Judgement(spec, folder, notes, engine, keep_data, manifest, machine)
 
 
 def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
              on_running: Callable[[RunFolder], None] | None, machine: Machine,
-             client: ClientEnv | None = None) -> list[str]:
+             client: ClientEnv | None = None, prefix: str | None = None) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
-    with provision(spec.cluster, folder.root, machine=machine) as (cluster, runtime):
+    with provision(spec.cluster, folder.root, machine=machine, prefix=prefix) as (cluster, runtime):
         workloads = WorkloadSet(runtime, folder, cluster, client)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)
@@ -158,13 +163,23 @@ def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
     return notes
 
 
+def own_topic(spec: Spec, prefix: str) -> Spec:
+    """`spec` with its topic named after the run (`faultline-<prefix>`): on a cluster of the user's, the one topic
+    the run makes and deletes."""
+    topic = f"faultline-{prefix}"
+    raw = {**spec.raw, "cluster": {**(spec.raw.get("cluster") or {}), "topic": topic}}
+    return dataclasses.replace(spec, cluster=dataclasses.replace(spec.cluster, topic=topic), raw=raw)
+
+
 def make_nemesis(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet | None = None) -> Nemesis:
-    """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo."""
+    """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo (not on a
+    cluster of the user's: nothing of the run is written on its hosts)."""
     runtime = cluster.runtime
     if not isinstance(runtime, Firewalled):
         raise RuntimeFailure(f"the {runtime.kind} runtime has no firewall per host: no nemesis can run on it")
-    return Nemesis(cluster, runtime, cluster.folder.nemesis_journal, spec.seed,
-                   snapshot=lambda label: snapshot_segments(cluster, label), workloads=workloads)
+    snapshot = (lambda label: snapshot_segments(cluster, label)) if spec.cluster.provision else None
+    return Nemesis(cluster, runtime, cluster.folder.nemesis_journal, spec.seed, snapshot=snapshot,
+                   workloads=workloads)
 
 
 def _run_phase(spec: Spec, workloads: WorkloadSet, nemesis: Nemesis | None, progress: Progress) -> None:

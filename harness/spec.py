@@ -34,6 +34,7 @@ from harness.spec_checks import (
 )
 from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
+from harness.spec_existing import check_existing, existing_inventory
 from harness.spec_groups import check_group_protocols, check_group_targets
 from harness.spec_keys import CLUSTER, PRODUCER, SPEC
 from harness.spec_sets import SpecSet, apply_sets
@@ -169,7 +170,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
                           for k, x in (raw.get("broker_overrides") or {}).items()},
         flush_messages=v("flush_messages"), flush_ms=v("flush_ms"), log_dirs=v("log_dirs"),
         zookeeper_force_sync=v("zookeeper_force_sync"), lose_unsynced_writes=v("lose_unsynced_writes"),
-        inventory=inventory, known_hosts=known_hosts,
+        inventory=inventory, known_hosts=known_hosts, provision=existing_inventory(inventory) is None,
     )
 
 
@@ -292,6 +293,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
     check_log_dirs(nemesis, cluster)
+    check_existing(nemesis, cluster, consumers, transformers)
     check_workload_targets(nemesis, producers)
     check_group_protocols(consumers, cluster.kafka_version)
     check_group_targets(nemesis, consumers)

@@ -2,7 +2,8 @@
 
 `plan_workloads` turns a spec into typed `workloads.config` objects, one per
 process, each on its AZ's client host (observers on their broker's node
-host). `WorkloadSet` starts them through the runtime (the config file put on
+host; on a cluster faultline did not make, on the AZ's client host: nothing of
+faultline runs on the user's brokers). `WorkloadSet` starts them through the runtime (the config file put on
 the host, the journal written there and fetched back) and holds them to
 account: a workload process that dies while it should be running fails the
 run loudly (WorkloadError with the tail of its log); it never just shrinks
@@ -111,7 +112,8 @@ def plan_workloads(spec: Spec, cluster: KafkaCluster) -> list[Workload]:
                                  len(members)))))
     for node in cluster.nodes:
         name = f"observer-broker-{node.broker_id}"
-        out.append(Workload(name, node, "observer", ObserverConfig(
+        where = node if cluster.settings.provision else plan.client_of_az(node.az)
+        out.append(Workload(name, where, "observer", ObserverConfig(
             process=name, role="observer", az=node.az, journal=folder.journal(name), topic=topic, bootstrap="",
             broker_id=node.broker_id, broker_host=node.address, broker_port=kcfg.BROKER_PORT, interval_s=1.0,
             controller_port=kcfg.CONTROLLER_PORT if cluster.settings.kraft else None,

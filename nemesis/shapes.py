@@ -234,12 +234,13 @@ def scope_covers(scope: Scope, port: int) -> bool:
     return any(int(first) <= port <= int(last or first) for first, _, last in spans)
 
 
-def _matches(scope: Scope, flag: str, address: str) -> list[str]:
-    """The iptables match strings for packets with `flag` (-s/-d) `address` within `scope`."""
-    if scope == "all":
+def _matches(scope: Scope, flag: str, address: str, cut_ports: tuple[str, ...] = ()) -> list[str]:
+    """The iptables match strings for packets with `flag` (-s/-d) `address` within `scope`; `all` with `cut_ports`
+    (a cluster faultline did not make: the plan's) is the TCP packets to or from those ports."""
+    ports = cut_ports if scope == "all" else SCOPE_PORTS[scope]
+    if not ports:
         return [f"{flag} {address}/32"]
-    return [f"{flag} {address}/32 -p tcp --{side} {port}"
-            for port in SCOPE_PORTS[scope] for side in ("dport", "sport")]
+    return [f"{flag} {address}/32 -p tcp --{side} {port}" for port in ports for side in ("dport", "sport")]
 
 
 def firewall_rules(plan: AddressPlan, cuts: Iterable[tuple[Grudge, Scope]]) -> dict[str, str]:
@@ -249,6 +250,7 @@ def firewall_rules(plan: AddressPlan, cuts: Iterable[tuple[Grudge, Scope]]) -> d
     Each (grudge, scope) contributes, for every cut pair sender -> receiver,
     INPUT drops on the receiver and OUTPUT drops on the sender. Rules name
     single host addresses only (/32), so the control plane is never matched.
+    A plan with `cut_ports` (an existing cluster's) cuts only those TCP ports where the scope is `all`.
     Duplicates across cuts are written once; line order is deterministic.
     """
     lines: dict[str, list[str]] = {h.name: [] for h in plan.hosts}
@@ -258,6 +260,6 @@ def firewall_rules(plan: AddressPlan, cuts: Iterable[tuple[Grudge, Scope]]) -> d
         validate_grudge(plan, grudge)
         for sender, receiver in cut_pairs(grudge):
             s, r = plan.host(sender), plan.host(receiver)
-            lines[receiver] += [f"-A {IN_CHAIN} {m} -j DROP" for m in _matches(scope, "-s", s.address)]
-            lines[sender] += [f"-A {OUT_CHAIN} {m} -j DROP" for m in _matches(scope, "-d", r.address)]
+            lines[receiver] += [f"-A {IN_CHAIN} {m} -j DROP" for m in _matches(scope, "-s", s.address, plan.cut_ports)]
+            lines[sender] += [f"-A {OUT_CHAIN} {m} -j DROP" for m in _matches(scope, "-d", r.address, plan.cut_ports)]
     return {host: "".join(line + "\n" for line in dict.fromkeys(rules)) for host, rules in lines.items()}

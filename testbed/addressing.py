@@ -46,6 +46,9 @@ class AddressPlan:
     control: str
     prefixlen: int
     hosts: tuple[Host, ...]
+    # The TCP ports a cut of every packet (scope `all`) drops, iptables' spelling ("9092", "2888:3888"); () every
+    # packet. An inventory of a cluster faultline did not make (provision: false) names its cluster's ports.
+    cut_ports: tuple[str, ...] = ()
 
     @property
     def nodes(self) -> tuple[Host, ...]:

@@ -7,6 +7,7 @@
     sudo: false                    # true: root commands (iptables, mkdir of root) go through `sudo -n`
     root: /var/lib/faultline       # where faultline keeps its files on every host
     power_timeout_s: 120           # bounds each power command, and the wait for sshd after power_on
+    provision: true                # false: the node hosts run a Kafka cluster of yours (testbed.existing)
     hosts:
       - {address: 10.0.1.11, az: az1, role: node}     # ZooKeeper server + broker of az1
       - {address: 10.0.1.21, az: az1, role: client}   # az1's producers and consumers
@@ -19,8 +20,12 @@
 and fault rules name); `ssh_address` (default: `address`) is where the
 harness's SSH connection goes. `power_off`/`power_on` (a node host's, both or
 neither) are command lines the harness runs on its own machine to cut and
-restore that host's power (testbed.runtime.ssh_power). Every error is one line naming the file and the
-entry. Pure besides reading the file and checking that key files exist.
+restore that host's power (testbed.runtime.ssh_power). With `provision: false`
+the node hosts run a cluster faultline did not make: it installs nothing on
+them, each may name `commands` (per role, the command lines that stop, start,
+kill, pause and resume its process, run on the host over SSH) and the top may
+name `ports`, the cluster's TCP ports a partition cuts (testbed.existing_spec).
+Every error is one line naming the file and the entry. Pure besides reading the file and checking that key files exist.
 Must never: accept an inventory that gives an AZ two nodes, an address twice,
 or a key file that cannot be read.
 """
@@ -38,10 +43,12 @@ import yaml
 
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import UsageError, yaml_problem
+from testbed.existing_spec import Commands, parse_commands, parse_ports
 
-TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "power_timeout_s", "hosts"}
+TOP_KEYS = {"control", "user", "key_file", "agent", "port", "sudo", "root", "power_timeout_s", "hosts", "provision",
+            "ports"}
 HOST_KEYS = {"address", "ssh_address", "az", "role", "user", "key_file", "agent", "port", "sudo", "power_off",
-             "power_on", "power_timeout_s"}
+             "power_on", "power_timeout_s", "commands"}
 ROLES = ("node", "client")
 AZ_RE = re.compile(r"^az([1-9])$")
 DEFAULT_ROOT = "/var/lib/faultline"
@@ -64,6 +71,11 @@ class SshHost:
     power_off: str | None = None  # command lines run on the harness's machine (testbed.runtime.ssh_power)
     power_on: str | None = None
     power_timeout_s: float = DEFAULT_POWER_TIMEOUT_S
+    commands: Commands = ()  # provision: false: (role, action, command line) run on the host (testbed.existing_spec)
+
+    def command(self, role: str, action: str) -> str | None:
+        """The inventory's command line for `action` (stop, start, kill, pause, resume) of the host's `role`."""
+        return next((line for r, a, line in self.commands if r == role and a == action), None)
 
     @property
     def name(self) -> str:
@@ -81,6 +93,8 @@ class Inventory:
     control: str
     root: str
     hosts: tuple[SshHost, ...]
+    provision: bool = True  # False: the node hosts run a cluster of the user's; faultline installs nothing there
+    ports: tuple[int, ...] = ()  # provision: false: the cluster's TCP ports, the only ones a partition cuts
 
     def azs(self) -> list[str]:
         return sorted({h.az for h in self.hosts if h.role == "node"})
@@ -100,7 +114,8 @@ class Inventory:
         hosts = [Host(h.name, h.role, h.az, int(h.az[2:]), h.address) for h in self.hosts
                  if int(h.az[2:]) <= nodes]
         hosts.sort(key=lambda h: (h.index, ROLES.index(h.role)))
-        return AddressPlan(f"inventory {self.path}", self.control, 32, tuple(hosts))
+        return AddressPlan(f"inventory {self.path}", self.control, 32, tuple(hosts),
+                           cut_ports=() if self.provision else tuple(str(p) for p in self.ports))
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -143,7 +158,16 @@ def _parse(path: Path, raw: dict[str, Any]) -> Inventory:
         if host.address == control:
             raise fail(host.entry, f"address {host.address} is the control address")
         hosts.append(host)
-    return Inventory(path, control, root.rstrip("/"), tuple(hosts))
+    provision = raw.get("provision", True)
+    if not isinstance(provision, bool):
+        raise fail("provision", f"{provision!r} must be true (faultline makes the cluster) or false (yours)")
+    if provision and "ports" in raw:
+        raise fail("ports", "only with provision: false (the ports of a cluster of yours that partitions cut)")
+    if provision and any(h.commands for h in hosts):
+        entry = next(h for h in hosts if h.commands).entry
+        raise fail(entry, "commands: only with provision: false (a provisioned cluster's processes are faultline's)")
+    ports = () if provision else parse_ports(raw.get("ports"), lambda what: fail("ports", what))
+    return Inventory(path, control, root.rstrip("/"), tuple(hosts), provision, ports)
 
 
 def _host(path: Path, top: dict[str, Any], i: int, entry: Any) -> SshHost:
@@ -189,8 +213,11 @@ def _host(path: Path, top: dict[str, Any], i: int, entry: Any) -> SshHost:
     timeout = get("power_timeout_s", DEFAULT_POWER_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise fail(f"power_timeout_s: {timeout!r} must be a number of seconds above 0")
+    if "commands" in entry and role != "node":
+        raise fail("commands: only node hosts run the cluster's processes (this is a client host)")
+    commands = parse_commands(entry.get("commands"), lambda what: fail(f"commands: {what}"))
     return SshHost(label, address, ssh_address, port, user, _key_file(path, get, fail), sudo, az, role,
-                   power_off, power_on, float(timeout))
+                   power_off, power_on, float(timeout), commands)
 
 
 def _power(entry: dict[str, Any], key: str, fail: Any) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from testbed.addressing import AddressPlan
 from testbed.errors import UsageError
+from testbed.inventory import load_inventory
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.machine import REAL, Machine
@@ -106,6 +107,10 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
     """Everything that can be known before a cluster is made: the machine is free, the address plan fits the
     runtime's hosts, the runtime is reachable with what it needs, the Kafka version is there. Changes nothing."""
     plan = plan_of(settings)
+    if settings.inventory is not None and load_inventory(settings.inventory).provision != settings.provision:
+        raise UsageError(f"inventory {settings.inventory}: it says provision: "
+                         f"{str(not settings.provision).lower()}, but the run was set up for "
+                         f"{'a cluster of yours' if not settings.provision else 'a cluster faultline makes'}")
     refuse_if_busy(live_active_cluster(machine))
     machine.ensure_kafka(settings.kafka_version)
     machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts,
@@ -114,15 +119,17 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
 
 
 @contextlib.contextmanager
-def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False, machine: Machine = REAL
-              ) -> Iterator[tuple[KafkaCluster, Runtime]]:
-    """Yield a ready cluster, made on `machine`; tear it down on the way out unless `keep` (then the caller owns it).
+def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = False, machine: Machine = REAL,
+              prefix: str | None = None) -> Iterator[tuple[KafkaCluster, Runtime]]:
+    """Yield a ready cluster, made on `machine` (with `settings.provision` false: a cluster of the user's, learned,
+    its run's topic made); tear it down on the way out unless `keep` (then the caller owns it). `prefix`: the run's
+    (default: a new one).
 
     Raises before changing anything for: a busy machine, a bad address plan, an
     unavailable Kafka version.
     """
     plan = check_can_provision(settings, machine)
-    prefix = new_prefix()
+    prefix = prefix or new_prefix()
     run_dir = run_dir or RESULTS_DIR / "cluster" / timestamp()
     run_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as undo, terminate_on_sigterm():
@@ -138,6 +145,7 @@ def provision(settings: ClusterSettings, run_dir: Path | None, keep: bool = Fals
         runtime.create()
         hosts_s = time.monotonic() - started
         cluster = machine.make_cluster(runtime, settings, RunFolder(run_dir))
+        undo.callback(cluster.remove_own)  # after collect: a cluster of the user's loses the run's topic
         undo.callback(cluster.collect)  # before the hosts go (the stack unwinds last in, first out)
         undo.callback(lambda: teardown.setdefault("began", time.monotonic()))
         cluster.bring_up()
@@ -158,6 +166,7 @@ def tear_down(cluster: KafkaCluster, machine: Machine = REAL) -> None:
     """Remove a cluster (its logs and data fetched first, with the runtime that ran it) and release the machine."""
     started = time.monotonic()
     cluster.collect()
+    cluster.remove_own()
     collected = time.monotonic()
     cluster.runtime.destroy()
     release_active(cluster.runtime.prefix, machine.active_file)

@@ -3,7 +3,7 @@
 Everything a run asks of this machine and of Kafka itself goes through a `Machine`: which runtime
 a kind builds (`make_runtime`), the runtime's checks before anything is made (`preflight`), the
 Kafka distribution in the cache (`ensure_kafka`), the cluster object over the runtime
-(`make_cluster`: bring-up, readiness and the live state the nemesis reads are its methods), the
+(`make_cluster`: the user's with `provision: false`, testbed.kafka.existing; bring-up, readiness and the live state the nemesis reads are its methods), the
 replica dump after a run (`dump_replicas`), the client under test's venv (`ensure_client`), and the machine's one-cluster record (`active_file`).
 `Machine()` is the real one, what the CLI runs with; the fast tests build one with the fake
 runtime of tests/fakes.py and a cluster whose Kafka-only steps answer as a healthy cluster would,
@@ -23,6 +23,7 @@ from testbed.dist.clients import ClientEnv, ensure_client
 from testbed.dist.kafka import ensure_kafka
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
+from testbed.kafka.existing import new_cluster
 from testbed.kafka.replicas import dump_replicas
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Runtime
@@ -49,7 +50,7 @@ class Machine:
     make_runtime: Callable[[str, str, AddressPlan, RunState], Runtime] = make_runtime
     preflight: Preflight = preflight
     ensure_kafka: Callable[[str], object] = ensure_kafka
-    make_cluster: Callable[[Runtime, ClusterSettings, RunFolder], KafkaCluster] = KafkaCluster
+    make_cluster: Callable[[Runtime, ClusterSettings, RunFolder], KafkaCluster] = new_cluster
     dump_replicas: ReplicaDump = dump_replicas
     ensure_client: Callable[[str], ClientEnv] = ensure_client  # the client under test's venv (clients.confluent_kafka)
     active_file: Path | None = None  # None: testbed.paths.ACTIVE_FILE, the machine's own

@@ -133,6 +133,11 @@ class RunFolder:
         return self.root / "clocks.json"
 
     @property
+    def existing_cluster(self) -> Path:
+        """A cluster faultline did not make (`provision: false`): what the run learned of it (testbed.kafka.existing)."""
+        return self.root / "existing-cluster.json"
+
+    @property
     def known_hosts(self) -> Path:
         """The host keys first seen (the ssh runtime's trust-on-first-use)."""
         return self.root / "known_hosts"

@@ -141,6 +141,9 @@ class KafkaCluster:
                 except RuntimeFailure as exc:
                     log.warning("could not fetch %s from %s: %s", path, node.name, exc)
 
+    def remove_own(self) -> None:
+        """What the run made on a cluster that outlives it (testbed.kafka.existing); nothing here: the hosts go."""
+
     # -- process control ---------------------------------------------------
     def process(self, node: Host, role: NodeRole) -> Process | None:
         """The node's running process of `role`, or None."""

@@ -85,6 +85,9 @@ class ClusterSettings:
     proxied_listener: bool = False
     # One listener per AZ whose advertised addresses are that AZ's forwarding proxy (faultline.testing's bootstrap).
     az_listeners: bool = False
+    # False: the inventory's node hosts run a cluster of the user's (inventory `provision: false`): faultline
+    # installs and configures nothing there and makes only its own topic (testbed.kafka.existing).
+    provision: bool = True
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -98,6 +101,8 @@ class ClusterSettings:
         for flag in ("proxied_listener", "az_listeners"):  # a run without them keeps its manifest as it was
             if not out[flag]:
                 del out[flag]
+        if self.provision:
+            del out["provision"]
         return out
 
     @property

@@ -236,6 +236,23 @@ class DiskFaults(Protocol):
         """Take the rule off: what it counted (`counts`, `files`)."""
 
 
+@runtime_checkable
+class ForeignHosts(Protocol):
+    """A runtime whose node hosts may run a cluster of the user's (ssh with `provision: false`): it runs the
+    inventory's command lines there, finds the cluster's processes by their ports and reads their files."""
+
+    def host_command(self, host: Host, line: str, timeout: float = 60.0) -> str:
+        """Run `line` (sh -c) on `host` as the inventory says (sudo -n where it says sudo); its output.
+        RuntimeFailure naming the host, the line and its exit status when it fails."""
+
+    def listening_pid(self, host: Host, port: int) -> int | None:
+        """The pid of the process listening on TCP `port` on `host` (None: none)."""
+
+    def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
+        """Copy the entries of `host`'s `directory` matching the shell pattern `names` into `into`; read-only on
+        the host. The names copied."""
+
+
 # What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).
 PROCESSES_ONLY = "processes"
 

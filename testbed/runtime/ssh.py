@@ -39,7 +39,7 @@ from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, RuntimeFailure
 from testbed.inventory import Inventory, load_inventory
 from testbed.runfolder import RunFolder
-from testbed.runtime import ssh_clock, ssh_firewall, ssh_install, ssh_power
+from testbed.runtime import ssh_clock, ssh_firewall, ssh_foreign, ssh_install, ssh_power
 from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
 from testbed.runtime.ssh_links import SshLinks, unshape_command
@@ -72,8 +72,9 @@ def on_hosts(hosts: list[Host], action: Callable[[Host], T]) -> dict[str, T]:
 
 
 class SshRuntime:
-    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper, PowerCycled and LosesUnsyncedWrites
-    (on the node hosts whose power-off is `command` or `unsyncfs`); its processes are Pausable."""
+    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper, PowerCycled, LosesUnsyncedWrites
+    (on the node hosts whose power-off is `command` or `unsyncfs`) and ForeignHosts (`provision: false`: the node
+    hosts run the user's cluster and get nothing of faultline's but fault rules); its processes are Pausable."""
 
     kind = "ssh"
 
@@ -141,6 +142,9 @@ class SshRuntime:
         """Whether `host` is off (its power command ran, its power_on not yet)."""
         return host.name in self._down
     def _provision(self, host: Host) -> Software:
+        if host.role == "node" and not self.inventory.provision:  # the user's cluster: nothing of ours goes there
+            self._software[host.name] = Software(java="java", kafka_classpath="", python=("python3",))
+            return self._software[host.name]
         conn = self.conn(host)
         q = shlex.quote(self.inventory.root)
         conn.check(f"mkdir -p {q}/runs {q}/cache" + (f" && chown {shlex.quote(conn.host.user)} {q} {q}/runs {q}/cache"
@@ -300,6 +304,16 @@ class SshRuntime:
             raise RuntimeFailure(f"{' '.join(argv)[:200]} on {host.name}: exit {status}: "
                                  f"{(proc.stderr or proc.stdout).strip()[-300:]}")
         return proc
+
+    # -- a cluster of the user's (`provision: false`, ssh_foreign) ------------
+    def host_command(self, host: Host, line: str, timeout: float = 60.0) -> str:
+        return ssh_foreign.run_line(self.conn(host), line, timeout)
+
+    def listening_pid(self, host: Host, port: int) -> int | None:
+        return ssh_foreign.listening_pid(self.conn(host), port)
+
+    def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
+        return ssh_foreign.fetch_from(self.conn(host), directory, names, into)
 
     # -- firewall ----------------------------------------------------------
     def set_firewall(self, host: Host, rules: str) -> None:

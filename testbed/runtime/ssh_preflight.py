@@ -1,5 +1,6 @@
 """Before an ssh run creates anything: every host of the plan answers, accepts the key, shows a known host key,
-and has what the runtime cannot upload (java on nodes, of a major the run's Kafka runs on; python3 everywhere,
+and has what the runtime cannot upload (a node host of a cluster faultline did not make: only iptables, tar and ss;
+java on nodes, of a major the run's Kafka runs on; python3 everywhere,
 venv on client hosts, iptables; tc, CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled
 links; for power-offs that must drop unsynced writes, on each node host a power command in the inventory or
 FUSE that this machine's unsyncfs can use).
@@ -32,6 +33,10 @@ NEEDS = {
 COMMON = (("iptables-restore", "iptables (fault rules)"), ("tar", "tar"), ("sha256sum", "coreutils' sha256sum"),
           ("setsid", "util-linux's setsid"), ("tc", "iproute2 (slow-link and throttle-link)"),
           ("ip", "iproute2 (slow-link and throttle-link)"))
+# A node host of a cluster faultline did not make (inventory `provision: false`): fault rules, the topic's
+# partition directories fetched as one tar, and the pids of the cluster's processes by their ports.
+EXISTING_NODE = (("iptables-restore", "iptables (fault rules)"), ("tar", "tar"),
+                 ("ss", "iproute2's ss (the cluster's processes, by their ports)"))
 # Prints the effective capabilities (hex) of a root shell there.
 CAPS = "sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status"
 CAP_NET_ADMIN = 12
@@ -54,12 +59,13 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: boo
         except (paramiko.SSHException, OSError) as exc:
             return connect_error(entry, exc, keys)
         where = f"{entry.entry} {entry.target} ({host.name})"
-        for command, what in (*NEEDS[host.role], *COMMON):
+        theirs = host.role == "node" and not inventory.provision  # a node of the user's cluster: nothing installed
+        for command, what in (EXISTING_NODE if theirs else (*NEEDS[host.role], *COMMON)):
             status, _, _ = conn.run(f"command -v {command} >/dev/null 2>&1 || test -x /usr/sbin/{command} "
                                     f"|| test -x /sbin/{command}", retry=False)
             if status != 0:
                 return f"{where}: no {command} on the host (install {what})"
-        if host.role == "node":
+        if host.role == "node" and not theirs:
             status, out, err = conn.run("java -version", retry=False)
             if status != 0:
                 return f"{where}: java does not run: {(err or out).decode(errors='replace').strip()[-200:]}"
@@ -74,7 +80,7 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: boo
             status, _, err = conn.run("sudo -n true", retry=False)
             if status != 0:
                 return f"{where}: sudo: true, but 'sudo -n' asks for a password or is refused"
-        problem = _kernel_problem(conn, where)
+        problem = _kernel_problem(conn, where, modules=not theirs)
         if problem is None and power_cuts and host.role == "node" and entry.power_off is None:
             fuse = fuse_problem(conn)
             if fuse is not None:
@@ -88,8 +94,8 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: boo
         conn.close()
 
 
-def _kernel_problem(conn: SshConnection, where: str) -> str | None:
-    """What the host's kernel or privileges lack for fault rules and shaped links (read-only checks)."""
+def _kernel_problem(conn: SshConnection, where: str, modules: bool = True) -> str | None:
+    """What the host's kernel or privileges lack for fault rules and (`modules`) shaped links (read-only checks)."""
     status, out, _ = conn.run(CAPS, retry=False, sudo=True)
     caps = out.decode(errors="replace").strip()
     try:
@@ -98,6 +104,8 @@ def _kernel_problem(conn: SshConnection, where: str) -> str | None:
                     f"a container needs --cap-add NET_ADMIN)")
     except ValueError:
         pass  # no /proc/self/status to read: the first fault would tell
+    if not modules:
+        return None
     status, out, _ = conn.run(f"sh -c {shlex.quote(KERNEL)} kernel {' '.join(MODULES)}", retry=False)
     missing = out.decode(errors="replace").split() if status == 0 else []
     if missing:
