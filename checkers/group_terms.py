@@ -129,6 +129,34 @@ def after(configs: Mapping[str, ClientConfig], process: str) -> bool:
     return config is not None and config.commit == "after"
 
 
+@dataclass(frozen=True)
+class MemberFlags:
+    """What a group's members say about it, for group-skip (spec/history.md, contract v3)."""
+
+    begins: bool  # every member's `auto.offset.reset` starts at the beginning
+    judged_by: str  # its least member not known to commit `after`, else its least member
+
+
+def member_flags(members: Iterable[tuple[str, str]], configs: Mapping[str, ClientConfig]) -> dict[str, MemberFlags]:
+    """Per group with a member: its MemberFlags. ``members``: (group, process) pairs, group readers (their live
+    reads) and committers (their non-final commits) alike."""
+    by_group: dict[str, set[str]] = {}
+    for group, process in members:
+        by_group.setdefault(group, set()).add(process)
+    out = {}
+    for group, procs in by_group.items():
+        names = sorted(procs)
+        begins = all(p in configs and configs[p].from_beginning for p in names)
+        out[group] = MemberFlags(begins, min((p for p in names if not after(configs, p)), default=names[0]))
+    return out
+
+
+def committers_by_group(terms: GroupTerms) -> set[tuple[str, str]]:
+    """The (group, process) pairs of the members' non-final commits."""
+    pairs = terms.commits.select(["group", "process"]).group_by(["group", "process"]).aggregate([])
+    return set(zip(pairs.column("group").to_pylist(), pairs.column("process").to_pylist(), strict=True))
+
+
 def restate_rules(table: dict[str, Rule], terms: GroupTerms | None, configs: Mapping[str, ClientConfig],
                   readers: Iterable[str], registry: a.Registry = a.REGISTRY) -> dict[str, Rule]:
     """The rules of a history with group commits: poll-skip of a process with a group read is information, and

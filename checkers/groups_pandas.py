@@ -21,7 +21,7 @@ import pandas as pd
 
 from checkers import anomalies as a
 from checkers.classify import ClientConfig
-from checkers.group_terms import GroupTerms, after
+from checkers.group_terms import GroupTerms, member_flags
 from checkers.pandas_frames import to_frame
 
 GTP = ["group", "topic", "partition"]
@@ -103,25 +103,10 @@ def _group_skip(live: pd.DataFrame, final: pd.DataFrame, finals: pd.DataFrame, m
     below = below[below["held"].isna()]
     low = live.groupby(GTP)["offset"].min().rename("low").reset_index()
     below = below.merge(low, on=GTP, how="left")
-    begins = _starts_at_beginning(members, configs)
-    from_start = below["group"].map(begins).fillna(False).astype(bool)
+    flags = member_flags(zip(members["group"], members["process"], strict=True), configs)
+    from_start = below["group"].map({g: f.begins for g, f in flags.items()}).fillna(False).astype(bool)
     above_low = (below["offset"] >= below["low"]).fillna(False).astype(bool)
     found = below[from_start | above_low]
     found = found.sort_values(["group", "value", "topic", "partition", "offset"], kind="stable")
     found = found.drop_duplicates(["group", "value"])[["value", "topic", "partition", "offset", "group"]]
-    return found.assign(process=found["group"].map(_attributed(members, configs)))
-
-
-def _starts_at_beginning(members: pd.DataFrame, configs: Mapping[str, ClientConfig]) -> dict[str, bool]:
-    """Per group with a member: whether every member's `auto.offset.reset` starts at the beginning."""
-    begins = members["process"].map(lambda p: p in configs and configs[p].from_beginning)
-    return begins.groupby(members["group"]).all().to_dict()
-
-
-def _attributed(members: pd.DataFrame, configs: Mapping[str, ClientConfig]) -> dict[str, str]:
-    """Per group: its least member not known to commit `after`, else its least member."""
-    out: dict[str, str] = {}
-    for group, procs in members.groupby("group")["process"]:
-        names = sorted(procs)
-        out[group] = min((p for p in names if not after(configs, p)), default=names[0])
-    return out
+    return found.assign(process=found["group"].map({g: f.judged_by for g, f in flags.items()}))

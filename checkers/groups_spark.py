@@ -1,13 +1,28 @@
-"""Contract v3 in the Spark engine: group-skip, redelivered, rewound and lost-commit as DataFrame operations.
+"""Contract v3 in the Spark engine: group-skip, redelivered, rewound and lost-commit, riding on the v1 shuffle.
 
 spec/history.md, "Consumer groups and delivery semantics (contract v3)"; checkers.groups_pandas is the
-reference these queries are tested against, and its docstring says what an instance names. `instances`
-returns one lazy DataFrame of instance rows that checkers.spark_engine unions into its one job; it runs
-only for a history with group commits (checkers.group_terms). The group reads are shuffled by (group,
-value) once for redelivered and group-skip's "held" test, and sorted per (group, topic, partition) with
-the acknowledged commits for rewound (the latest commit completed strictly before each read: commits sort
-after reads at equal times). The members' flags (starts at the beginning, the member an instance is
-judged by) are a small aggregation joined by group, in the same job.
+reference these queries are tested against, and its docstring says what an instance names.
+
+Like contract v2 (checkers.txn_spark), v3 adds columns to the v1 engine's one shuffle by value rather
+than shuffles of its own. Each group gets a bit of a long (up to MAX_GROUPS groups; a history with more
+is judged by checkers.groups_spark_general's own shuffles). `Plan.reads` gives each read ``gbits``: a
+live group read its group's bit, a final read the bits of the groups whose final committed offset on its
+partition lies above it (one broadcast join with the final rows). The (value, position) and per-value
+facts then carry spark_queries.GROUP_FACTS, and the per-value facts sieve the values:
+
+- **redelivered**: some group read a value twice or more exactly when the value's live group reads
+  outnumber the groups that read it live (its ``n_glive`` against the bits of ``glive``);
+- **group-skip**: only a value with a final read below a group's committed offset that the group never
+  read live (``fbelow`` and not ``glive``) can be one.
+
+Only the sieved values go back to rows: to the live reads (a scan and a broadcast semi-join) for
+redelivered's first read, and to the cached (value, position) facts for group-skip's positions, with
+the group's lowest live offset per partition (an aggregation of the same facts). Rewound sorts the live
+group reads (ids, not names) with the acknowledged commits per (group, topic, partition) by time (the
+latest commit completed strictly before each read: commits sort after reads at equal times); lost-commit
+is the commits alone. The members' flags (whether a group starts at the beginning, the member it is
+judged by) are known before the job (checkers.group_terms.member_flags over the row-check pass's members
+and the commits) and enter as literals.
 
 Must never: use a Python UDF, collect() or start a job.
 """
@@ -15,19 +30,23 @@ Must never: use a Python UDF, collect() or start a job.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import reduce
+from dataclasses import dataclass
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers import anomalies as a
+from checkers import group_terms
 from checkers import spark_queries as q
 from checkers.classify import ClientConfig, Rule
-from checkers.group_terms import after
+from checkers.group_terms import GroupTerms, MemberFlags
+from checkers.parquet import RowSummary
 from checkers.sources import TableSource
 from checkers.spark_tables import read_table
 
-GTP = ["group", "topic", "partition"]
+MAX_GROUPS = 62  # a group per bit of a long (the sign bit and one more left alone)
+GTP = ["gid", "topic", "partition"]
 FIRST = ("poll_ns", "process", "seq", "topic", "partition", "offset")  # a (group, value)'s first read
 
 
@@ -38,71 +57,133 @@ def _as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
     return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
 
 
-def instances(spark: SparkSession, reads: DataFrame, commits: TableSource, configs: Mapping[str, ClientConfig],
-              table: dict[str, Rule]) -> DataFrame:
-    """Every v3 instance (anomaly, is_error, the instance columns) of a history with group commits."""
-    c = read_table(spark, commits)
-    members_commits = c.filter(F.col("kind") != "final")
-    acked = members_commits.filter(F.col("status") == "ok")
-    finals = c.filter(F.col("kind") == "final").select(*GTP, "offset")
-    live = reads.filter((F.col("phase") == "live") & F.col("group").isNotNull()).select(
-        "value", "topic", "partition", "offset", "group", "process", "seq", "poll_ns")
-    frames = {
-        a.REDELIVERED: _redelivered(live),
-        a.REWOUND: _rewound(live, acked),
-        a.LOST_COMMIT: _lost_commit(acked, finals),
-        a.GROUP_SKIP: _group_skip(spark, live, reads, finals, members_commits, configs),
-    }
-    return reduce(DataFrame.unionByName, [_as_instances(f, n, table[n]) for n, f in frames.items()])
+def _lookup(names: tuple[str, ...], col: SparkColumn) -> SparkColumn:
+    """The id (0-based position) of ``col`` among ``names`` (-1 where it is none of them)."""
+    if not names:
+        return F.lit(-1)
+    return (F.array_position(F.array(*[F.lit(n) for n in names]), col) - 1).cast("int")
 
 
-def _redelivered(live: DataFrame) -> DataFrame:
-    per = live.groupBy("group", "value").agg(F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"))
-    return per.filter(F.col("n") >= 2).select("group", "value", *[F.col(f"first.{k}").alias(k) for k in FIRST])
+def _bit(gid: SparkColumn) -> SparkColumn:
+    """1 << gid, as a long (a power of two is exact in a double)."""
+    return F.pow(F.lit(2), gid).cast("long")
 
 
-def _rewound(live: DataFrame, acked: DataFrame) -> DataFrame:
-    done = acked.filter(F.col("complete_ns").isNotNull()).select(
-        *GTP, F.col("offset").alias("committed"), F.col("complete_ns").alias("at"), F.lit(1).alias("ord"))
-    polls = live.withColumns({"at": F.col("poll_ns"), "ord": F.lit(0)})
-    merged = polls.unionByName(done, allowMissingColumns=True)
-    running = Window.partitionBy(*GTP).orderBy("at", "ord").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    passed = merged.withColumn("passed", F.max("committed").over(running))
-    hit = passed.filter((F.col("ord") == 0) & (F.col("passed") > F.col("offset")))
-    per = hit.groupBy("group", "value").agg(F.min(F.struct(*FIRST)).alias("first"))
-    return per.select("group", "value", *[F.col(f"first.{k}").alias(k) for k in FIRST])
+def _pick(values: tuple[object, ...], gid: SparkColumn) -> SparkColumn:
+    """values[gid], a literal per group."""
+    return F.get(F.array(*[F.lit(v) for v in values]), gid)
 
 
-def _lost_commit(acked: DataFrame, finals: DataFrame) -> DataFrame:
-    high = acked.groupBy(*GTP).agg(F.max("offset").alias("high"))
-    joined = finals.join(high, GTP)
-    return joined.filter(F.col("offset").isNull() | (F.col("high") > F.col("offset"))).select(*GTP)
+@dataclass(frozen=True)
+class Plan:
+    """A history's groups as bits, their final offsets and members' flags (see the module docstring)."""
+
+    terms: GroupTerms
+    commits: TableSource
+    groups: tuple[str, ...]  # a group's id is its place here; its bit 1 << id
+    flags: Mapping[str, MemberFlags]
+    processes: tuple[str, ...]  # the engine's process and topic dictionaries (checkers.spark_engine.Names)
+    topics: tuple[str, ...]
+
+    def _gids(self, mask: SparkColumn) -> SparkColumn:
+        """The ids of the groups whose bits ``mask`` has, as an array."""
+        ids = F.array(*[F.lit(i) for i in range(len(self.groups))])
+        return F.filter(ids, lambda g: mask.bitwiseAND(_bit(g)) != 0)
+
+    def reads(self, spark: SparkSession, r: DataFrame) -> DataFrame:
+        """``r`` (process and topic ids) with ``gbits`` (the module docstring); a final read below the committed
+        offsets of several groups of its partition is one row per group (the v1 facts' aggregations are ors,
+        maxima and minima, which a repeated read leaves alone)."""
+        rows = [(self.topics.index(t), p, 1 << self.groups.index(g), o)
+                for g, t, p, o in zip(*(self.terms.finals.column(c).to_pylist()
+                                        for c in ("group", "topic", "partition", "offset")), strict=True)
+                if o is not None and t in self.topics]
+        final = spark.createDataFrame(rows, "c_topic int, c_partition int, c_bit long, c_offset long")
+        on = ((F.col("topic") == F.col("c_topic")) & (F.col("partition") == F.col("c_partition"))
+              & (F.col("phase") == "final"))
+        bit = _bit(_lookup(self.groups, F.col("group")))
+        gbits = (F.when(F.col("phase") == "live", F.when(F.col("group").isNotNull(), bit))
+                 .otherwise(F.when(F.col("offset") < F.col("c_offset"), F.col("c_bit"))))
+        joined = r.join(F.broadcast(final), on, "left")
+        return joined.withColumn("gbits", gbits).drop("c_topic", "c_partition", "c_bit", "c_offset")
+
+    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, reads: DataFrame,
+               table: dict[str, Rule]) -> list[DataFrame]:
+        """Every v3 instance, as frames of the engine's instance rows. ``values`` and ``facts``: the engine's
+        cached per-value and (value, position) facts with GROUP_FACTS; ``reads``: the reads as read."""
+        c = read_table(spark, self.commits)
+        acked = c.filter((F.col("kind") != "final") & (F.col("status") == "ok"))
+        live = reads.filter((F.col("phase") == "live") & F.col("group").isNotNull())
+        frames = {
+            a.REDELIVERED: self._redelivered(values, live),
+            a.REWOUND: self._rewound(live, acked),
+            a.LOST_COMMIT: _lost_commit(acked, c.filter(F.col("kind") == "final")),
+            a.GROUP_SKIP: self._group_skip(values, facts),
+        }
+        return [_as_instances(f, name, table[name]) for name, f in frames.items()]
+
+    def _redelivered(self, values: DataFrame, live: DataFrame) -> DataFrame:
+        twice = F.coalesce(F.col("n_glive"), F.lit(0)) > F.bit_count(F.coalesce(F.col("glive"), F.lit(0)))
+        sieved = values.filter(twice).select("value")
+        rows = live.join(F.broadcast(sieved), "value", "left_semi")
+        per = rows.groupBy("group", "value").agg(F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"))
+        return per.filter(F.col("n") >= 2).select("group", "value", *[F.col(f"first.{k}").alias(k) for k in FIRST])
+
+    def _rewound(self, live: DataFrame, acked: DataFrame) -> DataFrame:
+        gtp = {"gid": _lookup(self.groups, F.col("group")), "topic": _lookup(self.topics, F.col("topic")),
+               "partition": F.col("partition")}
+        done = acked.filter(F.col("complete_ns").isNotNull()).select(
+            *[v.alias(k) for k, v in gtp.items()], F.col("offset").alias("committed"),
+            F.col("complete_ns").alias("at"), F.lit(1).alias("ord"))
+        polls = live.select(*[v.alias(k) for k, v in gtp.items()], F.col("poll_ns").alias("at"), F.lit(0).alias("ord"),
+                            "offset", "value", "poll_ns", _lookup(self.processes, F.col("process")).alias("process"),
+                            "seq")
+        merged = polls.unionByName(done, allowMissingColumns=True)
+        running = Window.partitionBy(*GTP).orderBy("at", "ord").rowsBetween(Window.unboundedPreceding,
+                                                                              Window.currentRow)
+        passed = merged.withColumn("passed", F.max("committed").over(running))
+        hit = passed.filter((F.col("ord") == 0) & (F.col("passed") > F.col("offset")))
+        per = hit.groupBy("gid", "value").agg(F.min(F.struct(*FIRST)).alias("first"))
+        first = {k: F.col(f"first.{k}") for k in FIRST}
+        return per.select(_pick(self.groups, F.col("gid")).alias("group"), "value",
+                          *[(_pick(self.processes, v) if k == "process" else _pick(self.topics, v) if k == "topic"
+                             else v).alias(k) for k, v in first.items()])
+
+    def _group_skip(self, values: DataFrame, facts: DataFrame) -> DataFrame:
+        miss = F.col("fbelow").bitwiseAND(F.bitwise_not(F.coalesce(F.col("glive"), F.lit(0).cast("long"))))
+        sieved = values.select("value", miss.alias("miss")).filter(F.col("miss") != 0)
+        below = (facts.filter(F.col("fbelow") != 0).select("value", *q.POS, "fbelow")
+                 .join(F.broadcast(sieved), "value")
+                 .select("value", *q.POS, F.explode(self._gids(F.col("fbelow").bitwiseAND(F.col("miss")))).alias("gid")))
+        # the group's lowest live read per partition: by distinct masks first (few), then per group
+        masks = facts.filter(F.col("glive") != 0).groupBy("glive", "topic", "partition").agg(F.min("offset").alias("low"))
+        low = (masks.select("topic", "partition", "low", F.explode(self._gids(F.col("glive"))).alias("gid"))
+               .groupBy(*GTP).agg(F.min("low").alias("low")))
+        begins = _pick(tuple(self.flags[g].begins if g in self.flags else False for g in self.groups), F.col("gid"))
+        found = below.join(F.broadcast(low), GTP, "left").filter(
+            begins | F.coalesce(F.col("offset") >= F.col("low"), F.lit(False)))
+        per = found.groupBy("gid", "value").agg(F.min(F.struct(*q.POS)).alias("at"))
+        judged_by = tuple(self.flags[g].judged_by if g in self.flags else None for g in self.groups)
+        return per.select(_pick(self.groups, F.col("gid")).alias("group"), "value",
+                          _pick(judged_by, F.col("gid")).alias("process"),
+                          _pick(self.topics, F.col("at.topic")).alias("topic"), "at.partition", "at.offset")
 
 
-def _member_flags(spark: SparkSession, live: DataFrame, commits: DataFrame,
-                  configs: Mapping[str, ClientConfig]) -> DataFrame:
-    """Per group with a member: ``begins`` (every member starts at the beginning) and ``process`` (its least member
-    not known to commit `after`, else its least member)."""
-    rows = [(p, after(configs, p), c.from_beginning) for p, c in sorted(configs.items())]
-    flags = spark.createDataFrame(rows or [("", False, False)], "process string, after boolean, begins boolean")
-    members = live.select("group", "process").unionByName(commits.select("group", "process")).distinct()
-    joined = members.join(F.broadcast(flags), "process", "left")
-    return joined.groupBy("group").agg(
-        F.min(F.coalesce(F.col("begins"), F.lit(False)).cast("int")).alias("begins"),
-        F.coalesce(F.min(F.when(~F.coalesce(F.col("after"), F.lit(False)), F.col("process"))),
-                   F.min("process")).alias("process"))
+def _lost_commit(acked: DataFrame, final: DataFrame) -> DataFrame:
+    keys = ["group", "topic", "partition"]
+    high = acked.groupBy(*keys).agg(F.max("offset").alias("high"))
+    joined = final.select(*keys, "offset").join(high, keys)
+    return joined.filter(F.col("offset").isNull() | (F.col("high") > F.col("offset"))).select(*keys)
 
 
-def _group_skip(spark: SparkSession, live: DataFrame, reads: DataFrame, finals: DataFrame, commits: DataFrame,
-                configs: Mapping[str, ClientConfig]) -> DataFrame:
-    committed = finals.filter(F.col("offset").isNotNull()).select(*GTP, F.col("offset").alias("committed"))
-    f = reads.filter(F.col("phase") == "final").select("value", "topic", "partition", "offset")
-    below = f.join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed"))
-    below = below.join(live.select("group", "value"), ["group", "value"], "left_anti")
-    low = live.groupBy(*GTP).agg(F.min("offset").alias("low"))
-    flags = _member_flags(spark, live, commits, configs)
-    found = (below.join(low, GTP, "left").join(flags, "group", "left")
-             .filter((F.coalesce(F.col("begins"), F.lit(0)) == 1) | F.coalesce(F.col("offset") >= F.col("low"),
-                                                                            F.lit(False))))
-    per = found.groupBy("group", "value", "process").agg(F.min(F.struct("topic", "partition", "offset")).alias("at"))
-    return per.select("group", "value", "process", "at.topic", "at.partition", "at.offset")
+def prepare(terms: GroupTerms | None, commits: TableSource | None, summary: RowSummary,
+            configs: Mapping[str, ClientConfig], processes: tuple[str, ...], topics: tuple[str, ...]) -> Plan | None:
+    """The v3 plan of a history with group commits of at most MAX_GROUPS groups; None otherwise (no group
+    commits: no v3 work; more groups: checkers.groups_spark_general)."""
+    if terms is None or commits is None:
+        return None
+    members = summary.members | group_terms.committers_by_group(terms)
+    groups = tuple(sorted({g for g, _ in members} | set(terms.finals.column("group").to_pylist())))
+    if len(groups) > MAX_GROUPS:
+        return None
+    return Plan(terms, commits, groups, group_terms.member_flags(members, configs), processes, topics)

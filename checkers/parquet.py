@@ -261,6 +261,7 @@ class RowSummary:
     processes: set[str] = field(default_factory=set)
     topics: set[str] = field(default_factory=set)
     grouped: set[str] = field(default_factory=set)  # processes with a row whose `group` is set
+    members: set[tuple[str, str]] = field(default_factory=set)  # (group, process) of live reads with a group
     by_process: Counter[tuple[str, str]] = field(default_factory=Counter)  # rows per (process, domain value)
     bad: bool = False
 
@@ -336,6 +337,9 @@ def summarize(source: TableSource, spec: TableSpec) -> RowSummary:
                 if "group" in present:
                     process = batch.column("process")
                     out.grouped |= _distinct(process.filter(pc.is_valid(batch.column("group"))))
+                    # the reads' domain is `phase`: group members are the processes of live group reads
+                    live = pc.and_(pc.is_valid(batch.column("group")), pc.equal(batch.column(domain), "live"))
+                    out.members |= set(_pair_counts(batch.column("group").filter(live), process.filter(live)))
         except (OSError, pa.ArrowException) as exc:
             raise HistoryError(str(path), f"cannot read rows ({str(exc).splitlines()[0]})") from exc
     out.bad = out.bad or not set(out.counts) <= allowed

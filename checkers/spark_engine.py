@@ -18,8 +18,9 @@ functions. The intermediate tables are cached for the one job that computes
 are few (up to SMALL_INSTANCES, the usual case) they are fetched whole as
 Arrow and examples picked here, otherwise one more job ranks each anomaly and
 fetches only its examples. Contract v2 (checkers.txn_spark) adds its columns
-to the same shuffle and per-value table rather than a plan of its own; contract v3 (checkers.groups_spark)
-unions its instances into the same job. The
+to the same shuffle and per-value table rather than a plan of its own, and so does contract v3
+(checkers.groups_spark; past its MAX_GROUPS groups, checkers.groups_spark_general unions its own
+instances into the same job). The
 examples' evidence rows of a Parquet history are picked by a streaming
 pyarrow pass (checkers.parquet.pick_rows), not by two more Spark scans.
 The per-anomaly queries are in checkers.spark_queries; this module plans
@@ -41,7 +42,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers import anomalies as a
-from checkers import group_terms, groups_spark, txn_spark, txn_terms
+from checkers import group_terms, groups_spark, groups_spark_general, txn_spark, txn_terms
 from checkers import spark_queries as q
 from checkers.classify import ClientConfig, Rule
 from checkers.engine import Analysis, Evidence, Position
@@ -195,9 +196,14 @@ class SparkEngine:
         gterms = group_terms.prepare(sources)  # contract v3 (None: no group commits)
         stats.update(group_terms.stats(sources))
         table = group_terms.restate_rules(a.rules(configs, groups), gterms, configs, groups)
-        flagged, cached = self._flagged(names.encode(w), names.encode(r), table, names, plan)
-        if gterms is not None:  # its instances join the one job
-            flagged = flagged.unionByName(groups_spark.instances(self.spark, r, sources["commits"], configs, table))
+        # contract v3 rides on the same shuffle too (None: no group commits, or more groups than bits)
+        gplan = groups_spark.prepare(gterms, sources.get("commits"), read_summary, configs, names.processes,
+                                     names.topics)
+        encoded = gplan.reads(self.spark, names.encode(r)) if gplan else names.encode(r)
+        flagged, cached = self._flagged(names.encode(w), encoded, table, names, plan, gplan, r)
+        if gterms is not None and gplan is None:  # past MAX_GROUPS groups: its own shuffles, in the one job
+            flagged = flagged.unionByName(
+                groups_spark_general.instances(self.spark, r, sources["commits"], configs, table))
         # Few partitions: the union has one set per branch, and each later look-up scans them all.
         flagged = flagged.coalesce(self.spark.sparkContext.defaultParallelism).persist(CACHE_LEVEL)
         cached.append(flagged)
@@ -244,17 +250,19 @@ class SparkEngine:
         return stats, groups, names, rs
 
     def _flagged(
-        self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names, plan: txn_spark.Plan | None
+        self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names, plan: txn_spark.Plan | None,
+        gplan: groups_spark.Plan | None, reads: DataFrame,
     ) -> tuple[DataFrame, list[DataFrame]]:
         """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it.
 
         ``w`` and ``r`` carry process and topic ids; instances get the names back. With a
-        contract v2 ``plan``, they carry its columns too, and its anomalies join the instances.
+        contract v2 ``plan``, they carry its columns too, and its anomalies join the instances; the
+        same with a contract v3 ``gplan`` (``reads``: the reads as read, for its look-ups).
         """
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
-        v2 = plan is not None
-        facts = q.value_position_facts(w, r, parts, v2).persist(CACHE_LEVEL)
-        values = q.value_facts(facts, v2).persist(CACHE_LEVEL)
+        v2, v3 = plan is not None, gplan is not None
+        facts = q.value_position_facts(w, r, parts, v2, v3).persist(CACHE_LEVEL)
+        values = q.value_facts(facts, v2, v3).persist(CACHE_LEVEL)
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)
@@ -275,6 +283,8 @@ class SparkEngine:
         frames += [_instances(frame, name, table[name], names) for name, frame in found.items()]
         if plan is not None:
             frames += plan.frames(self.spark, decoded, facts, table, names.topics)
+        if gplan is not None:
+            frames += gplan.frames(self.spark, values, facts, reads, table)
         dup = values.filter(F.col("n_writes") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
         return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]

@@ -34,6 +34,7 @@ LONG_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_txn_id")
 FINAL_BITS, LIVE_BITS, RC_FINAL_BIT, UC_FINAL_BIT = (1 << 2) | (1 << 4), (1 << 1) | (1 << 3), 1 << 4, 1 << 2
 SOURCED_BIT = 1 << 5  # the highest: a value's mask is at least SOURCED_BIT exactly when its write has a source
 WRITE_BIT = 1
+GROUP_FACTS = ("glive", "n_glive", "fbelow")  # contract v3's columns of the (value, position) and per-value facts
 
 
 def pack_who(fields: dict[str, SparkColumn]) -> SparkColumn:
@@ -77,7 +78,7 @@ def seen(bits: int) -> SparkColumn:
     return any_bits(F.col("vmask"), bits)
 
 
-def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False) -> DataFrame:
+def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = False, v3: bool = False) -> DataFrame:
     """One row per (value, position): ``mask``, the kinds of row seen there, and the value's write.
 
     Writes and reads are shuffled together, once, by value. A write's row sits at its
@@ -90,7 +91,10 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     UC_FINAL_BIT) and a write with a `source` (SOURCED_BIT), and the rows add rc_poll (the first poll
     of a read_committed read), w_txn_id and w_end_ns. The shuffle carries rc_poll and w_end_ns in one
     column, at_ns (a read's poll, a write's transaction end), and the transaction's status and intent
-    in w_who.
+    in w_who. With ``v3`` (contract v3, checkers.groups_spark.Plan.reads), ``r`` carries ``gbits``, a group
+    read's group as one bit or a final read's groups whose committed offset lies above it, and the rows add
+    GROUP_FACTS: the groups that read the value live there, how many live group reads, and the groups a
+    final read there is below.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = status_id(F.col("status"))
@@ -110,6 +114,7 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
         F.col("invoke_ns").alias("w_invoke_ns"),
         F.col("partition").cast("int").alias("w_partition"),
         *(write_v2 if v2 else []),
+        *([F.lit(None).cast("long").alias("gbits")] if v3 else []),
     )
     reads = r.select(
         "value",
@@ -120,6 +125,7 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
             for c in (*WRITE_FACTS, *(["w_txn_id"] if v2 else []))
         ],
         *(read_v2 if v2 else []),
+        *(["gbits"] if v3 else []),
     )
     is_write = F.col("kind").bitwiseAND(1) == 1
     txn_aggs = [F.min(F.when(~is_write, F.col("at_ns"))).alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
@@ -133,17 +139,25 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
             F.sum(F.col("kind").bitwiseAND(1)).alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
             *(txn_aggs if v2 else []),
+            *(_group_aggs() if v3 else []),
         )
     )
 
 
-def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
+def _group_aggs() -> list[SparkColumn]:
+    live = any_bits(F.col("kind"), LIVE_BITS)
+    return [F.bit_or(F.when(live, F.col("gbits"))).alias("glive"),
+            F.sum(F.when(live & F.col("gbits").isNotNull(), 1)).alias("n_glive"),
+            F.bit_or(F.when(any_bits(F.col("kind"), FINAL_BITS), F.col("gbits"))).alias("fbelow")]
+
+
+def value_facts(facts: DataFrame, v2: bool = False, v3: bool = False) -> DataFrame:
     """Per value: its write (if any; ``n_writes`` of them) and where reads found it.
 
     ``facts`` is partitioned by value already, so this needs no shuffle. ``vmask`` is every kind of
     row seen at the value (``seen`` tests it: written, read live, in F, in F by a read_committed process
     or not, a write with a `source`). With ``v2``: rc_poll and the write's transaction: w_txn_id,
-    w_tstatus (its status id), w_abort and w_end_ns.
+    w_tstatus (its status id), w_abort and w_end_ns. With ``v3``: GROUP_FACTS over the value's positions.
     """
     in_f = has_bits(F.col("mask"), FINAL_BITS)
     txn_aggs = [F.min("rc_poll").alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
@@ -161,6 +175,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
             F.sum("n_writes").alias("n_writes"),
             *[F.max(c).alias(c) for c in WRITE_FACTS],
             *(txn_aggs if v2 else []),
+            *([F.bit_or(c).alias(c) if c != "n_glive" else F.sum(c).alias(c) for c in GROUP_FACTS] if v3 else []),
         )
         .select(
             "value",
@@ -175,6 +190,7 @@ def value_facts(facts: DataFrame, v2: bool = False) -> DataFrame:
             who["topic"].alias("topic"),
             F.col("w_partition").alias("partition"),
             *(txn_cols if v2 else []),
+            *(GROUP_FACTS if v3 else []),
         )
     )
 

@@ -116,6 +116,9 @@ def summarize(frame: DataFrame, spec: TableSpec, source: TableSource) -> RowSumm
             F.count(F.lit(1)).alias("rows"),
             *[F.sum((F.col(domain) == v).cast("long")).alias(v) for v in allowed],
             (F.max(F.col("group").isNotNull()) if has_group else F.lit(False)).alias("in_group"),
+            # the reads' domain is `phase`: group members are the processes of live group reads
+            (F.collect_set(F.when(F.col(domain) == "live", F.col("group"))) if has_group
+             else F.array().cast("array<string>")).alias("groups"),
             F.sum(bad_row(spec, source).cast("long")).alias("bad"),
         )
         .collect()
@@ -125,6 +128,7 @@ def summarize(frame: DataFrame, spec: TableSpec, source: TableSource) -> RowSumm
     out.processes = {r["process"] for r in rows}
     out.topics = {r["topic"] for r in rows}
     out.grouped = {r["process"] for r in rows if r["in_group"]}
+    out.members = {(g, r["process"]) for r in rows for g in r["groups"]}
     for r in rows:
         out.by_process.update({(r["process"], v): int(r[v] or 0) for v in allowed if r[v]})
     return out

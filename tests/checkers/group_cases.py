@@ -120,6 +120,15 @@ LOST_COMMIT = case(
      final(3), final(None, partition=1), final(4, partition=2)],
     [member("m1", "after")], {"lost-commit": 2}, {"lost-commit": 2})
 
+# Two groups read the same values once each (v0..v2, g1 by a, g2 by b), and a read v1 twice (adjacent, as in
+# REDELIVERED: one nonmonotonic-poll): redelivered is g1's v1 only, not a value two groups read.
+TWO_GROUPS = case(
+    3, [gr("v0", 0, "a", 100, group="g1"), gr("v1", 1, "a", 100, group="g1"), gr("v1", 1, "a", 105, group="g1"),
+        gr("v2", 2, "a", 105, group="g1"), *(gr(f"v{i}", i, "b", 100, group="g2") for i in range(3))],
+    [cm(3, "a", 110, group="g1"), cm(3, "b", 110, group="g2"), final(3, "g1"), final(3, "g2")],
+    [member("a", "after", group="g1"), member("b", "after", group="g2")],
+    {"redelivered": 1, "nonmonotonic-poll": 1}, {})
+
 # Clean at-least-once: two members, each commits after reading; C = 6, every value read once, in order.
 CLEAN_GROUP = case(
     6, [*(gr(f"v{i}", i, "m1", 100) for i in range(3)), *(gr(f"v{i}", i, "m2", 200) for i in range(3, 6))],
@@ -136,4 +145,5 @@ GROUP_CASES: dict[str, Case] = {
     "rewound": REWOUND,
     "lost-commit": LOST_COMMIT,
     "clean-group": CLEAN_GROUP,
+    "two-groups": TWO_GROUPS,
 }

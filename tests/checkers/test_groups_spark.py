@@ -45,3 +45,18 @@ def test_engines_agree_on_synthetic_group_histories(tmp_path: Path, spark: objec
     assert without_engine(verdict) == without_engine(check(history, engine="pandas"))
     for name in ("group-skip", "redelivered", "rewound", "lost-commit"):
         assert verdict["counts"][name] > 0, (name, verdict["counts"])
+
+
+def test_past_max_groups_the_general_plan_judges_the_cases_alike(tmp_path: Path, spark: object,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history of more groups than checkers.groups_spark has bits for is judged by groups_spark_general's
+    own shuffles, and to the same counts."""
+    from checkers import groups_spark, groups_spark_general
+
+    calls = []
+    general = groups_spark_general.instances
+    monkeypatch.setattr(groups_spark, "MAX_GROUPS", 1)
+    monkeypatch.setattr(groups_spark_general, "instances", lambda *args: calls.append(1) or general(*args))
+    assert_spark_judges_cases_together(tmp_path, GROUP_CASES, "parquet")
+    assert calls, "the general plan did not judge the history"
+
