@@ -30,7 +30,7 @@ from nemesis.shapes import Scope
 from testbed.journal_names import PRODUCER_PATTERN
 
 # What a fault acts on, which says how its record is implemented and validated (`nemesis.registry`).
-Category = Literal["partition", "process", "link", "workload", "client"]
+Category = Literal["partition", "process", "link", "workload", "client", "operation"]
 Ends = Literal["az", "node"]
 # Which process of a node a process fault hits (`role`): its broker, its ZooKeeper server or KRaft controller, both.
 TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted node a fault hits (both: each)
@@ -66,6 +66,7 @@ class FaultSpec:
     degrade: tuple[Degradation, Degradation] | None = None  # link kinds: (forward, backward)
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
+    options: Mapping[str, Any] = field(default_factory=dict)  # an operation's validated keys (nemesis.operation_spec)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -82,6 +83,12 @@ class FaultSpec:
         """A fault on a workload process (`pause-workload`, `replace-workload`, `hold-request`): `targets` is that
         process."""
         return self.category == "workload"
+
+    @property
+    def is_operation(self) -> bool:
+        """An operator's action that runs on its own after the start (`rolling-restart`, `reassign`): the stop waits
+        for it to end."""
+        return self.category == "operation"
 
     def to_json(self) -> dict[str, Any]:
         """The spec as written (validated), for journals."""

@@ -111,6 +111,8 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["ends"] = _choice(f"{path}.ends", raw["ends"], ("az", "node"))
     if "role" in raw:
         fields["role"] = _choice(f"{path}.role", raw["role"], record.roles)
+    if record.options is not None:  # an operation's own keys (nemesis.operation_spec)
+        fields["options"] = record.options(path, raw)
     return FaultSpec(**fields)
 
 
