@@ -19,6 +19,7 @@ Must never: move a partition the spec did not name, or leave its throttle behind
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nemesis.fault_base import FaultEnv, Injected
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
 
 ASK_S = 15.0  # how long the start keeps asking while the controller moves or cannot be reached
+THROTTLE_ASK_S = 3.0  # how long one broker may take to answer a throttle's config change
 POLL_S = 1.0
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLE_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -79,14 +81,16 @@ class Reassign(Operation):
         before = replicas_now(cluster, topic, partitions)
         if not before:
             raise FaultError(f"{spec.fault}: no broker knows partitions {partitions} of {topic}")
-        throttled = self._throttle(cluster, topic, opts["throttle_kbit"]) if opts["throttle_kbit"] else []
+        throttled, unthrottled = self._throttle(cluster, topic, opts["throttle_kbit"]) \
+            if opts["throttle_kbit"] else ([], {})
         self._ask(cluster, topic, {p: target for p in partitions}, spec.fault)
         asked_ns = time.time_ns()
         self.launch(key, opts["wait_s"], lambda running: self._follow(running, env, spec.fault, key, topic,
                                                                       partitions, target, throttled))
         targets = {"topic": topic, "partitions": partitions, "replicas": target}
         detail = {"before": {str(p): r for p, r in sorted(before.items())}, "asked_ns": asked_ns,
-                  "throttle_kbit": opts["throttle_kbit"], "throttled_brokers": throttled}
+                  "throttle_kbit": opts["throttle_kbit"], "throttled_brokers": throttled,
+                  **({"not_throttled": unthrottled} if unthrottled else {})}
         return Injected(key, spec.fault, targets, detail)
 
     @staticmethod
@@ -109,25 +113,39 @@ class Reassign(Operation):
         raise FaultError(f"{fault}: AlterPartitionReassignments of {topic}: {last}")
 
     @staticmethod
-    def _throttle(cluster: KafkaCluster, topic: str, kbit: int | None) -> list[int]:
-        """Set (kbit) or lift (None) the replication throttle on every broker and the topic; the brokers set."""
+    def _throttle(cluster: KafkaCluster, topic: str, kbit: int | None,
+                  brokers: list[int] | None = None) -> tuple[list[int], dict[str, str]]:
+        """Set (kbit) or lift (None) the replication throttle on `brokers` (default every one) and on the topic:
+        the brokers done, and why each other one was not (a broker's own config goes to that broker, which writes
+        it to ZooKeeper: one cut off from ZooKeeper's majority cannot take it). FaultError when setting it, no
+        broker or not the topic took it."""
         rate = None if kbit is None else str(kbit * 1000 // 8)  # bytes per second
-        done = []
+        done, refused = [], {}
         for node in cluster.nodes:
+            if brokers is not None and node.broker_id not in brokers:
+                continue
             try:
                 code, message = wire.alter_configs(node.address, BROKER_PORT, wire.BROKER_RESOURCE,
-                                                   str(node.broker_id), dict.fromkeys(THROTTLE_RATES, rate))
+                                                   str(node.broker_id), dict.fromkeys(THROTTLE_RATES, rate),
+                                                   THROTTLE_ASK_S)
+                why = None if code == 0 else f"{wire.error_name(code)} {message or ''}".strip()
             except (OSError, ConnectionError, ValueError) as exc:
-                code, message = -1, str(exc)
-            if code == 0:
+                why = str(exc) or type(exc).__name__
+            if why is None:
                 done.append(node.broker_id)
-            elif kbit is not None:
-                raise FaultError(f"throttle on broker {node.broker_id}: {wire.error_name(code)} {message or ''}")
-        code, message = wire.alter_configs(cluster.nodes[0].address, BROKER_PORT, wire.TOPIC_RESOURCE, topic,
-                                           dict.fromkeys(THROTTLE_REPLICAS, None if kbit is None else "*"))
-        if code and kbit is not None:
-            raise FaultError(f"throttle on {topic}: {wire.error_name(code)} {message or ''}")
-        return done
+            else:
+                refused[str(node.broker_id)] = why
+        try:
+            code, message = wire.alter_configs(admin_node(cluster), BROKER_PORT, wire.TOPIC_RESOURCE, topic,
+                                               dict.fromkeys(THROTTLE_REPLICAS, None if kbit is None else "*"),
+                                               THROTTLE_ASK_S)
+            if code:
+                refused[topic] = f"{wire.error_name(code)} {message or ''}".strip()
+        except (OSError, ConnectionError, ValueError, FaultError) as exc:
+            refused[topic] = str(exc) or type(exc).__name__
+        if kbit is not None and (not done or topic in refused):
+            raise FaultError(f"replication throttle not set: {refused}")
+        return done, refused
 
     def _follow(self, running: Running, env: FaultEnv, fault: str, key: str, topic: str, partitions: list[int],
                 target: list[int], throttled: list[int]) -> None:
@@ -159,7 +177,21 @@ class Reassign(Operation):
                 running.sleep(POLL_S)
         finally:
             if throttled:
-                self._throttle(cluster, topic, None)
+                self._lift(cluster, topic, note)
+
+    def _lift(self, cluster: KafkaCluster, topic: str, note: Callable[[dict[str, Any]], None]) -> None:
+        """Lift the throttle from every broker and the topic, again until each took it (ASK_S); journal what is
+        left behind, if anything."""
+        deadline, left = time.monotonic() + ASK_S, None
+        while time.monotonic() < deadline:
+            _, refused = self._throttle(cluster, topic, None, None if left is None else [int(b) for b in left
+                                                                                          if b.isdigit()])
+            left = refused
+            if not left:
+                note({"throttle_lifted_ns": time.time_ns()})
+                return
+            time.sleep(POLL_S)
+        note({"throttle_left": left})
 
     @staticmethod
     def _moving(cluster: KafkaCluster, topic: str, partitions: list[int]) -> list[wire.Moving] | None:

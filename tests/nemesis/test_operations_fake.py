@@ -19,6 +19,7 @@ import pytest
 import nemesis.faults
 import nemesis.nemesis
 import nemesis.operations
+import nemesis.reassign
 from harness.spec import parse_spec
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
@@ -207,3 +208,28 @@ def test_the_list_answer_is_read_with_adding_and_removing_replicas() -> None:
         error, moving = reassign_wire.list_reassignments("h", 9092, "t", [0])
     assert error == 0
     assert moving == {0: reassign_wire.Moving(0, (1, 2, 0), (2,), (0,))}
+
+
+def test_a_throttle_a_broker_cut_off_from_zookeeper_cannot_take_is_set_on_the_others(
+        world: tuple[Nemesis, KafkaCluster, FakeRuntime], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, cluster, _ = world
+    asked: list[tuple[int, str, dict[str, str | None]]] = []
+
+    def alter(host: str, port: int, kind: int, name: str, configs: dict[str, str | None],
+              timeout: float = 10.0) -> tuple[int, str | None]:
+        asked.append((kind, name, configs))
+        if name == "2":
+            raise TimeoutError("timed out")
+        return 0, None
+
+    monkeypatch.setattr(reassign_wire, "alter_configs", alter)
+    monkeypatch.setattr(nemesis.reassign, "admin_node", lambda cluster: "198.18.0.11")
+    done, refused = nemesis.reassign.REASSIGN._throttle(cluster, "faultline", 800)
+    assert done == [0, 1] and refused == {"2": "timed out"}
+    assert asked[0] == (reassign_wire.BROKER_RESOURCE, "0", {"leader.replication.throttled.rate": "100000",
+                                                             "follower.replication.throttled.rate": "100000"})
+    assert asked[-1] == (reassign_wire.TOPIC_RESOURCE, "faultline",
+                         {"leader.replication.throttled.replicas": "*", "follower.replication.throttled.replicas": "*"})
+    monkeypatch.setattr(reassign_wire, "alter_configs", lambda *a, **k: (_ for _ in ()).throw(TimeoutError("t")))
+    with pytest.raises(FaultError, match="replication throttle not set"):
+        nemesis.reassign.REASSIGN._throttle(cluster, "faultline", 800)
