@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from nemesis.fault_base import FaultEnv, Injected
@@ -35,7 +36,10 @@ if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
 
 ASK_S = 15.0  # how long the start keeps asking while the controller moves or cannot be reached
-THROTTLE_ASK_S = 3.0  # how long one broker may take to answer a throttle's config change
+# How long one broker may take to answer a throttle's config change: it writes it to ZooKeeper, and a broker whose
+# ZooKeeper client was connected to a server an isolation cut off waits for it to time out (2/3 of the session
+# timeout, 12 s by default) and reconnect first.
+THROTTLE_ASK_S = 15.0
 POLL_S = 1.0
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLE_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -120,21 +124,19 @@ class Reassign(Operation):
         it to ZooKeeper: one cut off from ZooKeeper's majority cannot take it). FaultError when setting it, no
         broker or not the topic took it."""
         rate = None if kbit is None else str(kbit * 1000 // 8)  # bytes per second
-        done, refused = [], {}
-        for node in cluster.nodes:
-            if brokers is not None and node.broker_id not in brokers:
-                continue
+
+        def ask(broker: int, address: str) -> str | None:
             try:
-                code, message = wire.alter_configs(node.address, BROKER_PORT, wire.BROKER_RESOURCE,
-                                                   str(node.broker_id), dict.fromkeys(THROTTLE_RATES, rate),
-                                                   THROTTLE_ASK_S)
-                why = None if code == 0 else f"{wire.error_name(code)} {message or ''}".strip()
+                code, message = wire.alter_configs(address, BROKER_PORT, wire.BROKER_RESOURCE, str(broker),
+                                                   dict.fromkeys(THROTTLE_RATES, rate), THROTTLE_ASK_S)
+                return None if code == 0 else f"{wire.error_name(code)} {message or ''}".strip()
             except (OSError, ConnectionError, ValueError) as exc:
-                why = str(exc) or type(exc).__name__
-            if why is None:
-                done.append(node.broker_id)
-            else:
-                refused[str(node.broker_id)] = why
+                return str(exc) or type(exc).__name__
+        chosen = [n for n in cluster.nodes if brokers is None or n.broker_id in brokers]
+        with ThreadPoolExecutor(max(1, len(chosen))) as pool:  # every broker at once: each may wait for ZooKeeper
+            answers = list(pool.map(lambda n: ask(n.broker_id, n.address), chosen))
+        done = [n.broker_id for n, why in zip(chosen, answers, strict=True) if why is None]
+        refused = {str(n.broker_id): why for n, why in zip(chosen, answers, strict=True) if why is not None}
         try:
             code, message = wire.alter_configs(admin_node(cluster), BROKER_PORT, wire.TOPIC_RESOURCE, topic,
                                                dict.fromkeys(THROTTLE_REPLICAS, None if kbit is None else "*"),
