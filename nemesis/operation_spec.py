@@ -12,8 +12,8 @@ its stop waits for it to end (`nemesis.operations`). Its keys:
   `__transaction_state`), `partitions` (default: every partition of the topic under test; required for
   an internal topic), `replicas` (the broker ids each partition moves to, the first its preferred
   leader), `throttle_kbit` (a replication throttle on every broker while it runs, in kilobits per
-  second), `wait_s` (how long the stop waits for the move to complete before cancelling it; default
-  300).
+  second), `wait_s` (how long the stop waits for the move to complete before cancelling it, journaled;
+  default 300).
 
 Must never: reach a cluster (whether the brokers exist is the harness's check, against the cluster).
 """

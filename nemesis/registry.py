@@ -170,7 +170,7 @@ _KINDS: tuple[FaultKind, ...] = (
     FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
               "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "
               "(AlterPartitionReassignments, Kafka 2.4 on), with a replication throttle of `throttle_kbit` while it "
-              "runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it",
+              "runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it (journaled)",
               REASSIGN, operation_spec.REASSIGN_KEYS, ("replicas",), words=fault_words.reassigned,
               options=operation_spec.parse_reassign, since=(2, 4)),
 )
