@@ -84,12 +84,6 @@ class FaultSpec:
         process."""
         return self.category == "workload"
 
-    @property
-    def is_operation(self) -> bool:
-        """An operator's action that runs on its own after the start (`rolling-restart`, `reassign`): the stop waits
-        for it to end."""
-        return self.category == "operation"
-
     def to_json(self) -> dict[str, Any]:
         """The spec as written (validated), for journals."""
         return dict(self.raw) if self.raw else {"fault": self.fault}
