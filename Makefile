@@ -97,7 +97,7 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not groups and not extended and not disks" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not groups and not extended and not disks and not operations" $(PYTEST_FLAGS)
 
 # The longer variants of `make test`'s own tests (marker `extended`): more seeds of the engine comparisons, the smoke
 # scenario on Docker, power-cut-cluster's two flush settings, FaultlineCluster's guard against a client left open.
@@ -208,7 +208,7 @@ POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 GROUP_SCENARIOS := at-most-once-crash at-least-once-crash auto-commit-crash zombie-consumer coordinator-failover
 
-.PHONY: test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-operations test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-scenarios $(addprefix test-,$(SCENARIOS))
 
 # KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
 # METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
@@ -239,6 +239,13 @@ test-groups: $(IMAGES)
 # then the fixed 2.1.1 (docs/scenarios.md, "batch-consume-skip"; a client under test runs on netns only).
 test-batch-consume-skip:
 	$(PY) -m harness run scenarios/versions/batch-consume-skip.yaml --runtime netns $(RUN_KAFKA_VERSION)
+
+# Operations as faults (issue 39): a rolling restart and a reassignment on a real cluster with their mechanism checked,
+# then the rolling-restart and reassign-under-partition scenarios, every configuration; kept out of `make test`.
+OPERATION_SCENARIOS := rolling-restart reassign-under-partition
+test-operations: $(IMAGES)
+	$(PY) -m pytest -m operations $(PYTEST_FLAGS)
+	$(call run_scenarios,$(OPERATION_SCENARIOS))
 
 test-power-off: $(IMAGES)
 	$(call run_scenarios,$(POWER_OFF_SCENARIOS))

@@ -27,6 +27,7 @@ import yaml
 from harness.expectation import Expectation, check_names, parse_expect
 from harness.spec_checks import (
     check_log_dirs,
+    check_faults_can,
     check_metadata_can,
     check_runtime_can,
     check_version_can,
@@ -289,6 +290,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
     check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
+    check_faults_can(nemesis, cluster)
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)

@@ -13,7 +13,7 @@ from harness.spec_types import fail
 from nemesis.fault_spec import FaultSpec
 from nemesis.registry import fault_kind
 from nemesis.schedule import Schedule
-from testbed.dist.versions import release
+from testbed.dist.versions import parse, release
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import Ability, RuntimeKind, can, kind
 from workloads.settings import canonical
@@ -51,6 +51,20 @@ def check_metadata_can(resolved: dict[str, Any], schedule: Schedule, cluster: Cl
         if fault.role == "zookeeper":
             raise fail(f"nemesis[{i}].role", "zookeeper: combined KRaft nodes (kraft_controllers combined) have "
                         "no controller process apart from the broker; use kraft_controllers separate")
+
+
+def check_faults_can(schedule: Schedule, cluster: ClusterSettings) -> None:
+    """Refuse a fault the spec's Kafka version cannot do (its record's `since`: a reassignment needs KIP-455's
+    admin API, 2.4 on), and a reassignment to a broker the cluster does not have."""
+    for i, fault in schedule.faults():
+        since = fault_kind(fault.fault).since
+        if since is not None and parse(cluster.kafka_version) < since:
+            raise fail(f"nemesis[{i}].fault", f"{fault.fault} needs Kafka {'.'.join(map(str, since))} or later; "
+                        f"this spec runs {cluster.kafka_version}")
+        unknown = [b for b in fault.options.get("replicas", ()) if b >= cluster.nodes]
+        if unknown:
+            raise fail(f"nemesis[{i}].replicas", f"no broker {', '.join(map(str, unknown))} in a cluster of "
+                        f"{cluster.nodes} (brokers 0 to {cluster.nodes - 1})")
 
 
 def powers_off(schedule: Schedule) -> bool:

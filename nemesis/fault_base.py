@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
     from nemesis.firewall import Firewall
+    from nemesis.journal import NemesisJournal
     from nemesis.targets import Resolver
     from testbed.addressing import AddressPlan
     from testbed.kafka.cluster import KafkaCluster, NodeRole
@@ -44,11 +45,13 @@ class WorkloadControl(Protocol):
 
 @dataclass(frozen=True)
 class FaultEnv:
-    """What a fault may act on: the cluster's processes and the hosts' firewalls."""
+    """What a fault may act on: the cluster's processes and the hosts' firewalls; where an operation journals
+    its steps as it goes."""
 
     cluster: KafkaCluster
     firewall: Firewall
     workloads: WorkloadControl | None = None  # the run's workload processes (workload faults), from the harness
+    journal: NemesisJournal | None = None  # the nemesis journal: an operation's `info` rows, one per step
 
     @property
     def plan(self) -> AddressPlan:

@@ -70,6 +70,22 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                        "description": "hold-request: once undone, wait for the client's next request of this kind "
                                       "and forward the held one just before it (its late answer awaited first); "
                                       "default: at once"},
+    "controller_at": {"anyOf": [{"enum": ["last", "first"]}, {"type": "integer", "minimum": 0}], "default": "last",
+                      "description": "rolling-restart: where the controller's broker comes in the roll"},
+    "wait": {"anyOf": [{"const": "isr"}, {"type": "number", "minimum": 0}], "default": "isr",
+             "description": "rolling-restart: before the next broker, wait until the ISR is full again (isr), or "
+                            "pause this many seconds"},
+    "wait_s": {"type": "number", "exclusiveMinimum": 0,
+               "description": "rolling-restart: the longest ISR wait per broker (default 120); reassign: how long "
+                              "its stop waits for the move before cancelling it (default 300)"},
+    "topic": {"enum": ["test", "__consumer_offsets", "__transaction_state"], "default": "test",
+              "description": "reassign: the topic whose partitions move (test: the topic under test)"},
+    "partitions": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+                   "description": "reassign: the partitions to move (default: every partition of the topic under test)"},
+    "replicas": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,
+                 "description": "reassign: the brokers each partition moves to, the first its preferred leader"},
+    "throttle_kbit": {"type": "integer", "minimum": 1,
+                      "description": "reassign: a replication throttle on every broker while it runs (kbit/s)"},
     "rate_kbit": {**PER_DIRECTION(1), "description": "bandwidth in kilobits per second, both ways or "
                                                      "[forward, backward]"},
     "path": {"enum": list(DISK_PATHS), "default": "log-dir",

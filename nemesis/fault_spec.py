@@ -30,7 +30,7 @@ from nemesis.shapes import Scope
 from testbed.journal_names import PRODUCER_PATTERN
 
 # What a fault acts on, which says how its record is implemented and validated (`nemesis.registry`).
-Category = Literal["partition", "process", "link", "workload", "client", "disk"]
+Category = Literal["partition", "process", "link", "workload", "client", "disk", "operation"]
 Ends = Literal["az", "node"]
 # Which process of a node a process fault hits (`role`): its broker, its ZooKeeper server or KRaft controller, both.
 TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted node a fault hits (both: each)
@@ -84,6 +84,7 @@ class FaultSpec:
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
     disk: DiskRule | None = None  # disk kinds: what the node's disk does
+    options: Mapping[str, Any] = field(default_factory=dict)  # an operation's validated keys (nemesis.operation_spec)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property

@@ -82,3 +82,16 @@ def disk(what: str, after: str) -> Words:
         hit = [f"{node}'s {path}" for node, path in paths.items()] if isinstance(paths, dict) else []
         return f"{what} {listed(hit) or 'nothing'}{after}"
     return words
+
+
+def rolled(t: dict[str, Any]) -> str:
+    brokers = t.get("brokers") or []
+    if "controller" not in t:  # one step's row
+        return f"rolling restart: broker {listed(brokers)} stopped cleanly and started again"
+    return (f"rolling restart of brokers {listed(brokers, 'then')} (controller {t.get('controller', '?')}), "
+            f"each stopped cleanly and started again")
+
+
+def reassigned(t: dict[str, Any]) -> str:
+    parts = t.get("partitions") or []
+    return f"{'partition' if len(parts) == 1 else 'partitions'} {listed(parts)} of {t.get('topic', '?')} reassigned to brokers {listed(t.get('replicas') or [])}"

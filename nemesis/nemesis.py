@@ -83,8 +83,8 @@ class Nemesis:
         self.rng = random.Random(seed)
         self.firewall = Firewall(runtime)
         cluster.on_power_on.append(self.firewall.restore)  # a node back from a power cut gets the active faults
-        self.env = FaultEnv(cluster, self.firewall, workloads)
         self.journal = NemesisJournal(journal_path)
+        self.env = FaultEnv(cluster, self.firewall, workloads, self.journal)
         self._active: dict[str, ActiveFault] = {}
         # One fault operation at a time (_ops, held through slow undos); reading what is active never
         # waits for one (_state), so a progress line does not stall behind a graceful stop.

@@ -24,13 +24,16 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
-from nemesis import fault_words, faults
+from nemesis import fault_words, faults, operation_spec
 from nemesis.disk_faults import DISK_FAULT
 from nemesis.fault_base import Fault
 from nemesis.fault_spec import Category, FaultSpec, TargetRole
 from nemesis.fault_words import Words
 from nemesis.links import needs_shaper
+from nemesis.operations import ROLLING_RESTART
+from nemesis.reassign import REASSIGN
 from nemesis.stray import STRAY_FAULT
 from nemesis.workload_faults import HoldRequest, PauseWorkload, ReplaceWorkload
 from testbed.errors import SpecError
@@ -45,6 +48,8 @@ CATEGORIES: Mapping[Category, str] = MappingProxyType({
     "workload": "act on a workload process of the spec (a producer)",
     "client": "the nemesis as a Kafka client of its own",
     "disk": "make the nodes' disks fail or slow down under a path of their data (their unsyncfs mounts)",
+    "operation": "an operator's action that runs on its own from its start while the schedule goes on; its stop "
+                 "waits for it to end",
 })
 
 
@@ -78,6 +83,8 @@ class FaultKind:
     processes: tuple[str, ...] = ("producer",)  # a workload kind: the roles of the `process` it may name
     outcome: str | None = None  # a client kind: its start row's `detail` key holding its request's outcome
     # (`status`, `error_code`, `error`), which a scenario's `expect.faults` holds to an error code
+    options: Callable[[str, Mapping[str, Any]], dict[str, Any]] | None = None  # an operation: reads its own keys
+    since: tuple[int, ...] | None = None  # the first Kafka version that can do it (older ones refused at validation)
 
     @property
     def spec_keys(self) -> tuple[str, ...]:
@@ -155,6 +162,19 @@ _KINDS: tuple[FaultKind, ...] = (
               "transactional.id whose coordinator was never told of the partition (KAFKA-12671's hanging "
               "transaction); the stop does nothing: no marker will ever close it", STRAY_FAULT,
               outcome="stray"),
+    # -- operations (issue 39): keep this block together
+    FaultKind("rolling-restart", "operation", "restart every broker in turn: a clean shutdown (SIGTERM), a start, "
+              "then before the next either a wait until every partition's ISR is full again (`wait: isr`, at most "
+              "`wait_s`, past which the roll stops there) or a fixed pause (`wait: <seconds>`); the controller's "
+              "broker `controller_at` last (default), first or a position; each broker's step an `info` row. The "
+              "stop waits for the roll to end", ROLLING_RESTART, operation_spec.ROLL_KEYS,
+              words=fault_words.rolled, options=operation_spec.parse_roll),
+    FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
+              "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "
+              "(AlterPartitionReassignments, Kafka 2.4 on), with a replication throttle of `throttle_kbit` while it "
+              "runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it (journaled)",
+              REASSIGN, operation_spec.REASSIGN_KEYS, ("replicas",), words=fault_words.reassigned,
+              options=operation_spec.parse_reassign, since=(2, 4)),
 )
 # -- disk faults (nemesis.disk_faults): one rule on each target node's unsyncfs mount, start to stop --------------
 DISK_NEEDS = (Need(Ability.DISK_FAULTS),)  # and the data on unsyncfs: harness.spec_checks.check_runtime_can

@@ -31,7 +31,8 @@ from nemesis.spec import parse_fault
 from testbed.errors import SpecError
 
 HEAL_ALL = "all"
-# Every kind but split and the degraded links (opt-in: a docker runtime cannot delay or throttle).
+# Every kind but split, the degraded links (opt-in: a docker runtime cannot delay or throttle) and the operations
+# (opt-in: a roll outlasts a drawn duration).
 DEFAULT_CHAOS: tuple[dict[str, Any], ...] = (
     {"fault": "isolate-az", "target": "random"},
     {"fault": "isolate-az", "target": "leader"},

@@ -113,6 +113,8 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["role"] = _choice(f"{path}.role", raw["role"], record.roles)
     if record.category == "disk":
         fields["disk"] = _disk_rule(path, raw)
+    if record.options is not None:  # an operation's own keys (nemesis.operation_spec)
+        fields["options"] = record.options(path, raw)
     return FaultSpec(**fields)
 
 

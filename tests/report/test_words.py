@@ -59,6 +59,14 @@ KINDS = {
         {"nodes": ["az1-node"], "brokers": [0], "processes": ["broker-0"]},
         "clean shutdown of broker-0, restarted when it stops",
     ),
+    "rolling-restart": (
+        {"brokers": [0, 2, 1], "controller": 1},
+        "rolling restart of brokers 0, 2 then 1 (controller 1), each stopped cleanly and started again",
+    ),
+    "reassign": (
+        {"topic": "test", "partitions": [0], "replicas": [1, 2]},
+        "partition 0 of test reassigned to brokers 1 and 2",
+    ),
     "heal-all": ({"resumed": ["broker-1"], "restarted": []}, "healed everything: resumed broker-1"),
     "disk-error": (
         {"nodes": ["az1-node"], "brokers": [0], "path": "partition", "paths": {"az1-node": "kafka-data/faultline-0"}},

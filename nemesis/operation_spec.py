@@ -1,0 +1,77 @@
+"""The keys of the operation faults (`rolling-restart`, `reassign`), validated into `FaultSpec.options`.
+
+An operation is an operator's action that runs on its own once started (a roll of every broker, a
+partition reassignment) while the schedule goes on, so other faults can start and stop during it;
+its stop waits for it to end (`nemesis.operations`). Its keys:
+
+- `rolling-restart`: `controller_at` (where the controller's broker comes in the roll: `last`, the
+  default, `first`, or a position from 0), `wait` (`isr`, the default: before the next broker, wait
+  until every partition of the run's topics has a full ISR again, for at most `wait_s` seconds; or a
+  number: a fixed pause of that many seconds), `wait_s` (default 120).
+- `reassign`: `topic` (`test`, the topic under test, the default; `__consumer_offsets`;
+  `__transaction_state`), `partitions` (default: every partition of the topic under test; required for
+  an internal topic), `replicas` (the broker ids each partition moves to, the first its preferred
+  leader), `throttle_kbit` (a replication throttle on every broker while it runs, in kilobits per
+  second), `wait_s` (how long the stop waits for the move to complete before cancelling it, journaled;
+  default 300).
+
+Must never: reach a cluster (whether the brokers exist is the harness's check, against the cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from testbed.errors import SpecError
+
+ROLL_KEYS = ("controller_at", "wait", "wait_s")
+REASSIGN_KEYS = ("topic", "partitions", "replicas", "throttle_kbit", "wait_s")
+TOPICS = ("test", "__consumer_offsets", "__transaction_state")  # `test`: the topic under test
+ROLL_WAIT_S = 120.0
+REASSIGN_WAIT_S = 300.0
+
+
+def _number(path: str, value: Any, low: float, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < low or (strict and value == low):
+        raise SpecError(f"{path}: expected a number {'>' if strict else '>='} {low:g}, got {value!r}")
+    return float(value)
+
+
+def _ids(path: str, value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                                       for v in value):
+        raise SpecError(f"{path}: expected a non-empty list of {what} (whole numbers >= 0), got {value!r}")
+    if len(set(value)) != len(value):
+        raise SpecError(f"{path}: {value!r} names a {what[:-1]} twice")
+    return tuple(value)
+
+
+def parse_roll(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`rolling-restart`'s options: controller_at ("last", "first" or an int), wait ("isr" or seconds), wait_s."""
+    at = raw.get("controller_at", "last")
+    if at not in ("last", "first") and (isinstance(at, bool) or not isinstance(at, int) or at < 0):
+        raise SpecError(f"{path}.controller_at: expected last, first or a position from 0, got {at!r}")
+    wait = raw.get("wait", "isr")
+    if wait != "isr":
+        wait = _number(f"{path}.wait", wait, 0)
+    return {"controller_at": at, "wait": wait, "wait_s": _number(f"{path}.wait_s", raw.get("wait_s", ROLL_WAIT_S),
+                                                                  0, strict=True)}
+
+
+def parse_reassign(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`reassign`'s options: topic, partitions (None: every partition of the topic under test), replicas,
+    throttle_kbit (None: no throttle), wait_s."""
+    topic = raw.get("topic", "test")
+    if topic not in TOPICS:
+        raise SpecError(f"{path}.topic: {topic!r} is not one of {', '.join(TOPICS)} (test: the topic under test)")
+    partitions = _ids(f"{path}.partitions", raw["partitions"], "partitions") if "partitions" in raw else None
+    if partitions is None and topic != "test":
+        raise SpecError(f"{path}.partitions: required with topic {topic} (which of its partitions to move)")
+    throttle = raw.get("throttle_kbit")
+    if throttle is not None and (_number(f"{path}.throttle_kbit", throttle, 1) != int(throttle)):
+        raise SpecError(f"{path}.throttle_kbit: expected a whole number of kbit/s, got {throttle!r}")
+    return {"topic": topic, "partitions": partitions, "replicas": _ids(f"{path}.replicas", raw["replicas"], "brokers"),
+            "throttle_kbit": None if throttle is None else int(throttle),
+            "wait_s": _number(f"{path}.wait_s", raw.get("wait_s", REASSIGN_WAIT_S), 0, strict=True)}
+

@@ -1,0 +1,183 @@
+"""Operations as faults: an operator's action that runs in its own thread from its start, its steps journaled.
+
+`rolling-restart` restarts every broker in turn, as an operator rolling a cluster does: a graceful
+stop (SIGTERM: a controlled shutdown, which moves the broker's leaderships away first), a start once
+ZooKeeper has dropped its registration (`nemesis.faults.start_again`), then, before the next broker,
+either a wait until every partition of the run's topics has a leader and a full ISR again (bounded by
+`wait_s`: past it the roll stops there, as an operator's script would, and says so) or a fixed pause.
+The controller's broker comes last (or first, or at a chosen position), taken when the roll starts.
+Each broker's step is one `info` row of the nemesis journal, written when the step ends: the broker,
+when its stop was asked and done, when it started, when its ISR was full again (or that it never was),
+and each partition's leader before the stop, once it was down, and after the wait.
+
+An operation's start returns at once, so the schedule goes on and other faults may start and stop
+during it (an AZ isolated mid-roll); its stop waits for it to end, and cancels it past a bound (the
+broker of the current step is started again either way). The registry (`nemesis.registry`) names the
+instances; `nemesis.reassign` is the other operation.
+
+Must never: leave a broker it stopped down, or signal a process that is not the cluster's broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nemesis.fault_base import FaultEnv, Injected
+from nemesis.faults import GRACEFUL_STOP_S, STALE_GRACE_S, start_again
+from testbed.errors import FaultError, HarnessError
+
+if TYPE_CHECKING:
+    from nemesis.fault_spec import FaultSpec
+    from nemesis.targets import Resolver
+    from testbed.addressing import Host
+    from testbed.kafka.cluster import KafkaCluster
+
+POLL_S = 0.5
+CANCEL_WAIT_S = 180.0  # once cancelled, how long the current step may take to end (a stop, a start)
+log = logging.getLogger("faultline.nemesis")
+
+
+@dataclass
+class Running:
+    """One operation's thread, how to cancel it, and what went wrong in it."""
+
+    bound_s: float  # how long its stop waits before cancelling it
+    cancel: threading.Event = field(default_factory=threading.Event)
+    error: str | None = None
+    thread: threading.Thread | None = None
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait `seconds`; False if cancelled meanwhile."""
+        return not self.cancel.wait(seconds)
+
+
+class Operation:
+    """What every operation shares: a thread per start, by the fault's name; the stop waits for it."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, Running] = {}
+        self._lock = threading.Lock()
+
+    def launch(self, key: str, bound_s: float, body: Callable[[Running], None]) -> None:
+        running = Running(bound_s)
+
+        def main() -> None:
+            try:
+                body(running)
+            except (HarnessError, OSError) as exc:
+                log.error("nemesis: %s failed: %s", key, exc)
+                running.error = str(exc)
+
+        running.thread = threading.Thread(target=main, name=f"operation-{key}", daemon=True)
+        with self._lock:
+            self._running[key] = running
+        running.thread.start()
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        """Wait for the operation to end (at most its bound, then cancel it); FaultError if it failed."""
+        with self._lock:
+            running = self._running.get(injected.key)
+        if running is None or running.thread is None:
+            return  # undone already, or a dead harness's: nothing of it runs here
+        running.thread.join(running.bound_s)
+        if running.thread.is_alive():
+            log.warning("nemesis: %s still running after %.0f s; cancelling it", injected.key, running.bound_s)
+            running.cancel.set()
+            running.thread.join(CANCEL_WAIT_S)
+            if running.thread.is_alive():
+                raise FaultError(f"{injected.key} did not end within {CANCEL_WAIT_S:.0f} s of its cancel")
+        with self._lock:
+            self._running.pop(injected.key, None)
+        if running.error is not None:
+            raise FaultError(f"{injected.key}: {running.error}")
+
+
+def leaders(cluster: KafkaCluster) -> dict[str, int | None]:
+    """Each partition of the topic under test and its leader, as the first broker that answers sees it."""
+    for view in cluster.views().values():
+        if view is not None and cluster.topic in view.partitions:
+            return {str(p.partition): p.leader for p in sorted(view.partitions[cluster.topic],
+                                                               key=lambda p: p.partition)}
+    return {}
+
+
+def roll_order(nodes: tuple[Host, ...] | list[Host], controller: int | None, at: str | int) -> list[Host]:
+    """The brokers in id order with the controller's moved `last`, `first`, or to position `at` (capped)."""
+    rest = [n for n in sorted(nodes, key=lambda n: n.broker_id) if n.broker_id != controller]
+    mine = [n for n in nodes if n.broker_id == controller]
+    if not mine:
+        return rest
+    position = len(rest) if at == "last" else 0 if at == "first" else min(int(at), len(rest))
+    return rest[:position] + mine + rest[position:]
+
+
+class RollingRestart(Operation):
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        cluster, opts = env.cluster, spec.options
+        controller = resolver.node("controller").broker_id
+        order = roll_order(cluster.nodes, controller, opts["controller_at"])
+        down = [cluster.process_name(n, "broker") for n in order if cluster.pids(n)["broker"] is None]
+        if down:
+            raise FaultError(f"{spec.fault}: {', '.join(down)} not running; a roll starts from a whole cluster")
+        per_broker = GRACEFUL_STOP_S + cluster.settings.zookeeper_session_timeout_ms / 1000 + STALE_GRACE_S
+        per_broker += opts["wait_s"] if opts["wait"] == "isr" else opts["wait"]
+        self.launch(key, per_broker * len(order), lambda running: self._roll(running, env, spec.fault, key, order, opts))
+        targets = {"brokers": [n.broker_id for n in order], "controller": controller}
+        detail = {"order": [n.name for n in order], "wait": opts["wait"], "wait_s": opts["wait_s"]}
+        return Injected(key, spec.fault, targets, detail, tuple((n.name, "broker") for n in order))
+
+    def _roll(self, running: Running, env: FaultEnv, fault: str, key: str, order: list[Host],
+              opts: Mapping[str, Any]) -> None:
+        cluster = env.cluster
+        note = lambda node, detail: self._note(env, fault, key, node, detail)  # noqa: E731
+        for index, node in enumerate(order):
+            if running.cancel.is_set():
+                note(node, {"step": index, "cancelled": True})
+                return
+            step: dict[str, Any] = {"step": index, "leaders_before": leaders(cluster), "stop_ns": time.time_ns()}
+            try:
+                cluster.stop(node, "broker", GRACEFUL_STOP_S)
+                step["stopped_ns"] = time.time_ns()
+                step["leaders_down"] = leaders(cluster)
+            finally:
+                start_again(cluster, [(node, "broker")])  # never leave it down, whatever happened
+            step["started_ns"] = time.time_ns()
+            full = self._wait(running, cluster, opts, step)
+            step["leaders_after"] = leaders(cluster)
+            note(node, step)
+            if not full:
+                note(node, {"step": index, "aborted": f"the ISR was not full {opts['wait_s']:g} s "
+                                                                      f"after broker {node.broker_id} started: "
+                                                                      f"{cluster.unsettled}"})
+                return
+
+    @staticmethod
+    def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any]) -> bool:
+        """The wait before the next broker: a fixed pause, or until the ISR is full (False: not within wait_s)."""
+        if opts["wait"] != "isr":
+            running.sleep(float(opts["wait"]))
+            step["paused_s"] = opts["wait"]
+            return True
+        deadline = time.monotonic() + opts["wait_s"]
+        while time.monotonic() < deadline and not running.cancel.is_set():
+            if cluster.settled() is not None:
+                step["isr_full_ns"] = time.time_ns()
+                return True
+            running.sleep(POLL_S)
+        step["isr_full_ns"] = None
+        step["unsettled"] = cluster.unsettled
+        return running.cancel.is_set()  # a cancelled wait is not a failed one: the loop stops on the cancel
+
+    @staticmethod
+    def _note(env: FaultEnv, fault: str, key: str, node: Host, detail: dict[str, Any]) -> None:
+        if env.journal is not None:
+            env.journal.write("info", fault, {"brokers": [node.broker_id], "nodes": [node.name]},
+                              {"name": key, "broker": node.broker_id, **detail})
+
+
+ROLLING_RESTART = RollingRestart()
