@@ -26,8 +26,8 @@ import yaml
 
 from harness.expectation import Expectation, check_names, parse_expect
 from harness.spec_checks import (
-    check_log_dirs,
     check_faults_can,
+    check_log_dirs,
     check_metadata_can,
     check_runtime_can,
     check_version_can,
