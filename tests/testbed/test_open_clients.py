@@ -23,23 +23,33 @@ from faultline.testing import FaultlineCluster
 from testbed.errors import ClusterError
 
 
+# A loopback address of these tests' own: other loopback connections of the test process (Spark's py4j gateway on
+# 127.0.0.1, say) stay outside the network the fake cluster is given, whatever ran before in the same process.
+HERE = "127.0.0.37"
+
+
 @pytest.fixture
 def server() -> Iterator[socket.socket]:
-    with socket.create_server(("127.0.0.1", 0)) as listening:
+    with socket.create_server((HERE, 0)) as listening:
         yield listening
+
+
+def connect(server: socket.socket) -> socket.socket:
+    """A connection to ``server`` from HERE, so both of its ends lie in HERE/32."""
+    return socket.create_connection(server.getsockname(), source_address=(HERE, 0))
 
 
 def test_a_connection_to_the_network_is_found_until_it_is_closed(server: socket.socket) -> None:
     port = server.getsockname()[1]
-    assert f"127.0.0.1:{port}" not in connections_to("127.0.0.0/8")  # a listening socket has no peer
-    client = socket.create_connection(("127.0.0.1", port))
+    assert f"{HERE}:{port}" not in connections_to(f"{HERE}/32")  # a listening socket has no peer
+    client = connect(server)
     accepted, _ = server.accept()
     mine = client.getsockname()[1]
-    assert {f"127.0.0.1:{port}", f"127.0.0.1:{mine}"} <= set(connections_to("127.0.0.0/8"))  # both ends are ours
+    assert set(connections_to(f"{HERE}/32")) == {f"{HERE}:{port}", f"{HERE}:{mine}"}  # both ends are ours
     assert connections_to("198.18.0.0/24") == []  # peers outside the network are not
     client.close()
     accepted.close()
-    assert not {f"127.0.0.1:{port}", f"127.0.0.1:{mine}"} & set(connections_to("127.0.0.0/8"))
+    assert connections_to(f"{HERE}/32") == []
 
 
 def test_only_this_processs_sockets_count_and_the_address_is_read_as_the_kernel_writes_it(tmp_path: Path) -> None:
@@ -95,14 +105,14 @@ def events(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
     monkeypatch.setattr(testing, "provision", provision)
     monkeypatch.setattr(testing, "Nemesis", FakeNemesis)
-    monkeypatch.setattr(testing, "connections_to", lambda network: open_clients.connections_to("127.0.0.0/8"))
+    monkeypatch.setattr(testing, "connections_to", lambda network: open_clients.connections_to(f"{HERE}/32"))
     return happened
 
 
 def test_a_block_that_closed_its_clients_removes_everything(events: list[str], server: socket.socket,
                                                             tmp_path: Path) -> None:
     with FaultlineCluster(run_dir=tmp_path, runtime="netns") as c:
-        client = socket.create_connection(server.getsockname())
+        client = connect(server)
         server.accept()[0].close()
         client.close()
     assert events == ["heal", "nemesis closed", "hosts removed"] and c.left_open == []
@@ -115,11 +125,11 @@ def test_a_client_left_open_keeps_the_network_and_fails_the_block(events: list[s
                                            r"network 198\.18\.0\.0/24 still open .*close it inside the block\. "
                                            r"The hosts are gone; the network stays"), \
             FaultlineCluster(run_dir=tmp_path, runtime="netns") as c:
-        client = socket.create_connection(("127.0.0.1", port))
+        client = connect(server)
         accepted, _ = server.accept()
     # Looked for once the nemesis was closed, the network kept before the hosts went.
     assert events == ["heal", "nemesis closed", "keep_network", "hosts removed"]
-    assert f"127.0.0.1:{port}" in c.left_open
+    assert f"{HERE}:{port}" in c.left_open
     client.close()
     accepted.close()
 
@@ -128,7 +138,7 @@ def test_a_block_that_raised_keeps_its_error_and_warns(events: list[str], server
                                                        tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match="still open when the block ended"), pytest.raises(AssertionError), \
             FaultlineCluster(run_dir=tmp_path, runtime="netns"):
-        client = socket.create_connection(server.getsockname())
+        client = connect(server)
         accepted, _ = server.accept()
         raise AssertionError("the test's own failure")
     assert "keep_network" in events
