@@ -22,7 +22,6 @@ from faultline.open_clients import connections_to
 from faultline.testing import FaultlineCluster
 from testbed.errors import ClusterError
 
-
 # A loopback address of these tests' own: other loopback connections of the test process (Spark's py4j gateway on
 # 127.0.0.1, say) stay outside the network the fake cluster is given, whatever ran before in the same process.
 HERE = "127.0.0.37"
