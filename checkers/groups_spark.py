@@ -17,7 +17,8 @@ facts then carry spark_queries.GROUP_FACTS, and the per-value facts sieve the va
 
 Only the sieved values go back to rows: to the live reads (a scan and a broadcast semi-join) for
 redelivered's first read, and to the cached (value, position) facts for group-skip's positions, with
-the group's lowest live offset per partition (an aggregation of the same facts). Rewound sorts the live
+the group's lowest live offset per partition (an aggregation of the engine's cached positions, which
+carry the groups that read there). Rewound sorts the live
 group reads (ids, not names) with the acknowledged commits per (group, topic, partition) by time (the
 latest commit completed strictly before each read: commits sort after reads at equal times); lost-commit
 is the commits alone. The members' flags (whether a group starts at the beginning, the member it is
@@ -107,10 +108,11 @@ class Plan:
         joined = r.join(F.broadcast(final), on, "left")
         return joined.withColumn("gbits", gbits).drop("c_topic", "c_partition", "c_bit", "c_offset")
 
-    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, reads: DataFrame,
-               table: dict[str, Rule]) -> list[DataFrame]:
+    def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, positions: DataFrame,
+               reads: DataFrame, table: dict[str, Rule]) -> list[DataFrame]:
         """Every v3 instance, as frames of the engine's instance rows. ``values`` and ``facts``: the engine's
-        cached per-value and (value, position) facts with GROUP_FACTS; ``reads``: the reads as read."""
+        cached per-value and (value, position) facts with GROUP_FACTS; ``positions``: its cached per-position
+        table with ``glive`` (the groups that read there live); ``reads``: the reads as read."""
         c = read_table(spark, self.commits)
         acked = c.filter((F.col("kind") != "final") & (F.col("status") == "ok"))
         live = reads.filter((F.col("phase") == "live") & F.col("group").isNotNull())
@@ -118,7 +120,7 @@ class Plan:
             a.REDELIVERED: self._redelivered(values, live),
             a.REWOUND: self._rewound(live, acked),
             a.LOST_COMMIT: _lost_commit(acked, c.filter(F.col("kind") == "final")),
-            a.GROUP_SKIP: self._group_skip(values, facts),
+            a.GROUP_SKIP: self._group_skip(values, facts, positions),
         }
         return [_as_instances(f, name, table[name]) for name, f in frames.items()]
 
@@ -136,27 +138,29 @@ class Plan:
             *[v.alias(k) for k, v in gtp.items()], F.col("offset").alias("committed"),
             F.col("complete_ns").alias("at"), F.lit(1).alias("ord"))
         polls = live.select(*[v.alias(k) for k, v in gtp.items()], F.col("poll_ns").alias("at"), F.lit(0).alias("ord"),
-                            "offset", "value", "poll_ns", _lookup(self.processes, F.col("process")).alias("process"),
+                            "offset", "value", _lookup(self.processes, F.col("process")).alias("process"),
                             "seq")
         merged = polls.unionByName(done, allowMissingColumns=True)
         running = Window.partitionBy(*GTP).orderBy("at", "ord").rowsBetween(Window.unboundedPreceding,
                                                                               Window.currentRow)
         passed = merged.withColumn("passed", F.max("committed").over(running))
         hit = passed.filter((F.col("ord") == 0) & (F.col("passed") > F.col("offset")))
-        per = hit.groupBy("gid", "value").agg(F.min(F.struct(*FIRST)).alias("first"))
+        first_read = F.struct(*[F.col("at").alias(k) if k == "poll_ns" else F.col(k) for k in FIRST])
+        per = hit.groupBy("gid", "value").agg(F.min(first_read).alias("first"))
         first = {k: F.col(f"first.{k}") for k in FIRST}
         return per.select(_pick(self.groups, F.col("gid")).alias("group"), "value",
                           *[(_pick(self.processes, v) if k == "process" else _pick(self.topics, v) if k == "topic"
                              else v).alias(k) for k, v in first.items()])
 
-    def _group_skip(self, values: DataFrame, facts: DataFrame) -> DataFrame:
+    def _group_skip(self, values: DataFrame, facts: DataFrame, positions: DataFrame) -> DataFrame:
         miss = F.col("fbelow").bitwiseAND(F.bitwise_not(F.coalesce(F.col("glive"), F.lit(0).cast("long"))))
         sieved = values.select("value", miss.alias("miss")).filter(F.col("miss") != 0)
         below = (facts.filter(F.col("fbelow") != 0).select("value", *q.POS, "fbelow")
                  .join(F.broadcast(sieved), "value")
                  .select("value", *q.POS, F.explode(self._gids(F.col("fbelow").bitwiseAND(F.col("miss")))).alias("gid")))
-        # the group's lowest live read per partition: by distinct masks first (few), then per group
-        masks = facts.filter(F.col("glive") != 0).groupBy("glive", "topic", "partition").agg(F.min("offset").alias("low"))
+        # the group's lowest live read per partition, from the positions: by distinct masks first (few), then per group
+        masks = (positions.filter(F.col("glive") != 0).groupBy("glive", "topic", "partition")
+                 .agg(F.min("offset").alias("low")))
         low = (masks.select("topic", "partition", "low", F.explode(self._gids(F.col("glive"))).alias("gid"))
                .groupBy(*GTP).agg(F.min("low").alias("low")))
         begins = _pick(tuple(self.flags[g].begins if g in self.flags else False for g in self.groups), F.col("gid"))

@@ -266,9 +266,11 @@ class SparkEngine:
         positions = (
             facts.filter(F.col("topic").isNotNull())
             .groupBy(*q.POS)
-            .agg(F.count(F.lit(1)).alias("n_values"), F.bit_or("mask").alias("pmask"))
+            .agg(F.count(F.lit(1)).alias("n_values"), F.bit_or("mask").alias("pmask"),
+                 *([F.bit_or("glive").alias("glive")] if v3 else []))
             .select(*q.POS, "n_values", q.has_bits(F.col("pmask"), q.FINAL_BITS).alias("has_final"),
-                    *([q.has_bits(F.col("pmask"), q.RC_FINAL_BIT).alias("has_frc")] if v2 else []))
+                    *([q.has_bits(F.col("pmask"), q.RC_FINAL_BIT).alias("has_frc")] if v2 else []),
+                    *(["glive"] if v3 else []))
             .persist(CACHE_LEVEL)
         )
         odd_polls = q.odd_polls(r).persist(CACHE_LEVEL)
@@ -284,7 +286,7 @@ class SparkEngine:
         if plan is not None:
             frames += plan.frames(self.spark, decoded, facts, table, names.topics)
         if gplan is not None:
-            frames += gplan.frames(self.spark, values, facts, reads, table)
+            frames += gplan.frames(self.spark, values, facts, positions, reads, table)
         dup = values.filter(F.col("n_writes") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
         return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]
