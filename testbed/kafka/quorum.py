@@ -18,7 +18,7 @@ import socket
 import struct
 from dataclasses import dataclass, field
 
-from testbed.kafka.wire_codec import Reader, exchange
+from testbed.kafka.wire_codec import FlexReader, exchange, uvarint
 
 DESCRIBE_QUORUM_KEY = 55
 DESCRIBE_QUORUM_VERSION = 0
@@ -41,51 +41,18 @@ class QuorumView:
         return self.error == 0 and self.leader_id is not None
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-class _FlexReader(Reader):
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.take(">B")
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    def compact_string(self) -> str | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.pos += self.uvarint()  # size, then the bytes
-
-
 def describe_quorum_request(correlation_id: int) -> bytes:
     client = b"faultline-observer"
     body = struct.pack(">hhih", DESCRIBE_QUORUM_KEY, DESCRIBE_QUORUM_VERSION, correlation_id, len(client)) + client
     body += b"\x00"  # header tagged fields
     topic = METADATA_TOPIC.encode()
-    body += _uvarint(2) + _uvarint(len(topic) + 1) + topic + _uvarint(2) + struct.pack(">i", 0) + b"\x00"
+    body += uvarint(2) + uvarint(len(topic) + 1) + topic + uvarint(2) + struct.pack(">i", 0) + b"\x00"
     body += b"\x00" + b"\x00"  # the topic's tagged fields, the request's
     return struct.pack(">i", len(body)) + body
 
 
 def parse_describe_quorum(data: bytes) -> QuorumView:
-    r = _FlexReader(data)
+    r = FlexReader(data)
     r.take(">i")  # correlation id
     r.skip_tags()
     error = r.take(">h")

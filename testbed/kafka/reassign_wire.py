@@ -24,7 +24,16 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from testbed.kafka.wire_codec import Reader, exchange
+from testbed.kafka.wire_codec import (
+    NO_TAGS,
+    FlexReader,
+    Reader,
+    compact_ints,
+    compact_string,
+    exchange,
+    request_header,
+    uvarint,
+)
 
 ALTER_REASSIGNMENTS_KEY, LIST_REASSIGNMENTS_KEY, INCREMENTAL_ALTER_CONFIGS_KEY = 45, 46, 44
 CLIENT_ID = b"faultline-operator"
@@ -49,64 +58,8 @@ class Moving:
     removing: tuple[int, ...]
 
 
-# -- the flexible encoding (KIP-482) ----------------------------------------------
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _compact_string(s: str | None) -> bytes:
-    if s is None:
-        return _uvarint(0)
-    data = s.encode()
-    return _uvarint(len(data) + 1) + data
-
-
-def _compact_ints(values: list[int] | None) -> bytes:
-    if values is None:
-        return _uvarint(0)
-    return _uvarint(len(values) + 1) + b"".join(struct.pack(">i", v) for v in values)
-
-
-NO_TAGS = _uvarint(0)
-
-
-class FlexReader(Reader):
-    """A Reader that also takes the flexible versions' unsigned varints, compact strings and arrays, tagged fields."""
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    def compact_string(self) -> str | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def compact_ints(self) -> list[int]:
-        return [self.take(">i") for _ in range(max(self.uvarint() - 1, 0))]
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-
 def _frame(api_key: int, version: int, body: bytes, flexible: bool) -> bytes:
-    header = struct.pack(">hhih", api_key, version, 1, len(CLIENT_ID)) + CLIENT_ID + (NO_TAGS if flexible else b"")
+    header = request_header(api_key, version, 1, CLIENT_ID) + (NO_TAGS if flexible else b"")
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
@@ -121,12 +74,12 @@ def alter_reassignments(host: str, port: int, topic: str, targets: dict[int, lis
                         timeout_ms: int = 10000) -> tuple[int, dict[int, tuple[int, str | None]]]:
     """Ask for each partition of `targets` to move to its replica list (None: cancel its reassignment): the
     request's error code, and each partition's (error code, message)."""
-    parts = b"".join(struct.pack(">i", p) + _compact_ints(replicas) + NO_TAGS for p, replicas in targets.items())
-    body = (struct.pack(">i", timeout_ms) + _uvarint(2) + _compact_string(topic) + _uvarint(len(targets) + 1)
+    parts = b"".join(struct.pack(">i", p) + compact_ints(replicas) + NO_TAGS for p, replicas in targets.items())
+    body = (struct.pack(">i", timeout_ms) + uvarint(2) + compact_string(topic) + uvarint(len(targets) + 1)
             + parts + NO_TAGS + NO_TAGS)
     r = FlexReader(_ask(host, port, _frame(ALTER_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
     r.take(">i")  # correlation id
-    r.tags()  # response header v1
+    r.skip_tags()  # response header v1
     r.take(">i")  # throttle time
     error = r.take(">h")
     r.compact_string()
@@ -135,20 +88,20 @@ def alter_reassignments(host: str, port: int, topic: str, targets: dict[int, lis
         r.compact_string()  # the topic
         for _ in range(r.uvarint() - 1):
             partition, code, message = r.take(">i"), r.take(">h"), r.compact_string()
-            r.tags()
+            r.skip_tags()
             answers[partition] = (code, message)
-        r.tags()
+        r.skip_tags()
     return error, answers
 
 
 def list_reassignments(host: str, port: int, topic: str, partitions: list[int],
                        timeout_ms: int = 10000) -> tuple[int, dict[int, Moving]]:
     """The reassignments in progress among `partitions` of `topic`: the request's error code, and each moving one."""
-    body = (struct.pack(">i", timeout_ms) + _uvarint(2) + _compact_string(topic) + _compact_ints(partitions)
+    body = (struct.pack(">i", timeout_ms) + uvarint(2) + compact_string(topic) + compact_ints(partitions)
             + NO_TAGS + NO_TAGS)
     r = FlexReader(_ask(host, port, _frame(LIST_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
     r.take(">i")
-    r.tags()
+    r.skip_tags()
     r.take(">i")
     error = r.take(">h")
     r.compact_string()
@@ -158,9 +111,9 @@ def list_reassignments(host: str, port: int, topic: str, partitions: list[int],
         for _ in range(r.uvarint() - 1):
             partition = r.take(">i")
             replicas, adding, removing = r.compact_ints(), r.compact_ints(), r.compact_ints()
-            r.tags()
+            r.skip_tags()
             moving[partition] = Moving(partition, tuple(replicas), tuple(adding), tuple(removing))
-        r.tags()
+        r.skip_tags()
     return error, moving
 
 

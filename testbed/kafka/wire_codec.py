@@ -2,7 +2,9 @@
 
 A request is a size-prefixed frame that starts with a request header (v1: api key, version,
 correlation id, client id); a response is a size-prefixed frame whose fields `Reader` takes in
-order. `exchange` sends one request on a connected socket and returns the response's body.
+order. `exchange` sends one request on a connected socket and returns the response's body. The
+flexible versions' encoding (KIP-482: unsigned varints, compact strings and arrays, tagged fields) is
+here too: `uvarint`, `compact_string`, `compact_ints`, NO_TAGS and `FlexReader`.
 
 Must never: know any one API's request or response layout (that is the module that asks), open or
 close a connection, or retry.
@@ -35,6 +37,63 @@ class Reader:
 
     def int_array(self) -> list[int]:
         return [self.take(">i") for _ in range(max(self.take(">i"), 0))]
+
+
+class FlexReader(Reader):
+    """A Reader that also takes the flexible versions' unsigned varints, compact strings and arrays, tagged fields."""
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self.take(">B")
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def compact_ints(self) -> list[int]:
+        return [self.take(">i") for _ in range(max(self.uvarint() - 1, 0))]
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.pos += self.uvarint()  # size, then the bytes
+
+
+def uvarint(n: int) -> bytes:
+    """`n` as an unsigned varint."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+NO_TAGS = uvarint(0)  # an empty tagged-fields section
+
+
+def compact_string(s: str | None) -> bytes:
+    """A compact (nullable) string: its length plus one as an unsigned varint, then its bytes."""
+    if s is None:
+        return uvarint(0)
+    data = s.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def compact_ints(values: list[int] | None) -> bytes:
+    """A compact (nullable) array of int32."""
+    if values is None:
+        return uvarint(0)
+    return uvarint(len(values) + 1) + b"".join(struct.pack(">i", v) for v in values)
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

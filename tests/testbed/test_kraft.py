@@ -18,10 +18,10 @@ from testbed.kafka.quorum import (
     DESCRIBE_QUORUM_KEY,
     METADATA_TOPIC,
     QuorumView,
-    _uvarint,
     describe_quorum_request,
     parse_describe_quorum,
 )
+from testbed.kafka.wire_codec import uvarint
 from workloads.config import ObserverConfig, config_to_json, parse_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,9 +94,9 @@ def _tagged_response(body: bytes) -> bytes:
 def _leader_answer(leader: int, epoch: int, voters: dict[int, int], error: int = 0) -> bytes:
     topic = METADATA_TOPIC.encode()
     part = struct.pack(">ihiiq", 0, error, leader, epoch, 42)
-    part += _uvarint(len(voters) + 1) + b"".join(struct.pack(">iq", v, e) + b"\x00" for v, e in voters.items())
-    part += _uvarint(1) + b"\x00"  # no observers; the partition's tagged fields
-    body = struct.pack(">h", 0) + _uvarint(2) + _uvarint(len(topic) + 1) + topic + _uvarint(2) + part
+    part += uvarint(len(voters) + 1) + b"".join(struct.pack(">iq", v, e) + b"\x00" for v, e in voters.items())
+    part += uvarint(1) + b"\x00"  # no observers; the partition's tagged fields
+    body = struct.pack(">h", 0) + uvarint(2) + uvarint(len(topic) + 1) + topic + uvarint(2) + part
     return _tagged_response(body + b"\x00" + b"\x00")
 
 
