@@ -51,13 +51,6 @@ GTP = ["gid", "topic", "partition"]
 FIRST = ("poll_ns", "process", "seq", "topic", "partition", "offset")  # a (group, value)'s first read
 
 
-def _as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
-    cols = [(F.col(c) if c in frame.columns else F.lit(None)).cast(q.INSTANCE_TYPES[c]).alias(c)
-            for c in a.INSTANCE_COLUMNS]
-    error = q.error_expr(rule) if "process" in frame.columns else F.lit(rule.kind != "info")
-    return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
-
-
 def _lookup(names: tuple[str, ...], col: SparkColumn) -> SparkColumn:
     """The id (0-based position) of ``col`` among ``names`` (-1 where it is none of them)."""
     if not names:
@@ -122,7 +115,7 @@ class Plan:
             a.LOST_COMMIT: _lost_commit(acked, c.filter(F.col("kind") == "final")),
             a.GROUP_SKIP: self._group_skip(values, facts, positions),
         }
-        return [_as_instances(f, name, table[name]) for name, f in frames.items()]
+        return [q.as_instances(f, name, table[name]) for name, f in frames.items()]
 
     def _redelivered(self, values: DataFrame, live: DataFrame) -> DataFrame:
         twice = F.coalesce(F.col("n_glive"), F.lit(0)) > F.bit_count(F.coalesce(F.col("glive"), F.lit(0)))

@@ -32,13 +32,6 @@ GTP = ["group", "topic", "partition"]
 FIRST = ("poll_ns", "process", "seq", "topic", "partition", "offset")  # a (group, value)'s first read
 
 
-def _as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
-    cols = [(F.col(c) if c in frame.columns else F.lit(None)).cast(q.INSTANCE_TYPES[c]).alias(c)
-            for c in a.INSTANCE_COLUMNS]
-    error = q.error_expr(rule) if "process" in frame.columns else F.lit(rule.kind != "info")
-    return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
-
-
 def instances(spark: SparkSession, reads: DataFrame, commits: TableSource, configs: Mapping[str, ClientConfig],
               table: dict[str, Rule]) -> DataFrame:
     """Every v3 instance (anomaly, is_error, the instance columns) of a history with group commits."""
@@ -54,7 +47,7 @@ def instances(spark: SparkSession, reads: DataFrame, commits: TableSource, confi
         a.LOST_COMMIT: _lost_commit(acked, finals),
         a.GROUP_SKIP: _group_skip(spark, live, reads, finals, members_commits, configs),
     }
-    return reduce(DataFrame.unionByName, [_as_instances(f, n, table[n]) for n, f in frames.items()])
+    return reduce(DataFrame.unionByName, [q.as_instances(f, n, table[n]) for n, f in frames.items()])
 
 
 def _redelivered(live: DataFrame) -> DataFrame:

@@ -158,14 +158,7 @@ class Names:
 
 
 def _instances(frame: DataFrame, name: str, rule: Rule, names: Names) -> DataFrame:
-    frame = names.decode(frame)
-    cols = [
-        (F.col(c) if c in frame.columns else F.lit(None)).cast(q.INSTANCE_TYPES[c]).alias(c)
-        for c in a.INSTANCE_COLUMNS
-    ]
-    process = "process" if "process" in frame.columns else None
-    error = q.error_expr(rule) if process else F.lit(rule.kind != "info")
-    return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
+    return q.as_instances(names.decode(frame), name, rule)
 
 
 class SparkEngine:

@@ -63,6 +63,15 @@ def error_expr(rule: Rule, process: str = "process") -> SparkColumn:
     return F.col(process).isNull() | ~F.col(process).isin(*sorted(rule.info_processes))
 
 
+def as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
+    """``frame`` as rows of the engine's instance DataFrame (anomaly, is_error, the instance columns: those it
+    lacks null); judged by its process where it has one."""
+    cols = [(F.col(c) if c in frame.columns else F.lit(None)).cast(INSTANCE_TYPES[c]).alias(c)
+            for c in a.INSTANCE_COLUMNS]
+    error = error_expr(rule) if "process" in frame.columns else F.lit(rule.kind != "info")
+    return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
+
+
 def any_bits(mask: SparkColumn, bits: int) -> SparkColumn:
     """Whether ``mask`` has any of ``bits`` (null where it is null)."""
     return mask.bitwiseAND(bits) != 0

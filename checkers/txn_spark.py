@@ -40,16 +40,6 @@ MISSING_TXN = "_missing-txn"  # an instance per value whose `writes.txn` has no 
 BROADCAST_ROWS = 5_000_000  # up to this many transactions (or sourced writes), they are broadcast (no shuffle)
 
 
-def _as_instances(frame: DataFrame, name: str, rule: Rule) -> DataFrame:
-    """``frame`` as rows of the engine's instance DataFrame (anomaly, is_error, the instance columns)."""
-    cols = [
-        (F.col(c) if c in frame.columns else F.lit(None)).cast(q.INSTANCE_TYPES[c]).alias(c)
-        for c in a.INSTANCE_COLUMNS
-    ]
-    error = q.error_expr(rule) if "process" in frame.columns else F.lit(rule.kind != "info")
-    return frame.select(F.lit(name).alias("anomaly"), error.alias("is_error"), *cols)
-
-
 def _flag(cond: SparkColumn) -> SparkColumn:
     return F.coalesce(cond, F.lit(False))
 
@@ -139,9 +129,9 @@ class Plan:
         # Rare rows are found by a bare comparison with a literal: the cached table's per-batch statistics then
         # skip every batch without one, unread (a wrapped column, as in _has, cannot be checked against them).
         missing = values.filter(F.col("w_txn_id") == -1)
-        frames = [_as_instances(missing.select("value"), MISSING_TXN, Rule("error"))]
+        frames = [q.as_instances(missing.select("value"), MISSING_TXN, Rule("error"))]
         if self.terms.has_transactions:
-            frames.append(_as_instances(_torn(values), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
+            frames.append(q.as_instances(_torn(values), a.TORN_TRANSACTION, table[a.TORN_TRANSACTION]))
         in_o = q.seen(q.RC_FINAL_BIT) if self.use_frc else F.coalesce(F.col("n_fpos"), F.lit(0)) > 0
         outputs = None
         # Few sourced writes (the Parquet footers count them): broadcast them, and the sources O names.
@@ -154,11 +144,11 @@ class Plan:
             outputs = sourced.join(values.filter((F.col("vmask") >= q.SOURCED_BIT) & in_o).select("value", "process"), "value")
         if self.terms.source_maybe and outputs is not None:
             rule = table[a.REPROCESSED]
-            frames.append(_as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
+            frames.append(q.as_instances(_reprocessed(outputs, rule), a.REPROCESSED, rule))
         if self.terms.consumed_high and outputs is not None:
             o = facts.filter(q.any_bits(F.col("mask"), q.RC_FINAL_BIT if self.use_frc else q.FINAL_BITS))
             skipped = _skipped(spark, values, o, outputs, self.terms.consumed_high, topics, few)
-            frames.append(_as_instances(skipped, a.SKIPPED_INPUT, table[a.SKIPPED_INPUT]))
+            frames.append(q.as_instances(skipped, a.SKIPPED_INPUT, table[a.SKIPPED_INPUT]))
         return frames
 
     def raise_missing(self, sources: dict[str, TableSource]) -> None:
