@@ -40,6 +40,7 @@ from testbed.lifecycle import (
 from testbed.machine import REAL, Machine
 from testbed.paths import ACTIVE_FILE, REPO_ROOT
 from testbed.runfolder import RunFolder
+from testbed.runtime.base import PREFIX_RE
 from testbed.runtime.factory import clean_leftovers
 from testbed.runtime.kinds import (
     DEFAULT_KIND,
@@ -105,6 +106,9 @@ def build_parser() -> Parser:
     csub.add_parser("down", help="stop the running cluster and remove everything it made")
     clean = sub.add_parser("clean", help="remove everything a killed harness left behind")
     add_ssh_flags(clean, "clean these ssh hosts (only them) instead of this machine")
+    clean.add_argument("--prefix", help="only what the run with this prefix left (fl + 6 hex digits, as in its run "
+                       "folder's run.json and its namespaces' and containers' names); without it, every run's, live "
+                       "runs' included")
     run = sub.add_parser("run", help="run spec files (every configuration, or one) and judge them; several "
                          "files run in turn in one process, each with its own results folder and junit.xml")
     run.add_argument("spec", type=Path, nargs="+")
@@ -224,9 +228,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
+    if args.prefix is not None and not PREFIX_RE.match(args.prefix):
+        raise UsageError(f"--prefix {args.prefix!r}: not a run prefix (fl and 6 hex digits, e.g. fl3a9c01)")
     if args.inventory is not None:
-        removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
-        removed += clean_own_topics(args.inventory)
+        removed = clean_leftovers(args.prefix, inventory=str(args.inventory),
+                                  known_hosts=args.known_hosts and str(args.known_hosts))
+    elif args.prefix is not None:  # one run's: its namespaces, processes, containers (Spark's daemons are nobody's run)
+        removed = clean_leftovers(args.prefix)
     else:
         from spark_analysis.standalone import clean_orphaned_daemons
 
@@ -235,17 +243,6 @@ def cmd_clean(args: argparse.Namespace) -> int:
         ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")
     return 0
-
-
-def clean_own_topics(path: Path) -> list[str]:
-    """On a cluster of the user's (`provision: false`), the topics killed runs made there (their names only)."""
-    from testbed.inventory import load_inventory
-    from testbed.kafka.existing_learn import delete_leftover_topics
-
-    inventory = load_inventory(path)
-    if inventory.provision:
-        return []
-    return delete_leftover_topics(",".join(f"{h.address}:9092" for h in inventory.hosts if h.role == "node"))
 
 
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:

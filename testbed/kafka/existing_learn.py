@@ -164,13 +164,14 @@ def delete_topic(cluster: KafkaCluster) -> None:
     log.info("deleted the run's topic %s", cluster.topic)
 
 
-def delete_leftover_topics(bootstrap: str) -> list[str]:
+def delete_leftover_topics(bootstrap: str, prefix: str | None = None) -> list[str]:
     """`clean --inventory` of a cluster of the user's: delete the topics killed runs left (`OWN_TOPIC`'s names only,
-    never another); what was deleted, or why the brokers could not be asked."""
+    never another; with ``prefix``, that run's only); what was deleted, or why the brokers could not be asked."""
     client = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000},
                          logger=logging.getLogger("rdkafka.admin"))
     try:
-        names = sorted(t for t in client.list_topics(timeout=10).topics if OWN_TOPIC.match(t))
+        names = sorted(t for t in client.list_topics(timeout=10).topics
+                       if OWN_TOPIC.match(t) and (prefix is None or t.endswith(f"-{prefix}")))
         if not names:
             return []
         for future in client.delete_topics(names, operation_timeout=20, request_timeout=25).values():

@@ -39,12 +39,19 @@ def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
                     known_hosts: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went.
 
-    With an inventory: on its ssh hosts only (this machine's namespaces and containers are left alone)."""
+    With an inventory: on its ssh hosts only (this machine's namespaces and containers are left alone), and on a
+    cluster of the user's (`provision: false`) the topics those runs made there (their names only)."""
     if inventory is not None:
         from testbed.inventory import load_inventory
+        from testbed.kafka.existing_learn import delete_leftover_topics
         from testbed.runtime.ssh import clean_leftovers as clean_ssh
 
-        return clean_ssh(load_inventory(inventory), known_hosts, prefix)
+        hosts = load_inventory(inventory)
+        removed = clean_ssh(hosts, known_hosts, prefix)
+        if not hosts.provision:
+            nodes = ",".join(f"{h.address}:9092" for h in hosts.hosts if h.role == "node")
+            removed += delete_leftover_topics(nodes, prefix)
+        return removed
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
     removed = clean_netns(prefix)
