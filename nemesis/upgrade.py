@@ -75,24 +75,21 @@ class RollingUpgrade(RollingRestart):
 ROLLING_UPGRADE = RollingUpgrade()
 
 
-def versions_over_time(rows: Iterable[Mapping[str, Any]], nodes: Iterable[str], version: str,
-                       since_ns: int) -> dict[str, list[dict[str, Any]]]:
-    """Each node's broker versions as a list of {from_ns, version, inter_broker_protocol} from the nemesis journal's
-    rows: `version` from `since_ns`, then each `rolling-upgrade` step from the moment its broker started again
-    (its row's `started_ns`). The protocol is null where the broker ran its version's default."""
+def versions_over_time(rows: Iterable[Mapping[str, Any]], version: str, since_ns: int) -> dict[str, list[dict[str, Any]]]:
+    """Each rolled node's broker versions as a list of {from_ns, version, inter_broker_protocol}, from the nemesis
+    journal's rows: `version` (the cluster's) from `since_ns`, then each `rolling-upgrade` step from the moment its
+    broker started again (its row's `started_ns`). The protocol is null where the broker ran its version's default.
+    Nodes come from the upgrades' start rows (their `order`); empty without an upgrade."""
+    rows = list(rows)
+    mine = [r for r in rows if r.get("fault") == FAULT and isinstance(r.get("detail"), dict)]
+    nodes = [n for r in mine if r.get("type") == "start" for n in r["detail"].get("order") or []]
     out: dict[str, list[dict[str, Any]]] = {n: [{"from_ns": since_ns, "version": version,
-                                                  "inter_broker_protocol": None}] for n in nodes}
-    steps = [r for r in rows if r.get("type") == "info" and r.get("fault") == FAULT
-             and isinstance(r.get("targets"), dict) and "version" in r["targets"]
-             and isinstance(r.get("detail"), dict) and isinstance(r["detail"].get("started_ns"), int)]
+                                                  "inter_broker_protocol": None}] for n in dict.fromkeys(nodes)}
+    steps = [r for r in mine if r.get("type") == "info" and isinstance(r.get("targets"), dict)
+             and "version" in r["targets"] and isinstance(r["detail"].get("started_ns"), int)]
     for row in sorted(steps, key=lambda r: r["detail"]["started_ns"]):
         for node in row["targets"].get("nodes") or []:
             out.setdefault(node, []).append({"from_ns": row["detail"]["started_ns"],
                                              "version": row["targets"]["version"],
                                              "inter_broker_protocol": row["targets"].get("inter_broker_protocol")})
     return out
-
-
-def upgraded(rows: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether any row is a `rolling-upgrade`'s (a run that changed some broker's version, or began to)."""
-    return any(r.get("fault") == FAULT for r in rows)
