@@ -89,8 +89,8 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
             raise fail(where, f"{to} is not later than the cluster's {cluster.kafka_version} (a rolling downgrade "
                        f"is not built)")
         if cluster.kraft:
-            raise fail(f"nemesis[{i}].fault", f"rolling-upgrade on KRaft is not built (its metadata.version bump); "
-                       f"this spec runs metadata kraft: use metadata: zookeeper")
+            raise fail(f"nemesis[{i}].fault", "rolling-upgrade on KRaft is not built (its metadata.version bump); "
+                       "this spec runs metadata kraft: use metadata: zookeeper")
         if hosts.no_second_version is not None:
             raise fail(f"nemesis[{i}].fault", f"rolling-upgrade on the {hosts.name} runtime is not built: "
                        f"{hosts.no_second_version} (use --runtime netns)")

@@ -63,7 +63,7 @@ class Operation:
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
 
-    def launch(self, key: str, bound_s: float, body: Callable[[Running], None]) -> None:
+    def launch(self, key: str, bound_s: float, body: Callable[[Running], object]) -> None:
         running = Running(bound_s)
 
         def main() -> None:
