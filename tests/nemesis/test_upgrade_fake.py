@@ -24,9 +24,11 @@ from nemesis.nemesis import Nemesis
 from nemesis.targets import ClusterFacts
 from nemesis.upgrade import versions_over_time
 from testbed.dist.versions import protocol_version, upgrade_pins
-from testbed.errors import ClusterError, SpecError
+from testbed.errors import ClusterError, DistributionError, SpecError
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
+from testbed.lifecycle import check_can_provision
+from testbed.machine import Machine
 from testbed.runfolder import RunFolder
 from tests.fakes import FakeRuntime
 
@@ -154,3 +156,21 @@ def test_the_new_versions_jars_are_fetched_before_anything_starts() -> None:
     assert spec.cluster.upgrade_versions == ("3.9.1",)
     assert spec.cluster.to_json()["upgrade_versions"] == ("3.9.1",)
     assert "upgrade_versions" not in ClusterSettings().to_json()
+
+
+def test_a_version_that_cannot_be_had_stops_the_run_before_anything_starts(tmp_path: Path) -> None:
+    fetched: list[str] = []
+
+    def ensure_kafka(version: str) -> None:
+        fetched.append(version)
+        if version == "3.9.1":
+            raise DistributionError("Kafka 3.9.1 is neither cached nor fetchable from Maven Central: artifact not found")
+
+    def preflight(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("nothing may be checked on the runtime, let alone made, after a failed fetch")
+
+    machine = Machine(ensure_kafka=ensure_kafka, preflight=preflight, active_file=tmp_path / "active.json")
+    settings = parse_spec(spec_with({"to_version": "3.9.1"})).cluster
+    with pytest.raises(DistributionError, match="Kafka 3.9.1 is neither cached"):
+        check_can_provision(settings, machine)
+    assert fetched == ["2.7.2", "3.9.1"]
