@@ -294,10 +294,10 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_faults_can(nemesis, cluster)
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
+    check_metadata_can(resolved, nemesis, cluster)
     upgrades = check_upgrades(nemesis, cluster)
     if upgrades:
         cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)
-    check_metadata_can(resolved, nemesis, cluster)
     check_log_dirs(nemesis, cluster)
     check_existing(nemesis, cluster, consumers, transformers)
     check_workload_targets(nemesis, producers)

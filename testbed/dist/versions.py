@@ -122,7 +122,7 @@ def release(version: str) -> Release:
 
 
 def protocol_version(version: str) -> str:
-    """The `inter.broker.protocol.version` value naming `version`'s protocol: its major.minor ("2.7" for 2.7.2),
+    """The `inter.broker.protocol.version` value naming `version`'s protocol: its major.minor ("3.9" for 3.9.1),
     three parts before 1.0 ("0.10.2" for 0.10.2.2)."""
     parts = parse(version)
     return ".".join(map(str, parts[:3] if parts < (1, 0) else parts[:2]))
