@@ -10,7 +10,7 @@
           expect: {observed: [two-leaders]}
 
 A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, a version (`kafka_version`, `metadata`,
-`client`: `VERSION_SETTINGS`), else a librdkafka producer
+`client`: `VERSION_SETTINGS`; `upgrade_to`: the version the scenario's rolling upgrades go to), else a librdkafka producer
 setting (every producer group of the scenario gets it; librdkafka itself checks each value). A cell's expectation is every matching rule's
 expectation together (a rule without `when` matches every cell); a cell no rule matches is an error,
 so that no cell runs without a stated expectation. Conditions are a value (equal), a list (one of) or
@@ -43,10 +43,13 @@ CLUSTER_SETTINGS = {"min.insync.replicas": "min_insync_replicas",
 # metadata mode (zookeeper or kraft) and the client under test (`client`: clients.confluent_kafka). The spec's own validation refuses a version it cannot run.
 VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "metadata": ("cluster", "metadata"),
                     "client": ("clients", "confluent_kafka")}
+# The version a rolling upgrade goes to (`upgrade_to`): every `rolling-upgrade` of the scenario's schedule gets it as
+# its `to_version`; with `kafka_version`, a grid of upgrade pairs (the spec refuses a pair that is not an upgrade).
+UPGRADE_TO = "upgrade_to"
 # Short names for cell names (run folder names): readable and free of dots.
 SHORT = {"acks": "acks", "enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
          "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries",
-         "kafka_version": "kafka", "metadata": "md", "client": "ck"}
+         "kafka_version": "kafka", "metadata": "md", "client": "ck", UPGRADE_TO: "to"}
 _COMPARISON = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?)\s*")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {">=": operator.ge, "<=": operator.le, "==": operator.eq,
                                                      "!=": operator.ne, ">": operator.gt, "<": operator.lt}
@@ -133,7 +136,7 @@ def cell_overrides(raw: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
         if isinstance(group, dict):
             group["settings"] = {**(group.get("settings") or {}),
                                  **{k: v for k, v in cell.items()
-                                    if k not in CLUSTER_SETTINGS and k not in VERSION_SETTINGS}}
+                                    if not _not_producer(k)}}
     cluster = {CLUSTER_SETTINGS[k]: v for k, v in cell.items() if k in CLUSTER_SETTINGS}
     overrides: dict[str, Any] = {"workloads": {"producers": producers}}
     if cluster:
@@ -141,7 +144,16 @@ def cell_overrides(raw: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     for key, (section, name) in VERSION_SETTINGS.items():
         if key in cell:
             overrides.setdefault(section, {})[name] = str(cell[key])
+    if UPGRADE_TO in cell:  # the schedule is a list: rebuilt whole, each rolling upgrade going to the cell's version
+        overrides["nemesis"] = [{**event, "to_version": str(cell[UPGRADE_TO])}
+                                if isinstance(event, dict) and event.get("fault") == "rolling-upgrade" else event
+                                for event in copy.deepcopy(raw.get("nemesis") or [])]
     return overrides
+
+
+def _not_producer(key: str) -> bool:
+    """Whether a grid key sets something other than the producers' settings."""
+    return key in CLUSTER_SETTINGS or key in VERSION_SETTINGS or key == UPGRADE_TO
 
 
 def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
@@ -169,7 +181,7 @@ def parse_matrix(where: str, raw: dict[str, Any], source: Path) -> Matrix:
     for key, values in grid_raw.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{where}.grid.{key}: must be a non-empty list of values")
-        if key not in CLUSTER_SETTINGS and key not in VERSION_SETTINGS:
+        if not _not_producer(key):
             for value in values:
                 try:
                     check_settings("producer", {key: value})

@@ -26,6 +26,8 @@ from checkers.verdict import INCONCLUSIVE as STATE_INCONCLUSIVE
 from checkers.verdict import PASSED, expectation_state
 from harness.spec import Spec
 from harness.versions import commit, software_versions
+from nemesis.journal import read_journal
+from nemesis.upgrade import versions_over_time
 from testbed.errors import UsageError
 from testbed.files import write_json_atomic
 from testbed.manifest import SCHEMA_VERSION, iso_utc
@@ -147,6 +149,9 @@ class Manifest:
         power = power_offs(self.path.parent)
         if power:
             self.doc["power_offs"] = power
+        versions = node_versions(self.path.parent, self.spec.cluster.kafka_version, self.started)
+        if versions:
+            self.doc["node_versions"] = versions
         self.write()
 
 
@@ -158,6 +163,19 @@ def power_offs(run_dir: Path) -> dict[str, str] | None:
         return kind(state["runtime"]).power_offs(state)
     except (OSError, ValueError, KeyError, TypeError, UsageError):
         return None
+
+
+def node_versions(run_dir: Path, version: str, started: float) -> dict[str, list[dict[str, Any]]] | None:
+    """After a rolling upgrade: each rolled node's broker version from each moment on (`from` an ISO instant), read
+    from the nemesis journal (`nemesis.upgrade.versions_over_time`); None without one or when unreadable."""
+    try:
+        rows = read_journal(RunFolder(run_dir).nemesis_journal)
+    except (OSError, ValueError):
+        return None
+    over_time = versions_over_time(rows, version, int(started * 1e9))
+    return {node: [{"from": iso_utc(v["from_ns"] / 1e9), "version": v["version"],
+                    "inter_broker_protocol": v["inter_broker_protocol"]} for v in steps]
+            for node, steps in over_time.items()} or None
 
 
 def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,

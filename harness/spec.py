@@ -30,6 +30,7 @@ from harness.spec_checks import (
     check_log_dirs,
     check_metadata_can,
     check_runtime_can,
+    check_upgrades,
     check_version_can,
     powers_off,
 )
@@ -294,6 +295,9 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
+    upgrades = check_upgrades(nemesis, cluster)
+    if upgrades:
+        cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)
     check_log_dirs(nemesis, cluster)
     check_existing(nemesis, cluster, consumers, transformers)
     check_workload_targets(nemesis, producers)

@@ -14,6 +14,7 @@ from nemesis.fault_spec import FaultSpec
 from nemesis.registry import fault_kind
 from nemesis.schedule import Schedule
 from testbed.dist.versions import parse, release
+from testbed.errors import DistributionError
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import Ability, RuntimeKind, can, kind
 from workloads.settings import canonical
@@ -65,6 +66,39 @@ def check_faults_can(schedule: Schedule, cluster: ClusterSettings) -> None:
         if unknown:
             raise fail(f"nemesis[{i}].replicas", f"no broker {', '.join(map(str, unknown))} in a cluster of "
                         f"{cluster.nodes} (brokers 0 to {cluster.nodes - 1})")
+
+
+def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, ...]:
+    """Refuse a `rolling-upgrade` the cluster cannot do: a version the table has no row for, not later than the
+    cluster's (a rolling downgrade is not built), on KRaft (its metadata.version bump is not built) or to a version
+    without ZooKeeper, on a runtime whose nodes cannot run a second version or that version's Java. Returns the
+    versions the run upgrades to (their jars are fetched before anything starts)."""
+    hosts, versions = kind(cluster.runtime), []
+    for i, fault in schedule.faults():
+        if fault.fault != "rolling-upgrade":
+            continue
+        where, to = f"nemesis[{i}].to_version", fault.options["to_version"]
+        try:
+            row = release(to)
+        except DistributionError as exc:
+            raise fail(where, str(exc).removeprefix(f"kafka_version {to}: ")) from None
+        if "zookeeper" not in row.metadata_modes:
+            raise fail(where, f"Kafka {to} runs only on KRaft: a ZooKeeper-mode cluster cannot roll onto it (3.9 "
+                       f"is the last version with ZooKeeper)")
+        if parse(to) <= parse(cluster.kafka_version):
+            raise fail(where, f"{to} is not later than the cluster's {cluster.kafka_version} (a rolling downgrade "
+                       f"is not built)")
+        if cluster.kraft:
+            raise fail(f"nemesis[{i}].fault", "rolling-upgrade on KRaft is not built (its metadata.version bump); "
+                       "this spec runs metadata kraft: use metadata: zookeeper")
+        if hosts.no_second_version is not None:
+            raise fail(f"nemesis[{i}].fault", f"rolling-upgrade on the {hosts.name} runtime is not built: "
+                       f"{hosts.no_second_version} (use --runtime netns)")
+        if hosts.node_javas is not None and row.java not in hosts.node_javas:
+            raise fail(where, f"Kafka {to} runs on Java {row.java}, which the {hosts.name} runtime's nodes do "
+                       f"not have")
+        versions.append(to)
+    return tuple(dict.fromkeys(versions))
 
 
 def powers_off(schedule: Schedule) -> bool:

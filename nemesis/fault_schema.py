@@ -18,6 +18,7 @@ from nemesis.fault_spec import DISK_OPS, DISK_PATHS, HOLD_APIS, SELECTOR_RE
 from nemesis.registry import fault_kind, fault_names
 from nemesis.schedule import HEAL_ALL
 from nemesis.shapes import SCOPES
+from testbed.dist.versions import VERSION_RE
 from testbed.journal_names import WORKLOAD_RES
 
 JsonSchema = dict[str, Any]
@@ -71,13 +72,19 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                                       "and forward the held one just before it (its late answer awaited first); "
                                       "default: at once"},
     "controller_at": {"anyOf": [{"enum": ["last", "first"]}, {"type": "integer", "minimum": 0}], "default": "last",
-                      "description": "rolling-restart: where the controller's broker comes in the roll"},
+                      "description": "rolling-restart, rolling-upgrade: where the controller's broker comes in the roll"},
     "wait": {"anyOf": [{"const": "isr"}, {"type": "number", "minimum": 0}], "default": "isr",
-             "description": "rolling-restart: before the next broker, wait until the ISR is full again (isr), or "
+             "description": "rolling-restart, rolling-upgrade: before the next broker, wait until the ISR is full again (isr), or "
                             "pause this many seconds"},
     "wait_s": {"type": "number", "exclusiveMinimum": 0,
-               "description": "rolling-restart: the longest ISR wait per broker (default 120); reassign: how long "
+               "description": "rolling-restart, rolling-upgrade: the longest ISR wait per broker (default 120); reassign: how long "
                               "its stop waits for the move before cancelling it (default 300)"},
+    "to_version": {"type": "string", "pattern": VERSION_RE.pattern,
+                   "description": "rolling-upgrade: the Kafka version each broker is started on (a later one; "
+                                  "ZooKeeper stays on the cluster's)"},
+    "bump": {"type": "boolean", "default": True,
+             "description": "rolling-upgrade: a second roll bumping inter.broker.protocol.version to the new "
+                            "version's (false: the cluster stays on the old protocol)"},
     "topic": {"enum": ["test", "__consumer_offsets", "__transaction_state"], "default": "test",
               "description": "reassign: the topic whose partitions move (test: the topic under test)"},
     "partitions": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,

@@ -92,6 +92,20 @@ def rolled(t: dict[str, Any]) -> str:
             f"each stopped cleanly and started again")
 
 
+def upgraded(t: dict[str, Any]) -> str:
+    brokers = t.get("brokers") or []
+    if "controller" not in t:  # one step's row: the version and protocol the broker started on
+        return (f"rolling upgrade, roll {t.get('roll', '?')}: broker {listed(brokers)} stopped cleanly and started "
+                f"on Kafka {t.get('version', '?')}, inter.broker.protocol.version {t.get('inter_broker_protocol', '?')}")
+    pinned = t.get("pinned") or {}
+    pins = listed([f"{k} {v}" for k, v in pinned.items()]) if isinstance(pinned, dict) else "?"
+    bump = (f", then a second roll bumping inter.broker.protocol.version to {t['bumped_to']}" if t.get("bumped_to")
+            else ", the protocol left pinned")
+    return (f"rolling upgrade of brokers {listed(brokers, 'then')} (controller {t.get('controller', '?')}) from Kafka "
+            f"{t.get('from_version', '?')} to {t.get('to_version', '?')}: each stopped cleanly and started on the new "
+            f"version with {pins}{bump}")
+
+
 def reassigned(t: dict[str, Any]) -> str:
     parts = t.get("partitions") or []
     return f"{'partition' if len(parts) == 1 else 'partitions'} {listed(parts)} of {t.get('topic', '?')} reassigned to brokers {listed(t.get('replicas') or [])}"

@@ -1,4 +1,4 @@
-"""The keys of the operation faults (`rolling-restart`, `reassign`), validated into `FaultSpec.options`.
+"""The keys of the operation faults (`rolling-restart`, `rolling-upgrade`, `reassign`), validated into `FaultSpec.options`.
 
 An operation is an operator's action that runs on its own once started (a roll of every broker, a
 partition reassignment) while the schedule goes on, so other faults can start and stop during it;
@@ -8,6 +8,10 @@ its stop waits for it to end (`nemesis.operations`). Its keys:
   default, `first`, or a position from 0), `wait` (`isr`, the default: before the next broker, wait
   until every partition of the run's topics has a full ISR again, for at most `wait_s` seconds; or a
   number: a fixed pause of that many seconds), `wait_s` (default 120).
+- `rolling-upgrade`: `rolling-restart`'s keys, and `to_version` (the Kafka version each broker is started on,
+  required; ZooKeeper stays on the cluster's) and `bump` (default true: a second roll bumps
+  `inter.broker.protocol.version` to the new version's once every broker runs it; false: the cluster stays on the
+  pinned protocol, as an operator who has not bumped it yet).
 - `reassign`: `topic` (`test`, the topic under test, the default; `__consumer_offsets`;
   `__transaction_state`), `partitions` (default: every partition of the topic under test; required for
   an internal topic), `replicas` (the broker ids each partition moves to, the first its preferred
@@ -15,7 +19,8 @@ its stop waits for it to end (`nemesis.operations`). Its keys:
   second), `wait_s` (how long the stop waits for the move to complete before cancelling it, journaled;
   default 300).
 
-Must never: reach a cluster (whether the brokers exist is the harness's check, against the cluster).
+Must never: reach a cluster (whether the brokers exist, and whether the runtime and the cluster's version can take
+the new version, are the harness's checks, against the cluster).
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from testbed.dist.versions import VERSION_RE
 from testbed.errors import SpecError
 
 ROLL_KEYS = ("controller_at", "wait", "wait_s")
+UPGRADE_KEYS = (*ROLL_KEYS, "to_version", "bump")
 REASSIGN_KEYS = ("topic", "partitions", "replicas", "throttle_kbit", "wait_s")
 TOPICS = ("test", "__consumer_offsets", "__transaction_state")  # `test`: the topic under test
 ROLL_WAIT_S = 120.0
@@ -57,6 +64,18 @@ def parse_roll(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         wait = _number(f"{path}.wait", wait, 0)
     return {"controller_at": at, "wait": wait, "wait_s": _number(f"{path}.wait_s", raw.get("wait_s", ROLL_WAIT_S),
                                                                   0, strict=True)}
+
+
+def parse_upgrade(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`rolling-upgrade`'s options: the roll's, to_version (a version's form; the table's row and what runs it
+    are `harness.spec_checks`'), bump (a second roll bumping the inter-broker protocol, default true)."""
+    version = raw["to_version"]
+    if not isinstance(version, str) or not VERSION_RE.match(version):
+        raise SpecError(f"{path}.to_version: expected a Kafka version such as 3.9.1, got {version!r}")
+    bump = raw.get("bump", True)
+    if not isinstance(bump, bool):
+        raise SpecError(f"{path}.bump: expected true or false, got {bump!r}")
+    return {**parse_roll(path, raw), "to_version": version, "bump": bump}
 
 
 def parse_reassign(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:

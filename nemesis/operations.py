@@ -13,7 +13,7 @@ and each partition's leader before the stop, once it was down, and after the wai
 An operation's start returns at once, so the schedule goes on and other faults may start and stop
 during it (an AZ isolated mid-roll); its stop waits for it to end, and cancels it past a bound (the
 broker of the current step is started again either way). The registry (`nemesis.registry`) names the
-instances; `nemesis.reassign` is the other operation.
+instances; `nemesis.upgrade` (a roll onto another Kafka version) and `nemesis.reassign` are the others.
 
 Must never: leave a broker it stopped down, or signal a process that is not the cluster's broker.
 """
@@ -63,7 +63,7 @@ class Operation:
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
 
-    def launch(self, key: str, bound_s: float, body: Callable[[Running], None]) -> None:
+    def launch(self, key: str, bound_s: float, body: Callable[[Running], object]) -> None:
         running = Running(bound_s)
 
         def main() -> None:
@@ -119,42 +119,59 @@ def roll_order(nodes: tuple[Host, ...] | list[Host], controller: int | None, at:
 class RollingRestart(Operation):
     def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
         cluster, opts = env.cluster, spec.options
-        controller = resolver.node("controller").broker_id
-        order = roll_order(cluster.nodes, controller, opts["controller_at"])
-        down = [cluster.process_name(n, "broker") for n in order if cluster.pids(n)["broker"] is None]
-        if down:
-            raise FaultError(f"{spec.fault}: {', '.join(down)} not running; a roll starts from a whole cluster")
-        per_broker = GRACEFUL_STOP_S + cluster.settings.zookeeper_session_timeout_ms / 1000 + STALE_GRACE_S
-        per_broker += opts["wait_s"] if opts["wait"] == "isr" else opts["wait"]
-        self.launch(key, per_broker * len(order), lambda running: self._roll(running, env, spec.fault, key, order, opts))
+        controller, order = self.order(spec, resolver, cluster)
+        self.launch(key, self.per_roll_s(cluster, opts, order),
+                    lambda running: self._roll(running, env, spec.fault, key, order, opts))
         targets = {"brokers": [n.broker_id for n in order], "controller": controller}
         detail = {"order": [n.name for n in order], "wait": opts["wait"], "wait_s": opts["wait_s"]}
         return Injected(key, spec.fault, targets, detail, tuple((n.name, "broker") for n in order))
 
+    @staticmethod
+    def order(spec: FaultSpec, resolver: Resolver, cluster: KafkaCluster) -> tuple[int, list[Host]]:
+        """The controller's broker and the roll's order; FaultError if a broker is down (a roll starts whole)."""
+        controller = resolver.node("controller").broker_id
+        order = roll_order(cluster.nodes, controller, spec.options["controller_at"])
+        down = [cluster.process_name(n, "broker") for n in order if cluster.pids(n)["broker"] is None]
+        if down:
+            raise FaultError(f"{spec.fault}: {', '.join(down)} not running; a roll starts from a whole cluster")
+        return controller, order
+
+    @staticmethod
+    def per_roll_s(cluster: KafkaCluster, opts: Mapping[str, Any], order: list[Host]) -> float:
+        """The longest one roll of `order` may take: per broker a clean stop, ZooKeeper's expiry, the wait."""
+        per_broker = GRACEFUL_STOP_S + cluster.settings.zookeeper_session_timeout_ms / 1000 + STALE_GRACE_S
+        return (per_broker + (opts["wait_s"] if opts["wait"] == "isr" else opts["wait"])) * len(order)
+
     def _roll(self, running: Running, env: FaultEnv, fault: str, key: str, order: list[Host],
-              opts: Mapping[str, Any]) -> None:
+              opts: Mapping[str, Any], while_down: Callable[[Host], dict[str, Any]] | None = None) -> bool:
+        """Roll `order`; True once every broker was restarted and waited for. `while_down(node)`, called once the
+        node's broker has exited and before its start (a rolling upgrade's change of version), returns what the
+        step's row adds to its targets."""
         cluster = env.cluster
-        note = lambda node, detail: self._note(env, fault, key, node, detail)  # noqa: E731
         for index, node in enumerate(order):
             if running.cancel.is_set():
-                note(node, {"step": index, "cancelled": True})
-                return
+                self._note(env, fault, key, node, {"step": index, "cancelled": True})
+                return False
             step: dict[str, Any] = {"step": index, "leaders_before": leaders(cluster), "stop_ns": time.time_ns()}
+            changed: dict[str, Any] = {}
             try:
                 cluster.stop(node, "broker", GRACEFUL_STOP_S)
                 step["stopped_ns"] = time.time_ns()
                 step["leaders_down"] = leaders(cluster)
+                if while_down is not None:
+                    changed = while_down(node)
             finally:
                 start_again(cluster, [(node, "broker")])  # never leave it down, whatever happened
             step["started_ns"] = time.time_ns()
             full = self._wait(running, cluster, opts, step)
             step["leaders_after"] = leaders(cluster)
-            note(node, step)
+            self._note(env, fault, key, node, step, changed)
             if not full:
-                note(node, {"step": index, "aborted": f"the ISR was not full {opts['wait_s']:g} s "
-                                                                      f"after broker {node.broker_id} started: "
-                                                                      f"{cluster.unsettled}"})
-                return
+                self._note(env, fault, key, node, {"step": index, "aborted": f"the ISR was not full "
+                                                   f"{opts['wait_s']:g} s after broker {node.broker_id} started: "
+                                                   f"{cluster.unsettled}"}, changed)
+                return False
+        return True
 
     @staticmethod
     def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any]) -> bool:
@@ -174,9 +191,10 @@ class RollingRestart(Operation):
         return running.cancel.is_set()  # a cancelled wait is not a failed one: the loop stops on the cancel
 
     @staticmethod
-    def _note(env: FaultEnv, fault: str, key: str, node: Host, detail: dict[str, Any]) -> None:
+    def _note(env: FaultEnv, fault: str, key: str, node: Host, detail: dict[str, Any],
+              targets: Mapping[str, Any] | None = None) -> None:
         if env.journal is not None:
-            env.journal.write("info", fault, {"brokers": [node.broker_id], "nodes": [node.name]},
+            env.journal.write("info", fault, {"brokers": [node.broker_id], "nodes": [node.name], **(targets or {})},
                               {"name": key, "broker": node.broker_id, **detail})
 
 

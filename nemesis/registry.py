@@ -35,6 +35,7 @@ from nemesis.links import needs_shaper
 from nemesis.operations import ROLLING_RESTART
 from nemesis.reassign import REASSIGN
 from nemesis.stray import STRAY_FAULT
+from nemesis.upgrade import ROLLING_UPGRADE
 from nemesis.workload_faults import HoldRequest, PauseWorkload, ReplaceWorkload
 from testbed.errors import SpecError
 from testbed.journal_names import POWER_CUT, POWER_OFF, STRAY_PRODUCE
@@ -169,6 +170,13 @@ _KINDS: tuple[FaultKind, ...] = (
               "broker `controller_at` last (default), first or a position; each broker's step an `info` row. The "
               "stop waits for the roll to end", ROLLING_RESTART, operation_spec.ROLL_KEYS,
               words=fault_words.rolled, options=operation_spec.parse_roll),
+    FaultKind("rolling-upgrade", "operation", "`rolling-restart`'s roll with each broker started on Kafka "
+              "`to_version` (later than the cluster's; ZooKeeper mode), `inter.broker.protocol.version` (below 2.4 "
+              "also `log.message.format.version`) pinned to the old version as the upgrade notes prescribe; with "
+              "`bump` (default) a second roll bumps the protocol to the new version's. Each step's `info` row names "
+              "the version, protocol and roll; ZooKeeper stays on its version. The stop waits for both rolls",
+              ROLLING_UPGRADE, operation_spec.UPGRADE_KEYS, ("to_version",), words=fault_words.upgraded,
+              options=operation_spec.parse_upgrade),
     FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
               "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "
               "(AlterPartitionReassignments, Kafka 2.4 on), with a replication throttle of `throttle_kbit` while it "

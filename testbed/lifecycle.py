@@ -95,6 +95,7 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
     if fields.get("replica_assignment") is not None:
         fields["replica_assignment"] = tuple(tuple(r) for r in fields["replica_assignment"])
     fields["extra_topics"] = tuple(fields.get("extra_topics") or ())
+    fields["upgrade_versions"] = tuple(fields.get("upgrade_versions") or ())
     return ClusterSettings(**fields)
 
 
@@ -112,7 +113,8 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
                          f"{str(not settings.provision).lower()}, but the run was set up for "
                          f"{'a cluster of yours' if not settings.provision else 'a cluster faultline makes'}")
     refuse_if_busy(live_active_cluster(machine))
-    machine.ensure_kafka(settings.kafka_version)
+    for version in (settings.kafka_version, *settings.upgrade_versions):  # a rolling upgrade's too
+        machine.ensure_kafka(version)
     machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts,
                       power_cuts=settings.lose_unsynced_writes and settings.power_offs)
     return plan

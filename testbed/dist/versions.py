@@ -121,6 +121,26 @@ def release(version: str) -> Release:
     return [row for row in TABLE if parts >= row.since][-1]
 
 
+def protocol_version(version: str) -> str:
+    """The `inter.broker.protocol.version` value naming `version`'s protocol: its major.minor ("3.9" for 3.9.1),
+    three parts before 1.0 ("0.10.2" for 0.10.2.2)."""
+    parts = parse(version)
+    return ".".join(map(str, parts[:3] if parts < (1, 0) else parts[:2]))
+
+
+def upgrade_pins(from_version: str) -> dict[str, str]:
+    """The broker keys a ZooKeeper-mode rolling upgrade from `from_version` pins to it on its first roll, as Kafka's
+    upgrade notes prescribe (docs/upgrade.html, "Upgrading ZooKeeper-based clusters", 3.9's: "If you are upgrading
+    from version 2.4.0 or above, and you have not overridden the message format, then you only need to override
+    the inter-broker protocol version"): `inter.broker.protocol.version` always, `log.message.format.version` too
+    below 2.4 (the format in use: the old version's own, faultline never overrides it). The second roll bumps the
+    protocol to the new version's and drops the format pin (from a 3.0 protocol on Kafka ignores the format key)."""
+    pins = {"inter.broker.protocol.version": protocol_version(from_version)}
+    if parse(from_version) < (2, 4):
+        pins["log.message.format.version"] = protocol_version(from_version)
+    return pins
+
+
 def default_metadata(version: str) -> str:
     """The metadata mode a spec gets when it names none: kraft from 4.0 (the only one), else zookeeper."""
     return "kraft" if release(version).metadata_modes == ("kraft",) else "zookeeper"

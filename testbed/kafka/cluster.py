@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -59,7 +60,10 @@ class KafkaCluster:
         self.folder = folder
         self.topic = settings.topic
         self.processes = ProcessGroup(runtime, self._log_of)
-        self._software: dict[str, Software] = {}
+        self._software: dict[tuple[str, str], Software] = {}  # (node, Kafka version) -> what runs it there
+        # The version each node's broker runs where it is not the cluster's (a rolling upgrade's `set_broker`);
+        # the ZooKeeper servers and KRaft controllers stay on `settings.kafka_version`.
+        self.broker_versions: dict[str, str] = {}
         self.bring_up_steps: dict[str, float] = {}  # seconds each step of `bring_up` took
         self.readiness = Readiness(self)  # the starting cluster's polls (bring-up's and KRaft's)
         # Called with a node that lost power, once it is back and before any of its processes starts (the
@@ -99,10 +103,30 @@ class KafkaCluster:
         return self.folder.node(node).stdout(role)
 
     # -- configs and software ------------------------------------------------
-    def software(self, node: Host) -> Software:
-        if node.name not in self._software:
-            self._software[node.name] = self.runtime.install(node, self.settings.kafka_version)
-        return self._software[node.name]
+    def software(self, node: Host, version: str | None = None) -> Software:
+        """What runs Kafka `version` (default: the cluster's) on `node`, installed there on first use."""
+        version = version or self.settings.kafka_version
+        if (node.name, version) not in self._software:
+            self._software[node.name, version] = self.runtime.install(node, version)
+        return self._software[node.name, version]
+
+    def broker_version(self, node: Host) -> str:
+        """The Kafka version `node`'s broker runs (or runs at its next start)."""
+        return self.broker_versions.get(node.name, self.settings.kafka_version)
+
+    def set_broker(self, node: Host, version: str, overrides: dict[str, str]) -> None:
+        """From its next start, `node`'s broker runs Kafka `version` with `overrides` on top of the spec's keys (its
+        server.properties rendered again and put on the host): a rolling upgrade's step, the broker stopped."""
+        if self.process(node, "broker") is not None:
+            raise ClusterError(f"{self.process_name(node, 'broker')} is running: its version changes only while down")
+        self.software(node, version)  # first: a version the host cannot run fails here, its files untouched
+        settings = replace(self.settings, kafka_version=version,
+                           broker_overrides={**self.settings.broker_overrides, **overrides})
+        f = self.node_folder(node)
+        on_host = partial(self.runtime.host_path, node)
+        f.config("broker").write_text(kcfg.server_properties(self.plan, node, settings, on_host(f.data("broker"))))
+        self.runtime.put(node, f.config_dir)
+        self.broker_versions[node.name] = version
 
     def write_configs(self) -> None:
         """Render every node's configs into its folder, with the host's own paths, and put them on the host;
@@ -126,7 +150,8 @@ class KafkaCluster:
         return self.settings.lose_unsynced_writes and isinstance(self.runtime, LosesUnsyncedWrites)
 
     def _argv(self, node: Host, role: NodeRole) -> list[str]:
-        return java_argv(self.settings, node, role, self.node_folder(node), self.software(node),
+        version = self.broker_version(node) if role == "broker" else self.settings.kafka_version
+        return java_argv(self.settings, node, role, self.node_folder(node), self.software(node, version),
                          partial(self.runtime.host_path, node))
 
     def collect(self) -> None:

@@ -78,6 +78,9 @@ class ClusterSettings:
     # The spec's nemesis may power nodes off (a `power-off` event, or chaos that can draw one): what a runtime whose
     # hosts differ (ssh) checks before a run, and prepares its power-offs for.
     power_offs: bool = False
+    # Derived from the nemesis (its `rolling-upgrade`s): the versions the brokers are upgraded to mid-run, whose jars
+    # and Java are fetched before anything starts.
+    upgrade_versions: tuple[str, ...] = ()
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
     known_hosts: str | None = None
@@ -103,6 +106,8 @@ class ClusterSettings:
                 del out[flag]
         if self.provision:
             del out["provision"]
+        if not self.upgrade_versions:  # a run without an upgrade keeps its manifest as it was
+            del out["upgrade_versions"]
         return out
 
     @property

@@ -76,6 +76,9 @@ class RuntimeKind:
     # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
     # machine, testbed.dist.clients); None: they run this machine's files, so they can.
     no_client_venvs: str | None = None
+    # Why its nodes cannot run a second Kafka version mid-run (a rolling upgrade); None: they can (netns: every
+    # version's jars and Java are this machine's files).
+    no_second_version: str | None = None
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -199,7 +202,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
-        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)"),
+        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
+        no_second_version="its node containers run one image, faultline/kafka:<version>, for their whole life"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
@@ -209,7 +213,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,
-        no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse"),
+        no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse",
+        no_second_version="its node hosts get one version's jars at the run's start (not built: a second upload)"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)  # argparse choices, the spec's `cluster.runtime` choices

@@ -155,8 +155,8 @@ def test_plan_prints_the_order_and_what_the_budget_leaves_out() -> None:
     lines = proc.stdout.splitlines()
     assert lines[0] == "seed 3, budget 3600 s, 120 s per run on top of its duration"
     fit = int(lines[-2].split()[0])
-    assert lines[-2].startswith(f"{fit} of 83 runs fit in 60 min") and 0 < fit < 83
-    assert sum("SKIP" in line for line in lines[1:-2]) == 83 - fit
+    assert lines[-2].startswith(f"{fit} of 84 runs fit in 60 min") and 0 < fit < 84
+    assert sum("SKIP" in line for line in lines[1:-2]) == 84 - fit
     assert lines[-1].startswith("the whole plan needs ") and "shards (--shard I/" in lines[-1]
 
 
@@ -208,3 +208,18 @@ def test_an_unknown_verdict_the_spec_expects_is_a_pass_and_any_other_an_error(tm
                             "passed": not mismatches, "mismatches": mismatches}}))
         attempt = judge_run(run, 1, datetime.now(UTC), 1.0)
         assert attempt.outcome == outcome and reason in attempt.observed
+
+
+def test_the_upgrades_campaign_sweeps_upgrade_pairs_and_refuses_the_rest() -> None:
+    cases, refused = plan_cases(load_campaign(REPO / "campaigns" / "upgrades.yaml"), 1)
+    pairs = set()
+    for case in cases:
+        spec = case.load()
+        (upgrade,) = [f for _, f in spec.nemesis.faults() if f.fault == "rolling-upgrade"]
+        pairs.add((spec.cluster.kafka_version, upgrade.options["to_version"]))
+        assert spec.cluster.upgrade_versions == (upgrade.options["to_version"],)  # its jars fetched first
+    assert pairs == {("2.7.2", "3.0.2"), ("2.7.2", "3.6.2"), ("2.7.2", "3.9.1"), ("3.0.2", "3.6.2"),
+                     ("3.0.2", "3.9.1"), ("3.6.2", "3.9.1")}
+    assert {r["label"] for r in refused} == {"kafka_version=3.0.2 upgrade_to=3.0.2", "kafka_version=3.6.2 "
+                                             "upgrade_to=3.0.2", "kafka_version=3.6.2 upgrade_to=3.6.2"}
+    assert all("a rolling downgrade is not built" in r["reason"] for r in refused)

@@ -63,6 +63,13 @@ KINDS = {
         {"brokers": [0, 2, 1], "controller": 1},
         "rolling restart of brokers 0, 2 then 1 (controller 1), each stopped cleanly and started again",
     ),
+    "rolling-upgrade": (
+        {"brokers": [0, 2, 1], "controller": 1, "from_version": "2.7.2", "to_version": "3.9.1",
+         "pinned": {"inter.broker.protocol.version": "2.7"}, "bumped_to": "3.9"},
+        "rolling upgrade of brokers 0, 2 then 1 (controller 1) from Kafka 2.7.2 to 3.9.1: each stopped cleanly and "
+        "started on the new version with inter.broker.protocol.version 2.7, then a second roll bumping "
+        "inter.broker.protocol.version to 3.9",
+    ),
     "reassign": (
         {"topic": "test", "partitions": [0], "replicas": [1, 2]},
         "partition 0 of test reassigned to brokers 1 and 2",

@@ -1,7 +1,7 @@
 """The scenario catalogue on the real cluster: the stories CI runs every time.
 
 Of isolate-az-leader, the configuration that loses writes and its control that does not; of
-unclean-election, the configuration that loses writes. Their other configurations (acksall-idempotent;
+unclean-election, the configuration that loses writes; rolling-restart's short configuration. Their other configurations (acksall-idempotent;
 clean, unclean-min-insync-2) and the rest of the catalogue run with `make test-scenarios`, each against
 its spec's expectations.
 """
@@ -94,6 +94,27 @@ def test_unclean_election(tmp_path: Path) -> None:
     gone = {e["value"] for snap in replicas["snapshots"] for part in snap["partitions"]
             for node in part["nodes"].values() for e in node["gone_examples"]}
     assert gone & lost_values(top / "unclean" / "history"), replicas["snapshots"]
+
+
+def test_rolling_restart_short(tmp_path: Path) -> None:
+    """rolling-restart's short configuration (the rest of it with `make test-operations`): every broker restarted
+    in turn, the controller's last, each one's leaderships moved to another broker (never none) while it was down
+    and its ISR full again before the next; nothing acknowledged lost."""
+    _, top = run_scenario("rolling-restart", tmp_path, "short")
+    verdict = json.loads((top / "short" / "verdict.json").read_text())
+    assert verdict["counts"]["lost"] == 0 and verdict["stats"]["ok"] > 0, verdict["counts"]
+    journal = pd.read_parquet(top / "short" / "history" / "nemesis.parquet")
+    start = journal[(journal["type"] == "start") & (journal["fault"] == "rolling-restart")]
+    (order,) = [json.loads(t)["brokers"] for t in start["targets"]]
+    steps = [json.loads(d) for d in journal[(journal["type"] == "info")
+                                           & (journal["fault"] == "rolling-restart")]["detail"]]
+    assert [s["broker"] for s in steps] == order and len(order) == 3, steps
+    assert order[-1] == json.loads(start["targets"].iloc[0])["controller"]
+    for step in steps:
+        assert step["stop_ns"] < step["stopped_ns"] < step["started_ns"] < step["isr_full_ns"], step
+        led = [p for p, leader in step["leaders_before"].items() if leader == step["broker"]]
+        assert all(step["leaders_down"][p] not in (step["broker"], None) for p in led), step
+    assert any(s["leaders_before"] != s["leaders_down"] for s in steps)  # some broker led something
 
 
 @pytest.mark.extended  # the power cut's mechanism stays in `make test`: tests/testbed/test_power_cut.py
