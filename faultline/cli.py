@@ -43,10 +43,10 @@ from testbed.runfolder import RunFolder
 from testbed.runtime.factory import clean_leftovers
 from testbed.runtime.kinds import (
     DEFAULT_KIND,
-    INVENTORY_KIND,
     KIND_NAMES,
     default_kind,
     default_network,
+    inventory_kind,
     networks_text,
     runtime_help,
 )
@@ -98,7 +98,7 @@ def build_parser() -> Parser:
     up.add_argument("--controller", type=int, metavar="BROKER",
                     help="the broker that must be controller once the cluster is up (started first; default: any)")
     up.add_argument("--runtime", choices=KIND_NAMES,
-                    help=runtime_help(f"{INVENTORY_KIND} with --inventory, else {DEFAULT_KIND}"))
+                    help=runtime_help(f"the inventory's with --inventory, else {DEFAULT_KIND}"))
     add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
@@ -175,8 +175,9 @@ def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def add_ssh_flags(parser: argparse.ArgumentParser, inventory_help: str = "") -> None:
-    parser.add_argument("--inventory", type=Path, help=inventory_help or "the ssh runtime's hosts (a YAML inventory; "
-                        "implies --runtime ssh); see docs/runtimes.md")
+    parser.add_argument("--inventory", type=Path, help=inventory_help or "the hosts of an inventory (YAML): an ssh one "
+                        "implies --runtime ssh, a Docker one (containers of yours) --runtime docker-existing; see "
+                        "docs/runtimes.md")
     parser.add_argument("--known-hosts", type=Path, help="check the ssh hosts' keys against this known_hosts file "
                         "(default: trust on first use, the keys kept in the run folder)")
 
@@ -190,10 +191,10 @@ def active_run_dir() -> Path:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from testbed.inventory import load_inventory
+    from testbed.docker_inventory import load_any_inventory
 
     if args.action == "up":
-        name = args.runtime or default_kind(inventory=args.inventory is not None)
+        name = args.runtime or (inventory_kind(args.inventory) if args.inventory else default_kind(inventory=False))
         if args.controller is not None and not 0 <= args.controller < args.nodes:
             raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
                              f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
@@ -204,7 +205,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
                                    known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None,
-                                   provision=args.inventory is None or load_inventory(args.inventory).provision)
+                                   provision=args.inventory is None or load_any_inventory(args.inventory).provision)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -226,6 +227,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     if args.inventory is not None:
         removed = clean_leftovers(inventory=str(args.inventory), known_hosts=args.known_hosts and str(args.known_hosts))
+        from testbed.kafka.existing_learn import clean_own_topics
+
         removed += clean_own_topics(args.inventory)
     else:
         from spark_analysis.standalone import clean_orphaned_daemons
@@ -235,17 +238,6 @@ def cmd_clean(args: argparse.Namespace) -> int:
         ACTIVE_FILE.unlink(missing_ok=True)
     print("\n".join(["removed:", *removed]) if removed else "nothing to clean")
     return 0
-
-
-def clean_own_topics(path: Path) -> list[str]:
-    """On a cluster of the user's (`provision: false`), the topics killed runs made there (their names only)."""
-    from testbed.inventory import load_inventory
-    from testbed.kafka.existing_learn import delete_leftover_topics
-
-    inventory = load_inventory(path)
-    if inventory.provision:
-        return []
-    return delete_leftover_topics(",".join(f"{h.address}:9092" for h in inventory.hosts if h.role == "node"))
 
 
 def cmd_run(args: argparse.Namespace, machine: Machine = REAL) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testbed.addressing import AddressPlan
+from testbed.inventory import Inventory
 from testbed.runtime.base import Runtime
 from testbed.runtime.kinds import DEFAULT_KIND, docker_sdk, kind
 from testbed.state import RunState
@@ -39,12 +40,19 @@ def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
                     known_hosts: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went.
 
-    With an inventory: on its ssh hosts only (this machine's namespaces and containers are left alone)."""
+    With an inventory: on its hosts only (an ssh inventory's hosts; a Docker inventory's containers, the run chains
+    in them, and the runs' client containers beside them), this machine's namespaces and other containers left alone."""
     if inventory is not None:
-        from testbed.inventory import load_inventory
-        from testbed.runtime.ssh import clean_leftovers as clean_ssh
+        from testbed.docker_inventory import load_any_inventory
 
-        return clean_ssh(load_inventory(inventory), known_hosts, prefix)
+        loaded = load_any_inventory(inventory)
+        if isinstance(loaded, Inventory):
+            from testbed.runtime.ssh import clean_leftovers as clean_ssh
+
+            return clean_ssh(loaded, known_hosts, prefix)
+        from testbed.runtime.docker_foreign import clean_leftovers as clean_yours
+
+        return clean_yours(loaded, prefix)
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
     removed = clean_netns(prefix)
