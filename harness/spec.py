@@ -289,13 +289,13 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     transformers = parse_transformers(resolved.get("workloads"), cluster, [g.topic for g in producers], _azs)
     check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
+    check_existing(nemesis, cluster, consumers, transformers)  # first: on a cluster of yours, its reason is the one
     check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
     check_faults_can(nemesis, cluster)
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
     check_metadata_can(resolved, nemesis, cluster)
     check_log_dirs(nemesis, cluster)
-    check_existing(nemesis, cluster, consumers, transformers)
     check_workload_targets(nemesis, producers)
     check_group_protocols(consumers, cluster.kafka_version)
     check_group_targets(nemesis, consumers)

@@ -300,13 +300,14 @@ class DockerForeignRuntime:
         into.mkdir(parents=True, exist_ok=True)
         copied: set[str] = set()
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r") as tar:
-            for member in tar.getmembers():
+            base = Path(directory.rstrip("/")).name
+            for member in tar.getmembers():  # named ./entry/... (the daemon's rebase of "dir/."), or dir/entry/...
                 parts = Path(member.name).parts
-                top = parts[1] if parts[:1] == (".",) and len(parts) > 1 else parts[0]
-                if fnmatch.fnmatchcase(top, names):
-                    member.name = str(Path(*[p for p in parts if p != "."]))
+                parts = parts[1:] if parts[:1] in ((".",), (base,)) else parts
+                if parts and fnmatch.fnmatchcase(parts[0], names):
+                    member.name = str(Path(*parts))
                     tar.extract(member, into, filter="data")
-                    copied.add(top)
+                    copied.add(parts[0])
         return sorted(copied)
 
 

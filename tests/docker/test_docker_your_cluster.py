@@ -10,6 +10,7 @@ nothing of the run left and leaves the user's containers alone."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,8 +62,8 @@ def test_isolate_az_leader_on_containers_of_yours_gives_the_verdict_and_leaves_t
     dry = faultline("run", *args, "--dry-run", timeout=120)
     assert dry.returncode == 0, dry.stdout + dry.stderr[-3000:]
     for az, address in enumerate(ADDRESSES, 1):  # each container by name at its address, nothing put in it
-        assert f"az{az}-node {address}" in dry.stdout and f"your container {theirs.name(az)}: nothing installed " \
-            "or run in it" in dry.stdout, dry.stdout
+        assert re.search(rf"\n  az{az}-node +{address} +R; your container {theirs.name(az)}: nothing installed or "
+                         rf"run in it\n", dry.stdout), dry.stdout
     assert "of each container's network namespace" in dry.stdout and not (tmp_path / "isolate-az-leader").exists()
 
     proc = faultline("run", *args, timeout=900)
