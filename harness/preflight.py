@@ -8,7 +8,8 @@ inventory's commands the faults may run; the client hosts' venv and
 processes), the topic made and deleted, and the spec's keys the cluster does
 not take. `harness run --dry-run` prints it and stops (exit 0); a run against a
 cluster of the user's prints it before it starts.
-Must never: connect to, create or change anything (it reads the specs and the inventory only).
+Must never: connect to, create or change anything (it reads the specs and the inventory; for a Docker
+inventory, its containers' addresses from their daemon, read only).
 """
 
 from __future__ import annotations
