@@ -4,7 +4,7 @@ faultline installs and configures nothing on such a cluster's hosts and touches
 no topic, group or setting but its own topic's. So a spec is refused, one line
 naming the key, for: a fault with no command in the inventory (a process fault
 runs the node host's `commands`, `testbed.existing_spec`; in a Docker inventory every action has docker's own
-call, refused only where it would act on a ZooKeeper and its broker at once), a fault that needs
+call, refused where it would act on a broker and its ZooKeeper at once: one container for both), a fault that needs
 faultline's own processes on the hosts (power cuts, degraded links, the
 request-holding proxy) or that leaves state in the cluster (a stray
 transaction), more topics than its own (`extra_topics`, transformers) and
@@ -89,16 +89,16 @@ def _check_commands(i: int, name: str, role: str, inventory: Inventory, why: str
 
 
 def _check_containers(i: int, name: str, role: str, inventory: DockerInventory, why: str) -> None:
-    """A docker call on a ZooKeeper that shares its broker's container would act on both: refused unless the
-    inventory gives a command line for it."""
-    if role == "broker":
-        return
+    """Docker's call on a container that holds both a broker and its ZooKeeper (or KRaft controller) acts on both:
+    refused unless the inventory gives the role's command line for it."""
+    roles = ("broker", "zookeeper") if role == "both" else (role,)
     for node in inventory.nodes:
-        for action in ACTIONS_OF.get(name, ()):
-            if node.zookeeper == node.broker and node.command("zookeeper", action) is None:
-                raise fail(f"nemesis[{i}].fault", f"{name} (role {role}): {why} {node.entry}'s zookeeper runs in its "
-                            f"broker's container {node.broker}, and docker's {action} would act on both: name a "
-                            f"zookeeper container or commands.zookeeper.{action}")
+        for r in roles:
+            for action in ACTIONS_OF.get(name, ()):
+                if node.zookeeper == node.broker and node.command(r, action) is None:
+                    raise fail(f"nemesis[{i}].fault", f"{name} (role {r}): {why} {node.entry}'s broker and "
+                                f"zookeeper share the container {node.broker}, and docker's {action} would act on "
+                                f"both: name a zookeeper container or commands.{r}.{action}")
 
 
 def not_applied(resolved_cluster: dict[str, Any]) -> list[str]:

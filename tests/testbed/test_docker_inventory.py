@@ -71,16 +71,20 @@ def spec(inventory: Path, **changes: Any) -> dict[str, Any]:
 
 def test_a_spec_on_a_docker_inventory_runs_on_docker_existing_and_refuses_what_it_may_not_do(tmp_path: Path) -> None:
     path = write(tmp_path)
-    parsed = parse_spec(spec(path, nemesis=[{"at": 5, "fault": "kill", "target": "az2"}]))
+    parsed = parse_spec(spec(path))
     assert parsed.cluster.runtime == "docker-existing" and parsed.cluster.provision is False
     for fault, says in (("power-off", "a power cut needs faultline's own processes"),
                         ("slow-link", "a degraded link needs faultline's own delay process")):
         extra = {"delay_ms": 100} if fault == "slow-link" else {}
         with pytest.raises(SpecError, match=f"nemesis\\[0\\].fault: {fault}: with provision: false .*{says}"):
             parse_spec(spec(path, nemesis=[{"at": 5, "fault": fault, "target": "az2", **extra}]))
-    # A ZooKeeper in its broker's container: docker's kill would take both down, unless a command line says how.
-    with pytest.raises(SpecError, match=r"kill \(role zookeeper\): .* nodes\[0\] \(az1\)'s zookeeper runs in its "
-                                        r"broker's container kafka-1, and docker's kill would act on both"):
-        parse_spec(spec(path, nemesis=[{"at": 5, "fault": "kill", "target": "az2", "role": "zookeeper"}]))
+    # A broker and its ZooKeeper in one container: docker's kill would take both down, unless a command line says how.
+    for role in ("broker", "zookeeper"):
+        with pytest.raises(SpecError, match=rf"kill \(role {role}\): .* nodes\[0\] \(az1\)'s broker and zookeeper "
+                                            rf"share the container kafka-1, and docker's kill would act on both"):
+            parse_spec(spec(path, nemesis=[{"at": 5, "fault": "kill", "target": "az2", "role": role}]))
     own = write(tmp_path, nodes=[{**n, "zookeeper": f"zk-{i}"} for i, n in enumerate(NODES, 1)])
     assert parse_spec(spec(own, nemesis=[{"at": 5, "fault": "kill", "target": "az2", "role": "zookeeper"}]))
+    lines = {"kill": "kill -9 $(pgrep -f kafka.Kafka)", "start": "/start-broker.sh"}
+    told = write(tmp_path, nodes=[{**n, "commands": {"broker": lines}} for n in NODES])
+    assert parse_spec(spec(told, nemesis=[{"at": 5, "fault": "kill", "target": "az2"}]))
