@@ -7,7 +7,8 @@ machine) is the control address. Nothing of faultline's goes into them: fault ru
 (`run_chains`, the control address exempt), written from this machine inside each container's network namespace
 (`nsenter --net=/proc/<its pid>/ns/net`, so the container needs no iptables and no NET_ADMIN); process faults are
 docker's own stop, start, kill, pause and unpause of the role's container, or the inventory's command lines run
-inside it (docker exec, sh -c); a role's process is its container's main process; the run's topic's partition
+inside it (docker exec, sh -c); a role's process is the one listening on its port in its container (`ss` run
+here in the container's namespace, as the ssh runtime finds it on a host); the run's topic's partition
 directories are read with the daemon's archive API. The client hosts are containers of faultline's
 (`faultline/client`, named `<prefix>-azN-client`, labelled with the run) on the brokers' network, at the highest
 addresses of its subnet that no other container holds, run exactly as the docker runtime runs its own
@@ -34,12 +35,13 @@ import docker.errors
 from testbed.addressing import AddressPlan, Host
 from testbed.docker_inventory import DockerInventory, load_docker_inventory
 from testbed.errors import RuntimeFailure, UsageError
-from testbed.localprocs import net_namespace
+from testbed.localprocs import is_stopped, net_namespace
 from testbed.runtime import run_chains
 from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, owned_names
 from testbed.runtime.docker import CLIENT_IMAGE, LABEL, DockerRuntime
 from testbed.runtime.docker_api import DEFAULT_HOST, docker_client, remove_prefixed_resources
 from testbed.runtime.docker_procs import DockerProcess
+from testbed.runtime.ssh_foreign import PID_RE
 from testbed.state import RunState
 
 ACTIONS = {"stop": "stop", "start": "start", "kill": "kill", "pause": "pause", "resume": "unpause"}
@@ -279,14 +281,19 @@ class DockerForeignRuntime:
             raise RuntimeFailure(f"{host.name}: {node.says(role, action)}: {exc.explanation or exc}") from exc
 
     def role_pid(self, host: Host, role: str, port: int) -> int | None:
-        """The main process of the role's container (as this machine numbers it); None when it is not running."""
+        """The process listening on `port` in the role's container (`ss` run here in its network namespace; its pid
+        as this machine numbers it); None when the container is not running or nothing listens there."""
         container = find(self.client, self.inventory, self.inventory.node(host.name).container(role))
-        pid = int(container.attrs["State"].get("Pid") or 0)
-        return pid if container.attrs["State"].get("Running") and pid > 0 else None
+        found = PID_RE.search(in_namespace(container, f"ss -Htlnp 'sport = :{int(port)}'", None))
+        return int(found.group(1)) if found else None
 
     def role_paused(self, host: Host, role: str, port: int) -> bool:
+        """Frozen by docker pause (the daemon says so), or stopped by a command line (SIGSTOP: state T)."""
         container = find(self.client, self.inventory, self.inventory.node(host.name).container(role))
-        return bool(container.attrs["State"].get("Paused"))
+        if container.attrs["State"].get("Paused"):
+            return True
+        pid = self.role_pid(host, role, port)
+        return pid is not None and is_stopped(pid)
 
     def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
         """The entries of the broker container's `directory` matching `names`, through the archive API."""

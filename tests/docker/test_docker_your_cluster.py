@@ -91,3 +91,33 @@ def test_isolate_az_leader_on_containers_of_yours_gives_the_verdict_and_leaves_t
     cleaned = faultline("clean", "--inventory", str(inventory), timeout=120)
     assert cleaned.returncode == 0 and cleaned.stdout.strip() == "nothing to clean", cleaned.stdout + cleaned.stderr
     assert look(theirs)["containers"] == before["containers"]
+
+
+def test_a_pause_through_the_inventorys_command_lines_stops_the_broker_listening_in_the_container(
+        own_dockerd: OwnDockerd, theirs: TheirContainers, tmp_path: Path) -> None:
+    """The process side: a `pause` of az2's broker runs the inventory's command lines inside its container (its
+    broker shares the container with ZooKeeper, so docker's own pause is refused there); the broker is found
+    listening on 9092 in the container's namespace, its pid journaled, and it runs on afterwards as before."""
+    before = look(theirs)
+    inventory = tmp_path / "yours.yaml"
+    lines = {"pause": "kill -STOP $(pgrep -f kafka.Kafka)", "resume": "kill -CONT $(pgrep -f kafka.Kafka)"}
+    inventory.write_text(yaml.safe_dump({"daemon": own_dockerd.host, "ports": [9092, 2181, 2888, 3888],
+                                         "nodes": [{"az": f"az{az}", "broker": theirs.name(az),
+                                                    "commands": {"broker": lines}} for az in (1, 2, 3)]}))
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    spec.update(duration_s=20, nemesis=[{"at": 5, "fault": "pause", "target": "az2", "name": "pause-az2"},
+                                        {"at": 10, "stop": "pause-az2"}])
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    proc = faultline("run", str(tmp_path / "smoke.yaml"), "--inventory", str(inventory), "--results", str(tmp_path),
+                     timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "pause of its broker: pause `docker exec " in proc.stdout  # the screen names what it will run
+    rows = [json.loads(line) for line in (run_dir_of(tmp_path, "smoke") / "journal" / "nemesis.jsonl").read_text()
+            .splitlines()]
+    started = {r["fault"]: json.loads(r["detail"]) for r in rows if r["type"] == "start"}
+    broker = theirs.container(2).top()["Processes"]  # [uid, pid, ppid, ...] as this machine numbers them
+    java = [int(p[1]) for p in broker if "kafka.Kafka" in p[-1]]
+    assert started["pause"]["pids"] == {"az2-node/broker": java[0]}, (started, broker)
+    after = look(theirs)
+    for key in before:
+        assert after[key] == before[key], key

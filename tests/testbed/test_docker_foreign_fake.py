@@ -1,6 +1,7 @@
 """The docker-existing runtime's process side (testbed.runtime.docker_foreign, ForeignHosts) on a fake Docker client:
 an action is docker's own call on the role's container, or the inventory's command line run inside it; a role's pid
-is its container's main process while it runs; a pause is the daemon's. (The partition side runs on a real daemon:
+is the one listening on its port in its container (`ss` in the container's namespace, faked here); a pause is the
+daemon's, or a stopped process's. (The partition side runs on a real daemon:
 tests/docker/test_docker_your_cluster.py.)"""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import yaml
 
 from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
+from testbed.runtime import docker_foreign
 from testbed.runtime.docker_foreign import DockerForeignRuntime
 
 
@@ -70,7 +72,12 @@ class FakeState:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> DockerForeignRuntime:
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DockerForeignRuntime:
+    def listening(container: FakeContainer, command: str, stdin: str | None) -> str:  # ss in its namespace
+        state = container.attrs["State"]
+        return f'LISTEN 0 50 *:9092 *:* users:(("java",pid={state["Pid"]},fd=9))' if state["Running"] else ""
+    monkeypatch.setattr(docker_foreign, "in_namespace", listening)
+    monkeypatch.setattr(docker_foreign, "is_stopped", lambda pid: pid == 4242)
     path = tmp_path / "yours.yaml"
     path.write_text(yaml.safe_dump({"nodes": [
         {"az": "az1", "broker": "kafka-1", "commands": {"broker": {"pause": "kill -STOP 7", "resume": "fail"}}},
@@ -92,11 +99,12 @@ def test_docker_calls_act_on_the_roles_container_and_command_lines_run_inside_it
     runtime.act(AZ2, "zookeeper", "start")
     runtime.act(AZ2, "broker", "stop", timeout=30)
     runtime.act(AZ2, "broker", "pause")
-    assert runtime.role_paused(AZ2, "broker", 9092) and not runtime.role_paused(AZ2, "zookeeper", 2181)
+    assert runtime.role_paused(AZ2, "broker", 9092) and not runtime.role_paused(AZ2, "zookeeper", 2181)  # 5151 runs
     runtime.act(AZ2, "broker", "resume")
     assert calls[1:] == [("start", "zk-2"), ("stop", "kafka-2", "30"), ("pause", "kafka-2"), ("unpause", "kafka-2")]
     assert runtime.role_pid(AZ2, "zookeeper", 2181) == 5151  # started again: a new main process
     runtime.act(AZ1, "broker", "pause")  # the inventory's line, inside the container
     assert calls[-1] == ("exec", "kafka-1", "sh", "-c", "kill -STOP 7")
+    assert runtime.role_paused(AZ1, "broker", 9092)  # its process stopped (state T), the container not paused
     with pytest.raises(RuntimeFailure, match=r"^az1-node \(kafka-1\): 'fail' exited 1: no such process$"):
         runtime.act(AZ1, "broker", "resume")
