@@ -100,7 +100,8 @@ def test_a_pause_through_the_inventorys_command_lines_stops_the_broker_listening
     listening on 9092 in the container's namespace, its pid journaled, and it runs on afterwards as before."""
     before = look(theirs)
     inventory = tmp_path / "yours.yaml"
-    lines = {"pause": "kill -STOP $(pgrep -f kafka.Kafka)", "resume": "kill -CONT $(pgrep -f kafka.Kafka)"}
+    broker = "$(pgrep -f 'kafka[.]Kafka')"  # the brackets: the shell running the line must not match itself
+    lines = {"pause": f"kill -STOP {broker}", "resume": f"kill -CONT {broker}"}
     inventory.write_text(yaml.safe_dump({"daemon": own_dockerd.host, "ports": [9092, 2181, 2888, 3888],
                                          "nodes": [{"az": f"az{az}", "broker": theirs.name(az),
                                                     "commands": {"broker": lines}} for az in (1, 2, 3)]}))
