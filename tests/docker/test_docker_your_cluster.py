@@ -5,7 +5,8 @@ started by itself with plain Docker calls (tests/docker/their_containers.py; fau
 provisioned run's verdict, and afterwards the containers (ids, state, start, pid), the iptables inside each, the
 containers on their network, the brokers' and topics' configuration, the end offsets and the user's group's committed
 offsets are as they were. The screen comes first (`--dry-run` shows it and stops), and `clean --inventory` finds
-nothing of the run left and leaves the user's containers alone."""
+nothing of the run left and leaves the user's containers alone. Then the process side: a pause through the
+inventory's command lines."""
 
 from __future__ import annotations
 
