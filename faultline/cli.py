@@ -44,10 +44,10 @@ from testbed.runtime.base import PREFIX_RE
 from testbed.runtime.factory import clean_leftovers
 from testbed.runtime.kinds import (
     DEFAULT_KIND,
-    INVENTORY_KIND,
     KIND_NAMES,
     default_kind,
     default_network,
+    inventory_kind,
     networks_text,
     runtime_help,
 )
@@ -99,7 +99,7 @@ def build_parser() -> Parser:
     up.add_argument("--controller", type=int, metavar="BROKER",
                     help="the broker that must be controller once the cluster is up (started first; default: any)")
     up.add_argument("--runtime", choices=KIND_NAMES,
-                    help=runtime_help(f"{INVENTORY_KIND} with --inventory, else {DEFAULT_KIND}"))
+                    help=runtime_help(f"the inventory's with --inventory, else {DEFAULT_KIND}"))
     add_ssh_flags(up)
     status = csub.add_parser("status", help="each broker's own view, the quorum, bootstrap servers")
     status.add_argument("--json", action="store_true")
@@ -179,8 +179,9 @@ def absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def add_ssh_flags(parser: argparse.ArgumentParser, inventory_help: str = "") -> None:
-    parser.add_argument("--inventory", type=Path, help=inventory_help or "the ssh runtime's hosts (a YAML inventory; "
-                        "implies --runtime ssh); see docs/runtimes.md")
+    parser.add_argument("--inventory", type=Path, help=inventory_help or "the hosts of an inventory (YAML): an ssh one "
+                        "implies --runtime ssh, a Docker one (containers of yours) --runtime docker-existing; see "
+                        "docs/runtimes.md")
     parser.add_argument("--known-hosts", type=Path, help="check the ssh hosts' keys against this known_hosts file "
                         "(default: trust on first use, the keys kept in the run folder)")
 
@@ -194,10 +195,10 @@ def active_run_dir() -> Path:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from testbed.inventory import load_inventory
+    from testbed.docker_inventory import load_any_inventory
 
     if args.action == "up":
-        name = args.runtime or default_kind(inventory=args.inventory is not None)
+        name = args.runtime or (inventory_kind(args.inventory) if args.inventory else default_kind(inventory=False))
         if args.controller is not None and not 0 <= args.controller < args.nodes:
             raise UsageError(f"--controller {args.controller}: no broker {args.controller} in a cluster of "
                              f"{args.nodes} nodes (brokers 0-{args.nodes - 1})")
@@ -208,7 +209,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                                    kafka_version=args.kafka_version, partitions=args.partitions,
                                    inventory=str(args.inventory.absolute()) if args.inventory else None,
                                    known_hosts=str(args.known_hosts.absolute()) if args.known_hosts else None,
-                                   provision=args.inventory is None or load_inventory(args.inventory).provision)
+                                   provision=args.inventory is None or load_any_inventory(args.inventory).provision)
         started = time.monotonic()
         with provision(settings, args.run_dir, keep=True) as (cluster, runtime):
             print(f"cluster {runtime.prefix} ready in {time.monotonic() - started:.1f} s; "
@@ -231,8 +232,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if args.prefix is not None and not PREFIX_RE.match(args.prefix):
         raise UsageError(f"--prefix {args.prefix!r}: not a run prefix (fl and 6 hex digits, e.g. fl3a9c01)")
     if args.inventory is not None:
+        from testbed.kafka.existing_learn import clean_own_topics
+
         removed = clean_leftovers(args.prefix, inventory=str(args.inventory),
                                   known_hosts=args.known_hosts and str(args.known_hosts))
+        removed += clean_own_topics(args.inventory, args.prefix)
     elif args.prefix is not None:  # one run's: its namespaces, processes, containers (Spark's daemons are nobody's run)
         removed = clean_leftovers(args.prefix)
     else:

@@ -8,7 +8,8 @@ inventory's commands the faults may run; the client hosts' venv and
 processes), the topic made and deleted, and the spec's keys the cluster does
 not take. `harness run --dry-run` prints it and stops (exit 0); a run against a
 cluster of the user's prints it before it starts.
-Must never: connect to, create or change anything (it reads the specs and the inventory only).
+Must never: connect to, create or change anything (it reads the specs and the inventory; for a Docker
+inventory, its containers' addresses from their daemon, read only).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from harness.spec_existing import ACTIONS_OF, not_applied
 from nemesis.registry import fault_kind
 from nemesis.schedule import RandomChaos, StartEvent
 from nemesis.shapes import SCOPE_PORTS
-from testbed.inventory import Inventory, load_inventory
+from testbed.addressing import Host
+from testbed.docker_inventory import DockerInventory, load_any_inventory
+from testbed.inventory import Inventory
 from testbed.kafka.existing_learn import topic_configs
 from testbed.lifecycle import plan_of
 
@@ -40,7 +43,7 @@ def screen(path: Path, specs: Sequence[Spec]) -> str:
                                                   "the AZ's clients") for h in plan.hosts]
         lines.append("  faults: " + ("; ".join(faults) or "none"))
         return "\n".join(lines)
-    inventory = load_inventory(str(first.cluster.inventory))
+    inventory = load_any_inventory(str(first.cluster.inventory))
     return "\n".join(_existing(path, specs, names, faults, inventory))
 
 
@@ -62,10 +65,11 @@ def _faults(specs: Sequence[Spec]) -> list[str]:
     return said
 
 
-def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str], inventory: Inventory) -> list[str]:
+def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str],
+              inventory: Inventory | DockerInventory) -> list[str]:
     first = specs[0]
     s = first.cluster
-    plan = inventory.plan(s.nodes)
+    plan = plan_of(s)  # a Docker inventory's: the containers' addresses, as the daemon says (read-only)
     ports = ", ".join(plan.cut_ports)
     partitions = any(fault_kind(f.fault).category == "partition" for spec in specs for _, f in spec.nemesis.faults())
     process = sorted({(f.fault, f.role) for spec in specs for _, f in spec.nemesis.faults()
@@ -73,9 +77,11 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str], 
     layout = (f"replicas {[list(r) for r in s.replica_assignment]}" if s.replica_assignment is not None
               else f"{s.partitions} partitions, replication factor {s.replication_factor}")
     settings = ", ".join(f"{k} {v}" for k, v in topic_configs(s).items())
+    docker = isinstance(inventory, DockerInventory)
+    hosts = "containers" if docker else "hosts"
     lines = [
         f"{path}: {first.name}{names} against a cluster of yours (inventory {inventory.path}, provision: false).",
-        "faultline installs, configures and restarts nothing on the node hosts; per configuration it:",
+        f"faultline installs, configures and restarts nothing on the node {hosts}; per configuration it:",
         f"  learns the brokers, controller, racks and log directories from the brokers at "
         f"{', '.join(f'{n.address}:9092' for n in plan.nodes)} (Metadata, DescribeConfigs: read only)",
         f"  makes one topic, faultline-<run prefix> ({layout}; {settings}), and deletes it at the end; no other "
@@ -85,16 +91,19 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str], 
     if skipped:
         lines.append(f"  does not apply (your cluster's own values hold): {', '.join('cluster.' + k for k in skipped)}")
     lines.append("  faults: " + ("; ".join(faults) or "none"))
+    where = " of each container's network namespace (written from this machine)" if docker else ""
     rules = (f"R = while a partition lasts, DROP rules for TCP ports {ports} to and from the cut hosts, in the run's "
-             f"chains <run prefix>-in/-out hooked first in INPUT/OUTPUT ({plan.control} accepted first), removed at "
+             f"chains <run prefix>-in/-out hooked first in INPUT/OUTPUT{where} ({plan.control} accepted first), removed at "
              f"the end and by `sudo python -m harness clean --inventory {inventory.path.name}`; a cut of scope kafka "
              f"drops {', '.join(SCOPE_PORTS['kafka'])}, of scope zookeeper {', '.join(SCOPE_PORTS['zookeeper'])}")
     lines.append(f"per host ({rules if partitions else 'no partition: no fault rules'}):")
     width = max(len(h.name) for h in plan.hosts)
     for host in plan.hosts:
-        entry = inventory.host(host.name)
         does = ["R"] if partitions else []
-        if host.role == "node":
+        if isinstance(inventory, DockerInventory):
+            does += _container_lines(host, inventory, process, first.cluster.runtime)
+        elif host.role == "node":
+            entry = inventory.host(host.name)
             does.append("nothing installed")
             for name, role in process:
                 for r in ("broker", "zookeeper") if role == "both" else (role,):
@@ -105,3 +114,20 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str], 
                         f"observer of broker {host.index - 1}, the final drain")
         lines.append(f"  {host.name:<{width}} {host.address:<15} {'; '.join(does)}")
     return lines
+
+
+def _container_lines(host: Host, inventory: DockerInventory, process: Sequence[tuple[str, str]],
+                     runtime: str) -> list[str]:
+    """What a Docker inventory's host gets: a node's containers nothing but R and the faults' docker calls, a
+    client faultline's own container."""
+    if host.role == "client":
+        return [f"faultline's container <run prefix>-{host.name} (faultline/client, on the brokers' network), "
+                f"removed at the end: the AZ's producers and consumers, the observer of broker {host.index - 1}, "
+                f"the final drain"]
+    node = inventory.node(host.name)
+    said = node.broker if node.zookeeper == node.broker else f"{node.broker} (broker), {node.zookeeper} (zookeeper)"
+    does = [f"your container {said}: nothing installed or run in it"]
+    for name, role in process:
+        for r in ("broker", "zookeeper") if role == "both" else (role,):
+            does.append(f"{name} of its {r}: " + ", ".join(f"{a} `{node.says(r, a)}`" for a in ACTIONS_OF.get(name, ())))
+    return does

@@ -47,7 +47,7 @@ from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError, yaml_problem
 from testbed.kafka.config import ClusterSettings
-from testbed.runtime.kinds import INVENTORY_KIND, default_network, kind
+from testbed.runtime.kinds import default_network, inventory_kind, kind
 from workloads.settings import canonical, normalize_acks
 from workloads.settings_check import ClientRole, SettingRefused, check_settings, check_transactional
 
@@ -130,12 +130,12 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
     where, raw, v = "cluster", raw or {}, functools.partial(CLUSTER.value, raw or {})
     nodes = v("nodes")
     inventory, known_hosts = raw.get("inventory"), raw.get("known_hosts")
-    runtime = raw.get("runtime", INVENTORY_KIND if inventory is not None else v("runtime"))
+    runtime = raw.get("runtime", inventory_kind(inventory) if inventory is not None else v("runtime"))
     hosts = kind(runtime)
     if hosts.needs_inventory != (inventory is not None):
         raise fail(f"{where}.inventory", f"the {runtime} runtime needs an inventory (--inventory FILE), and only it "
                     f"uses one" if hosts.needs_inventory else
-                    f"an inventory names {INVENTORY_KIND} hosts, but the runtime is {runtime}")
+                    f"an inventory names {inventory_kind(str(inventory))} hosts, but the runtime is {runtime}")
     assignment = _assignment(where, raw, nodes)
     rf = len(assignment[0]) if assignment else v("replication_factor")
     if rf > nodes:
@@ -290,6 +290,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     transformers = parse_transformers(resolved.get("workloads"), cluster, [g.topic for g in producers], _azs)
     check_version_can(producers, cluster.kafka_version)
     nemesis = parse_schedule("nemesis", resolved.get("nemesis") or [])  # the nemesis owns its vocabulary
+    check_existing(nemesis, cluster, consumers, transformers)  # first: on a cluster of yours, its reason is the one
     check_runtime_can(nemesis, cluster.runtime, cluster.lose_unsynced_writes)
     check_faults_can(nemesis, cluster)
     if powers_off(nemesis):
@@ -299,7 +300,6 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     if upgrades:
         cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)
     check_log_dirs(nemesis, cluster)
-    check_existing(nemesis, cluster, consumers, transformers)
     check_workload_targets(nemesis, producers)
     check_group_protocols(consumers, cluster.kafka_version)
     check_group_targets(nemesis, consumers)
@@ -341,7 +341,7 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
                sets: tuple[SpecSet, ...] = ()) -> list[Spec]:
     """Every configuration of the spec file (or those `only` names, in the file's order), validated, file name in each
     error. `runtime`, `inventory`, `known_hosts`, `kafka_version` and `metadata` (the CLI's flags) replace the spec's (an
-    inventory alone means the ssh runtime); `sets` (--set KEY=VALUE, harness.spec_sets) replace any key of the spec and
+    inventory alone means its kind: docker-existing for a Docker one, else ssh); `sets` (--set KEY=VALUE, harness.spec_sets) replace any key of the spec and
     of each configuration's overrides, list entries included, and are named in an error the file alone has not.
     Spec paths are relative to its folder."""
     raw = load_spec_file(path)
@@ -351,7 +351,7 @@ def load_specs(path: Path, only: str | Sequence[str] | None = None, runtime: str
             raw = merge(raw, {"cluster": {key: str((path.parent / given).absolute())}})
     if inventory is not None:
         raw = merge(raw, {"cluster": {"inventory": str(inventory.absolute()),
-                                      **({"runtime": INVENTORY_KIND} if runtime is None else {})}})
+                                      **({"runtime": inventory_kind(inventory)} if runtime is None else {})}})
     if known_hosts is not None:
         raw = merge(raw, {"cluster": {"known_hosts": str(known_hosts.absolute())}})
     flags = {k: v for k, v in {"runtime": runtime, "kafka_version": kafka_version, "metadata": metadata}.items() if v}

@@ -3,7 +3,8 @@
 faultline installs and configures nothing on such a cluster's hosts and touches
 no topic, group or setting but its own topic's. So a spec is refused, one line
 naming the key, for: a fault with no command in the inventory (a process fault
-runs the node host's `commands`, `testbed.existing_spec`), a fault that needs
+runs the node host's `commands`, `testbed.existing_spec`; in a Docker inventory every action has docker's own
+call, refused where it would act on a broker and its ZooKeeper at once: one container for both), a fault that needs
 faultline's own processes on the hosts (power cuts, degraded links, the
 request-holding proxy) or that leaves state in the cluster (a stray
 transaction), more topics than its own (`extra_topics`, transformers) and
@@ -23,7 +24,8 @@ from harness.spec_consumers import ConsumerGroup
 from harness.spec_types import fail
 from nemesis.registry import fault_kind
 from nemesis.schedule import Schedule
-from testbed.inventory import Inventory, load_inventory
+from testbed.docker_inventory import DockerInventory, load_any_inventory
+from testbed.inventory import Inventory
 from testbed.kafka.config import ClusterSettings
 
 # The inventory commands each process fault runs: its action, then its undo.
@@ -35,12 +37,12 @@ NOT_APPLIED = ("replica_lag_time_max_ms", "zookeeper_session_timeout_ms",
 WHY = "with provision: false (a cluster of yours, inventory {path})"
 
 
-def existing_inventory(inventory: str | None) -> Inventory | None:
+def existing_inventory(inventory: str | None) -> Inventory | DockerInventory | None:
     """The run's inventory when it says `provision: false`; None otherwise (and when the file is not there yet:
     provisioning refuses it in its own line)."""
     if inventory is None or not Path(inventory).is_file():
         return None
-    loaded = load_inventory(inventory)
+    loaded = load_any_inventory(inventory)
     return None if loaded.provision else loaded
 
 
@@ -49,7 +51,7 @@ def check_existing(schedule: Schedule, cluster: ClusterSettings,
     """Refuse what a run may not do to a cluster of the user's (see the module docstring)."""
     if cluster.provision:
         return
-    inventory = load_inventory(str(cluster.inventory))
+    inventory = load_any_inventory(str(cluster.inventory))
     why = WHY.format(path=inventory.path)
     if cluster.extra_topics:
         raise fail("cluster.extra_topics", f"{why} faultline makes and deletes only its own topic")
@@ -70,8 +72,10 @@ def check_existing(schedule: Schedule, cluster: ClusterSettings,
         if record.category == "client":
             raise fail(f"nemesis[{i}].fault", f"{fault.fault}: {why} it would leave a hanging transaction in "
                         f"your cluster")
-        if record.category == "process":
+        if record.category == "process" and isinstance(inventory, Inventory):
             _check_commands(i, fault.fault, fault.role, inventory, why)
+        elif record.category == "process" and isinstance(inventory, DockerInventory):
+            _check_containers(i, fault.fault, fault.role, inventory, why)
 
 
 def _check_commands(i: int, name: str, role: str, inventory: Inventory, why: str) -> None:
@@ -82,6 +86,19 @@ def _check_commands(i: int, name: str, role: str, inventory: Inventory, why: str
                 if host.command(r, action) is None:
                     raise fail(f"nemesis[{i}].fault", f"{name} (role {r}): {why} it runs the inventory's "
                                 f"commands.{r}.{action} on each node host, and {host.entry} has none")
+
+
+def _check_containers(i: int, name: str, role: str, inventory: DockerInventory, why: str) -> None:
+    """Docker's call on a container that holds both a broker and its ZooKeeper (or KRaft controller) acts on both:
+    refused unless the inventory gives the role's command line for it."""
+    roles = ("broker", "zookeeper") if role == "both" else (role,)
+    for node in inventory.nodes:
+        for r in roles:
+            for action in ACTIONS_OF.get(name, ()):
+                if node.zookeeper == node.broker and node.command(r, action) is None:
+                    raise fail(f"nemesis[{i}].fault", f"{name} (role {r}): {why} {node.entry}'s broker and "
+                                f"zookeeper share the container {node.broker}, and docker's {action} would act on "
+                                f"both: name a zookeeper container or commands.{r}.{action}")
 
 
 def not_applied(resolved_cluster: dict[str, Any]) -> list[str]:

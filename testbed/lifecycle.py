@@ -19,8 +19,8 @@ from types import FrameType
 from typing import Any
 
 from testbed.addressing import AddressPlan
+from testbed.docker_inventory import load_any_inventory
 from testbed.errors import UsageError
-from testbed.inventory import load_inventory
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.machine import REAL, Machine
@@ -108,7 +108,7 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
     """Everything that can be known before a cluster is made: the machine is free, the address plan fits the
     runtime's hosts, the runtime is reachable with what it needs, the Kafka version is there. Changes nothing."""
     plan = plan_of(settings)
-    if settings.inventory is not None and load_inventory(settings.inventory).provision != settings.provision:
+    if settings.inventory is not None and load_any_inventory(settings.inventory).provision != settings.provision:
         raise UsageError(f"inventory {settings.inventory}: it says provision: "
                          f"{str(not settings.provision).lower()}, but the run was set up for "
                          f"{'a cluster of yours' if not settings.provision else 'a cluster faultline makes'}")

@@ -77,6 +77,14 @@ def pid_namespace(pid: int | str) -> str | None:
         return None
 
 
+def net_namespace(pid: int | str) -> str | None:
+    """The network namespace a process lives in (e.g. 'net:[4026531840]'), or None if it is gone or unreadable."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
 def thread_ids(pid: int) -> list[int] | None:
     """The ids of the process's threads (/proc/PID/task), or None if it has ended."""
     try:

@@ -5,13 +5,14 @@ writes no config and starts nothing; it learns the cluster
 (`testbed.kafka.existing_learn`: brokers, controller, racks, log directories,
 the settings a story depends on, kept in the run folder's
 `existing-cluster.json`), creates the run's topic and waits until it is led with
-a full ISR. Its process faults run the inventory's command lines on the node
-host (`ForeignHosts.host_command`) and find the processes by the ports they
-listen on; only what a fault stopped is started again at the end. `collect`
+a full ISR. Its process faults act as the inventory says (`ForeignHosts.act`: an ssh
+node host's command lines, a container's docker calls or command lines) and
+find the processes again (`ForeignHosts.role_pid`); only what a fault stopped is
+started again at the end. `collect`
 copies the run's topic's partition directories from the brokers' log
 directories (for the replica dumps) and nothing else; `remove_own` deletes the
 topic, on every exit path.
-Must never: write a config, start or signal a process but through the inventory's commands, or touch a topic,
+Must never: write a config, start or signal a process but as the inventory says, or touch a topic,
 group or setting other than the run's own topic.
 """
 
@@ -138,19 +139,15 @@ class ExistingCluster(KafkaCluster):
                 self._topic_made = False
 
     # -- processes, through the inventory's commands ----------------------------
-    def command(self, node: Host, role: str, action: str) -> str:
-        entry_role = COMMAND_ROLE[role]
-        inventory = getattr(self.runtime, "inventory", None)
-        line = inventory.host(node.name).command(entry_role, action) if inventory is not None else None
-        if line is None:
-            raise ClusterError(f"{node.name}: the inventory names no commands.{entry_role}.{action}")
+    def command(self, node: Host, role: str, action: str) -> None:
+        """`action` of the node's `role` as the inventory says (ForeignHosts.act); ClusterError when it cannot."""
         try:
-            return self.foreign.host_command(node, line, WAIT_S)
+            self.foreign.act(node, COMMAND_ROLE[role], action, WAIT_S)
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
 
     def pid(self, node: Host, role: str) -> int | None:
-        return self.foreign.listening_pid(node, PORTS[role])
+        return self.foreign.role_pid(node, COMMAND_ROLE[role], PORTS[role])
 
     def pids(self, node: Host) -> dict[NodeRole, int | None]:
         return {role: self.pid(node, role) for role in self.roles}
@@ -195,11 +192,7 @@ class ExistingCluster(KafkaCluster):
         self.command(node, role, "resume")
 
     def paused(self, node: Host, role: NodeRole) -> bool:
-        pid = self.pid(node, role)
-        if pid is None:
-            return False
-        state = self.foreign.host_command(node, f"sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' /proc/{pid}/status")
-        return state.strip() == "T"
+        return self.foreign.role_paused(node, COMMAND_ROLE[role], PORTS[role])
 
     def power_off(self, nodes: list[Host]) -> str:
         raise ClusterError("a power-off needs faultline's own processes (refused at validation with provision: false)")

@@ -10,7 +10,7 @@ the inventory's `ports` names (so a partition cuts it), the metadata mode is the
 spec's, and the run's topic does not exist. Anything else is one ClusterError
 line naming the host, before the topic is made. Read-only.
 
-`delete_leftover_topics` is `clean --inventory`'s: the topics of killed runs
+`clean_own_topics` and `delete_leftover_topics` are `clean --inventory`'s: the topics of killed runs
 (`faultline-fl<6 hex>`), no other. `create_topic` makes the run's topic (its name carries the run's prefix) with
 the spec's topic-level settings (`min.insync.replicas`,
 `unclean.leader.election.enable`, the flush policy); `delete_topic` removes it
@@ -23,13 +23,17 @@ from __future__ import annotations
 import logging
 import re
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from testbed.docker_inventory import load_any_inventory
 from testbed.errors import ClusterError
+from testbed.inventory import Inventory
 from testbed.kafka import config as kcfg
 from testbed.kafka.wire import broker_view, zookeeper_mode
+from testbed.runtime.kinds import kind
 
 if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
@@ -162,6 +166,19 @@ def delete_topic(cluster: KafkaCluster) -> None:
             raise ClusterError(f"topic {cluster.topic} is still listed {DELETE_WAIT_S:.0f} s after its deletion")
         time.sleep(0.5)
     log.info("deleted the run's topic %s", cluster.topic)
+
+
+def clean_own_topics(path: str | Path, prefix: str | None = None) -> list[str]:
+    """`clean --inventory PATH`: on a cluster of the user's (`provision: false`), the topics killed runs (or the run
+    ``prefix``) made there (their names only); nothing for an inventory faultline provisions."""
+    inventory = load_any_inventory(path)
+    if inventory.provision:
+        return []
+    if isinstance(inventory, Inventory):
+        nodes = [h.address for h in inventory.hosts if h.role == "node"]
+    else:  # the containers' addresses, as their daemon says
+        nodes = [h.address for h in kind("docker-existing").address_plan("", len(inventory.nodes), str(path)).nodes]
+    return delete_leftover_topics(",".join(f"{address}:{kcfg.BROKER_PORT}" for address in nodes), prefix)
 
 
 def delete_leftover_topics(bootstrap: str, prefix: str | None = None) -> list[str]:

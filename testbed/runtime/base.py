@@ -238,15 +238,20 @@ class DiskFaults(Protocol):
 
 @runtime_checkable
 class ForeignHosts(Protocol):
-    """A runtime whose node hosts may run a cluster of the user's (ssh with `provision: false`): it runs the
-    inventory's command lines there, finds the cluster's processes by their ports and reads their files."""
+    """A runtime whose node hosts may run a cluster of the user's (ssh with `provision: false`, docker-existing): it
+    acts on the cluster's processes as the inventory says (its command lines, or docker's own calls), finds them
+    and reads their files, and changes nothing else there."""
 
-    def host_command(self, host: Host, line: str, timeout: float = 60.0) -> str:
-        """Run `line` (sh -c) on `host` as the inventory says (sudo -n where it says sudo); its output.
-        RuntimeFailure naming the host, the line and its exit status when it fails."""
+    def act(self, host: Host, role: str, action: str, timeout: float = 60.0) -> None:
+        """Do `action` (stop, start, kill, pause, resume) to `role`'s process (broker, zookeeper: the inventory's
+        words) on `host` as the inventory says. RuntimeFailure (one line naming the host and what ran) when it
+        fails, or when the inventory gives no way to do it."""
 
-    def listening_pid(self, host: Host, port: int) -> int | None:
-        """The pid of the process listening on TCP `port` on `host` (None: none)."""
+    def role_pid(self, host: Host, role: str, port: int) -> int | None:
+        """The pid of `role`'s process on `host`, which listens on TCP `port` (None: it does not run)."""
+
+    def role_paused(self, host: Host, role: str, port: int) -> bool:
+        """Whether `role`'s process on `host` is frozen (a pause it has not been resumed from)."""
 
     def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
         """Copy the entries of `host`'s `directory` matching the shell pattern `names` into `into`; read-only on

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testbed.addressing import AddressPlan
+from testbed.inventory import Inventory
 from testbed.runtime.base import Runtime
 from testbed.runtime.kinds import DEFAULT_KIND, docker_sdk, kind
 from testbed.state import RunState
@@ -39,19 +40,20 @@ def clean_leftovers(prefix: str | None = None, inventory: str | None = None,
                     known_hosts: str | None = None) -> list[str]:
     """Remove what killed runs (or one run) left, on every kind of runtime; return what went.
 
-    With an inventory: on its ssh hosts only (this machine's namespaces and containers are left alone), and on a
-    cluster of the user's (`provision: false`) the topics those runs made there (their names only)."""
+    With an inventory: on its hosts only (an ssh inventory's hosts; a Docker inventory's containers, the run chains
+    in them, and the runs' client containers beside them), this machine's namespaces and other containers left
+    alone (the topics runs left on a cluster of the user's: testbed.kafka.existing_learn.clean_own_topics)."""
     if inventory is not None:
-        from testbed.inventory import load_inventory
-        from testbed.kafka.existing_learn import delete_leftover_topics
-        from testbed.runtime.ssh import clean_leftovers as clean_ssh
+        from testbed.docker_inventory import load_any_inventory
 
-        hosts = load_inventory(inventory)
-        removed = clean_ssh(hosts, known_hosts, prefix)
-        if not hosts.provision:
-            nodes = ",".join(f"{h.address}:9092" for h in hosts.hosts if h.role == "node")
-            removed += delete_leftover_topics(nodes, prefix)
-        return removed
+        loaded = load_any_inventory(inventory)
+        if isinstance(loaded, Inventory):
+            from testbed.runtime.ssh import clean_leftovers as clean_ssh
+
+            return clean_ssh(loaded, known_hosts, prefix)
+        from testbed.runtime.docker_foreign import clean_leftovers as clean_yours
+
+        return clean_yours(loaded, prefix)
     from testbed.runtime.netns import clean_leftovers as clean_netns
 
     removed = clean_netns(prefix)

@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_type_hints
 
 from testbed.addressing import DEFAULT_NETWORK, DOCKER_NETWORK, AddressPlan, make_plan
@@ -87,6 +88,8 @@ class RuntimeKind:
     # Its client hosts can run a producer's request-holding proxy (`proxy: true`, hold-request): they see this
     # machine's run folder, where the harness writes the proxy's orders and reads what it did.
     request_proxy: bool = False
+    # (inventory path, nodes) -> the plan, for a kind whose hosts come from an inventory (None: the ssh inventory's)
+    _inventory_plan: Callable[[str, int], AddressPlan] | None = None
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities
@@ -108,6 +111,8 @@ class RuntimeKind:
             return make_plan(network, nodes)
         if inventory is None:
             raise _no_inventory(self.name)
+        if self._inventory_plan is not None:
+            return self._inventory_plan(inventory, nodes)
         from testbed.inventory import load_inventory
 
         return load_inventory(inventory).plan(nodes)
@@ -150,6 +155,27 @@ def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | No
     from testbed.runtime.docker import DockerRuntime
 
     DockerRuntime.preflight(plan, kafka_version)
+
+
+def _docker_existing_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None,
+                               known_hosts: str | None, power_cuts: bool) -> None:
+    if not docker_sdk():
+        raise UsageError("the docker-existing runtime needs the Python docker SDK, which is not installed: "
+                         "pip install 'faultline[docker]'")
+    if inventory is None:
+        raise _no_inventory("docker-existing")
+    from testbed.runtime.docker_foreign import preflight
+
+    preflight(plan, inventory)
+
+
+def _docker_existing_plan(inventory: str, nodes: int) -> AddressPlan:
+    if not docker_sdk():
+        raise UsageError("the docker-existing runtime needs the Python docker SDK, which is not installed: "
+                         "pip install 'faultline[docker]'")
+    from testbed.runtime.docker_foreign import plan_of
+
+    return plan_of(inventory, nodes)
 
 
 def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
@@ -215,6 +241,15 @@ KINDS: tuple[RuntimeKind, ...] = (
         _power_offs=_ssh_power_offs,
         no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse",
         no_second_version="its node hosts get one version's jars at the run's start (not built: a second upload)"),
+    RuntimeKind(
+        name="docker-existing", hosts="a container of yours on a Docker daemon, from a Docker inventory",
+        implementation="testbed.runtime.docker_foreign:DockerForeignRuntime",
+        # fault rules from this machine in the containers' namespaces; pauses: docker pause (or the inventory's)
+        abilities=frozenset({Ability.FIREWALL, Ability.PAUSE}),
+        needs_inventory=True, network=None, own_clocks=False, power_off_note=None,
+        _preflight=_docker_existing_preflight, _inventory_plan=_docker_existing_plan,
+        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
+        no_second_version="a cluster of yours runs the versions you installed (faultline changes none)"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)  # argparse choices, the spec's `cluster.runtime` choices
@@ -229,6 +264,13 @@ def kind(name: str) -> RuntimeKind:
         return _BY_NAME[name]
     except (KeyError, TypeError):
         raise UsageError(f"runtime {name!r} does not exist (known: {', '.join(KIND_NAMES)})") from None
+
+
+def inventory_kind(path: str | Path) -> str:
+    """The kind an inventory file means: docker-existing for a Docker inventory (one of `nodes`), else ssh."""
+    from testbed.docker_inventory import is_docker_inventory
+
+    return "docker-existing" if is_docker_inventory(path) else INVENTORY_KIND
 
 
 def default_kind(inventory: bool) -> str:

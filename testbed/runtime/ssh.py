@@ -6,7 +6,7 @@ this project's code at `src/`, pid and status files at `pids/`. Kafka's jars
 and the client venv are cached under `<root>/cache/` between runs
 (`ssh_install`). Processes start detached with a pid file and
 FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
-chains, the control address exempt (`ssh_firewall`); slowed and throttled links
+chains, the control address exempt (`run_chains`); slowed and throttled links
 are the host's own `tc` and delay process (`ssh_links`). A power-off is, per node
 host (`ssh_power`, recorded in state.json's `ssh.power`): the inventory's power
 commands (the machine loses power; the harness waits for its sshd after
@@ -39,7 +39,7 @@ from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import HarnessError, RuntimeFailure
 from testbed.inventory import Inventory, load_inventory
 from testbed.runfolder import RunFolder
-from testbed.runtime import ssh_clock, ssh_firewall, ssh_foreign, ssh_install, ssh_power
+from testbed.runtime import run_chains, ssh_clock, ssh_foreign, ssh_install, ssh_power
 from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
 from testbed.runtime.ssh_links import SshLinks, unshape_command
@@ -197,7 +197,7 @@ class SshRuntime:
         if left:
             raise RuntimeFailure(f"{host.name}: processes {left} of run {self.prefix} survived SIGKILL")
         conn.check(detach_command(f"^{self.prefix}-"), sudo=True)  # the filesystems died with the processes
-        conn.check(ssh_firewall.clean_command(self.prefix), sudo=True)
+        conn.check(run_chains.clean_command(self.prefix), sudo=True)
         conn.check(unshape_command(self._links.records), sudo=True)  # its delay processes died with the others
         conn.check(f"rm -rf {shlex.quote(self.run_root)}", sudo=True)
 
@@ -306,11 +306,19 @@ class SshRuntime:
         return proc
 
     # -- a cluster of the user's (`provision: false`, ssh_foreign) ------------
-    def host_command(self, host: Host, line: str, timeout: float = 60.0) -> str:
-        return ssh_foreign.run_line(self.conn(host), line, timeout)
+    def act(self, host: Host, role: str, action: str, timeout: float = 60.0) -> None:
+        """The inventory's command line for `action` of `role`, run on the host (sh -c, sudo -n with sudo: true)."""
+        line = self.inventory.host(host.name).command(role, action)
+        if line is None:
+            raise RuntimeFailure(f"{host.name}: the inventory names no commands.{role}.{action}")
+        ssh_foreign.run_line(self.conn(host), line, timeout)
 
-    def listening_pid(self, host: Host, port: int) -> int | None:
+    def role_pid(self, host: Host, role: str, port: int) -> int | None:
         return ssh_foreign.listening_pid(self.conn(host), port)
+
+    def role_paused(self, host: Host, role: str, port: int) -> bool:
+        pid = self.role_pid(host, role, port)
+        return pid is not None and ssh_foreign.paused(self.conn(host), pid)
 
     def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
         return ssh_foreign.fetch_from(self.conn(host), directory, names, into)
@@ -321,13 +329,13 @@ class SshRuntime:
         on a host that is off (the nemesis gives it its rules back at power-on)."""
         if self.down(host):
             return
-        text = ssh_firewall.restore_text(self.prefix, self.plan.control, rules)
-        self.conn(host).check(ssh_firewall.install_command(self.prefix), stdin=text.encode(), sudo=True)
+        text = run_chains.restore_text(self.prefix, self.plan.control, rules)
+        self.conn(host).check(run_chains.install_command(self.prefix), stdin=text.encode(), sudo=True)
 
     def clear_firewall(self, host: Host) -> None:
         if self.down(host):
             return
-        self.conn(host).check(ssh_firewall.clean_command(self.prefix), sudo=True)
+        self.conn(host).check(run_chains.clean_command(self.prefix), sudo=True)
 
     # -- link shaping (`ssh_links`: tc and the delay process on the host) ----
     def shape_links(self, host: Host, shaping: LinkShaping) -> None:
@@ -366,7 +374,7 @@ def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str |
             removed += [f"{entry.name}: unsyncfs mount {m}" for m in
                         conn.check(detach_command(f"^{prefix or 'fl[0-9a-f]{6}'}-"), sudo=True).split()]
             removed += [f"{entry.name}: chain {c}" for c in
-                        conn.check(ssh_firewall.clean_command(prefix), sudo=True).split()]
+                        conn.check(run_chains.clean_command(prefix), sudo=True).split()]
             records = f"{inventory.root}/runs/{prefix or 'fl' + '[0-9a-f]' * 6}/tc"
             removed += [f"{entry.name}: qdisc on {d}" for d in conn.check(unshape_command(records), sudo=True).split()]
             runs = shlex.quote(f"{inventory.root}/runs")

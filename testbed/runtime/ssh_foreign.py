@@ -35,6 +35,12 @@ def listening_pid(conn: SshConnection, port: int) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def paused(conn: SshConnection, pid: int) -> bool:
+    """Whether process `pid` is stopped (SIGSTOP: state T in its /proc status)."""
+    state = run_line(conn, f"sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' /proc/{int(pid)}/status", 30.0)
+    return state.strip() == "T"
+
+
 def fetch_from(conn: SshConnection, directory: str, names: str, into: Path) -> list[str]:
     command = (f"cd {shlex.quote(directory)} 2>/dev/null || exit 0; set -- {names}; [ -e \"$1\" ] || exit 0; "
                f"tar -c -- \"$@\"")

@@ -136,7 +136,7 @@ def test_the_base_spec_is_valid() -> None:
         ),
         ("expect.absent", ["lots"], "expect.absent[0]: unknown anomaly 'lots'"),
         ("checker", "excel", "checker: must be one of auto, spark, pandas, got 'excel'"),
-        ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker, ssh)"),
+        ("cluster.runtime", "vmware", "cluster.runtime: unknown runtime 'vmware' (known: netns, docker, ssh, docker-existing)"),
         ("cluster.flush_messages", 0, "cluster.flush_messages: must be >= 1"),
         ("cluster.flush_ms", "often", "cluster.flush_ms: must be an integer >= 1"),
         ("cluster.zookeeper_force_sync", "yes", "cluster.zookeeper_force_sync: must be true or false"),

@@ -78,7 +78,7 @@ def start_their_cluster(bed: SshTestBed, version: str, controller: int) -> Their
     cluster = TheirCluster(bed, nodes)
     zk = ",".join(f"{a}:2181" for a in nodes)
     for i, address in enumerate(nodes, 1):
-        files = {"zoo.cfg": _zoo_cfg(nodes), "zk/myid": f"{i}\n", "server.properties": _server(i - 1, address, zk)}
+        files = {"zoo.cfg": zoo_cfg(nodes), "zk/myid": f"{i}\n", "server.properties": server_properties(i - 1, address, zk)}
         for role, (heap, main, config) in JAVA.items():
             files[f"log4j-{role}.properties"] = LOG4J.format(role=role)
             files[f"start-{role}.sh"] = (
@@ -87,32 +87,32 @@ def start_their_cluster(bed: SshTestBed, version: str, controller: int) -> Their
                 f"{HOME}/{config} >>{HOME}/{role}.out 2>&1 </dev/null &\necho $! > {HOME}/{role}.pid\n")
         container = bed.containers[address]
         container.put_archive("/", jars)
-        container.put_archive("/", _tar({f"{HOME.lstrip('/')}/{name}": text for name, text in files.items()}))
+        container.put_archive("/", tar_of({f"{HOME.lstrip('/')}/{name}": text for name, text in files.items()}))
     for address in nodes:
         cluster.start("zookeeper", address)
-    _wait(lambda: sorted(zookeeper_mode(a, 2181) for a in nodes) == ["follower", "follower", "leader"],
+    wait_for(lambda: sorted(zookeeper_mode(a, 2181) for a in nodes) == ["follower", "follower", "leader"],
           "ZooKeeper quorum")
     cluster.start("broker", nodes[controller])
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    _wait(lambda: admin.list_topics(timeout=5).controller_id == controller, f"broker {controller} as controller")
+    wait_for(lambda: admin.list_topics(timeout=5).controller_id == controller, f"broker {controller} as controller")
     for i, address in enumerate(nodes):
         if i != controller:
             cluster.start("broker", address)
-    _wait(lambda: len(admin.list_topics(timeout=5).brokers) == len(nodes), "every broker registered")
-    _user_data(cluster)
+    wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == len(nodes), "every broker registered")
+    user_data(cluster.bootstrap)
     return cluster
 
 
-def _user_data(cluster: TheirCluster) -> None:
+def user_data(bootstrap: str) -> None:
     """A topic of the user's with records in it, and a consumer group that committed offsets on it."""
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(USER_TOPIC, num_partitions=3, replication_factor=3,
                                   config={"retention.ms": "86400000"})])[USER_TOPIC].result(30)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(300):
         producer.produce(USER_TOPIC, value=f"order-{i}".encode(), partition=i % 3)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": USER_GROUP,
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": USER_GROUP,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(USER_TOPIC, p, 0) for p in range(3)])
     read = 0
@@ -127,7 +127,16 @@ def _user_data(cluster: TheirCluster) -> None:
 def look(cluster: TheirCluster) -> dict[str, Any]:
     """What a run must leave as it was (see the module docstring)."""
     bed = cluster.bed
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    hosts = {a: {"iptables": bed.exec(a, "iptables -S"),
+                 "faultline root": bed.exec(a, "ls -a /var/lib/faultline /var/lib/faultline/runs 2>&1 || true")
+                 if bed.roles[a][1] == "node" else ""} for a in bed.containers}
+    return {"pids": cluster.pids(), **look_kafka(cluster.bootstrap), "hosts": hosts}
+
+
+def look_kafka(bootstrap: str) -> dict[str, Any]:
+    """The cluster's side of what a run must leave as it was: brokers, every broker's and topic's configuration,
+    the topics' end offsets, the consumer groups and the user's group's committed offsets."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     metadata = admin.list_topics(timeout=10)
     brokers = sorted(metadata.brokers)
     configs = {}
@@ -137,18 +146,15 @@ def look(cluster: TheirCluster) -> dict[str, Any]:
     topics = sorted(metadata.topics)
     configs |= {f"topic {r.name}": {k: e.value for k, e in f.result(30).items()} for r, f in admin.describe_configs(
         [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]).items()}
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": USER_GROUP})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": USER_GROUP})
     ends = {f"{t}-{p}": consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
             for t in topics if not t.startswith("__") for p in metadata.topics[t].partitions}
     committed = {f"{tp.topic}-{tp.partition}": tp.offset for tp in consumer.committed(
         [TopicPartition(USER_TOPIC, p) for p in range(3)], timeout=10)}
     consumer.close()
     groups = sorted(g.group_id for g in admin.list_consumer_groups().result(30).valid)
-    hosts = {a: {"iptables": bed.exec(a, "iptables -S"),
-                 "faultline root": bed.exec(a, "ls -a /var/lib/faultline /var/lib/faultline/runs 2>&1 || true")
-                 if bed.roles[a][1] == "node" else ""} for a in bed.containers}
-    return {"pids": cluster.pids(), "brokers": brokers, "topics": topics, "configs": configs, "end offsets": ends,
-            "groups": groups, "committed": committed, "hosts": hosts}
+    return {"brokers": brokers, "topics": topics, "configs": configs, "end offsets": ends, "groups": groups,
+            "committed": committed}
 
 
 def _jars(version: str) -> bytes:
@@ -159,7 +165,7 @@ def _jars(version: str) -> bytes:
     return buffer.getvalue()
 
 
-def _tar(files: dict[str, str]) -> bytes:
+def tar_of(files: dict[str, str]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for directory in sorted({str(p) for name in files for p in Path(name).parents if str(p) != "."}):
@@ -174,14 +180,14 @@ def _tar(files: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def _zoo_cfg(nodes: list[str]) -> str:
+def zoo_cfg(nodes: list[str]) -> str:
     servers = "".join(f"server.{i}={a}:2888:3888\n" for i, a in enumerate(nodes, 1))
     return (f"tickTime=500\ninitLimit=20\nsyncLimit=10\nminSessionTimeout=1000\nmaxSessionTimeout=60000\n"
             f"dataDir={HOME}/zk\nclientPort=2181\n4lw.commands.whitelist=srvr,ruok\nadmin.enableServer=false\n"
             f"{servers}")
 
 
-def _server(broker_id: int, address: str, zk: str) -> str:
+def server_properties(broker_id: int, address: str, zk: str) -> str:
     props = {"broker.id": broker_id, "broker.rack": f"az{broker_id + 1}", "listeners": f"PLAINTEXT://{address}:9092",
              "log.dirs": f"{HOME}/kafka-logs", "zookeeper.connect": zk, "zookeeper.session.timeout.ms": 6000,
              "zookeeper.connection.timeout.ms": 30000, "replica.lag.time.max.ms": 10000,
@@ -192,7 +198,7 @@ def _server(broker_id: int, address: str, zk: str) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def _wait(check: Any, what: str, timeout: float = 120.0) -> None:
+def wait_for(check: Any, what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:

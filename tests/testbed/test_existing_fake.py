@@ -1,5 +1,5 @@
-"""A cluster of the user's (testbed.kafka.existing) on a fake runtime: its process faults run the inventory's
-commands and find processes by their ports, the end starts again only what a fault stopped, collect copies only the
+"""A cluster of the user's (testbed.kafka.existing) on a fake runtime: its process faults act as the inventory
+says (`ForeignHosts.act`) and find processes again by role and port, the end starts again only what a fault stopped, collect copies only the
 run's topic's partitions from the learned log directories, and the topic goes only once it may exist."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from testbed.addressing import Host
-from testbed.errors import ClusterError, UsageError
+from testbed.errors import ClusterError, RuntimeFailure, UsageError
 from testbed.inventory import load_inventory
 from testbed.kafka import existing
 from testbed.kafka.config import ClusterSettings
@@ -37,19 +37,24 @@ class ForeignFake:
                      for i, role in enumerate(("zookeeper", "broker"))}
         self.running = set(self.pids)
 
-    def host_command(self, host: Host, line: str, timeout: float = 60.0) -> str:
+    def act(self, host: Host, role: str, action: str, timeout: float = 60.0) -> None:
+        line = self.inventory.host(host.name).command(role, action)
+        if line is None:  # as the ssh runtime says it
+            raise RuntimeFailure(f"{host.name}: the inventory names no commands.{role}.{action}")
         self.lines.append((host.name, line))
-        action, role = line.split()[:2]
         if action == "kill":
             self.running.discard((host.name, role))
         elif action == "start":
             self.running.add((host.name, role))
             self.pids[(host.name, role)] += 1
-        return ""
 
-    def listening_pid(self, host: Host, port: int) -> int | None:
-        key = (host.name, PORTS[port])
+    def role_pid(self, host: Host, role: str, port: int) -> int | None:
+        assert PORTS[port] == role
+        key = (host.name, role)
         return self.pids[key] if key in self.running else None
+
+    def role_paused(self, host: Host, role: str, port: int) -> bool:
+        return False
 
     def fetch_from(self, host: Host, directory: str, names: str, into: Path) -> list[str]:
         self.fetched.append((host.name, directory, names, into))

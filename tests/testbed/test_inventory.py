@@ -12,7 +12,7 @@ from nemesis.shapes import firewall_rules, isolate_az
 from testbed.errors import UsageError
 from testbed.inventory import load_inventory
 from testbed.runtime.base import FAULT_IN_CHAIN
-from testbed.runtime.ssh_firewall import restore_text
+from testbed.runtime.run_chains import restore_text
 
 
 def hosts(n: int = 3) -> list[dict[str, Any]]:

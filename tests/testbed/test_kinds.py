@@ -24,6 +24,7 @@ from testbed.runtime.kinds import (
     default_kind,
     default_network,
     implemented_abilities,
+    inventory_kind,
     kind,
 )
 from tests.conftest import REPO
@@ -33,7 +34,7 @@ SPEC: dict[str, Any] = {"name": "s", "duration_s": 5, "workloads": {"producers":
 
 
 def test_the_kinds_and_the_default() -> None:
-    assert KIND_NAMES == ("netns", "docker", "ssh")
+    assert KIND_NAMES == ("netns", "docker", "ssh", "docker-existing")
     assert DEFAULT_KIND in KIND_NAMES and ClusterSettings().runtime == DEFAULT_KIND
     assert [kind(name).name for name in KIND_NAMES] == list(KIND_NAMES)
 
@@ -42,7 +43,7 @@ def test_the_kinds_and_the_default() -> None:
 def test_an_unknown_kind_is_one_line_naming_the_known_ones(name: str) -> None:
     with pytest.raises(UsageError) as exc:
         kind(name)
-    assert str(exc.value) == f"runtime {name!r} does not exist (known: netns, docker, ssh)"
+    assert str(exc.value) == f"runtime {name!r} does not exist (known: netns, docker, ssh, docker-existing)"
 
 
 @pytest.mark.parametrize("record", KINDS, ids=lambda k: k.name)
@@ -74,8 +75,13 @@ def test_a_kind_that_keeps_the_page_cache_says_so_after_a_power_off() -> None:
         in hosts
 
 
-def test_one_kind_takes_its_hosts_from_an_inventory_and_the_others_from_a_network() -> None:
-    assert [k.name for k in KINDS if k.needs_inventory] == [INVENTORY_KIND] == ["ssh"]
+def test_two_kinds_take_their_hosts_from_an_inventory_and_the_others_from_a_network(tmp_path: Path) -> None:
+    assert [k.name for k in KINDS if k.needs_inventory] == [INVENTORY_KIND, "docker-existing"] == \
+        ["ssh", "docker-existing"]
+    (tmp_path / "ssh.yaml").write_text("control: 10.0.0.5\nhosts: []\n")
+    (tmp_path / "docker.yaml").write_text("nodes: [{az: az1, broker: kafka-1}]\n")
+    assert inventory_kind(tmp_path / "ssh.yaml") == "ssh" and inventory_kind(tmp_path / "docker.yaml") == \
+        "docker-existing"
     assert all((k.network is None) == k.needs_inventory for k in KINDS)
     assert default_kind(inventory=True) == "ssh" and default_kind(inventory=False) == DEFAULT_KIND
     assert default_network("netns") == "198.18.0.0/24" == ClusterSettings().network

@@ -1,4 +1,6 @@
-"""Fault rules on an ssh host: the run's own two chains, rewritten by one `iptables-restore --noflush` per change.
+"""Fault rules on a host faultline does not own the firewall of: the run's own two chains, rewritten by one
+`iptables-restore --noflush` per change. Shared by the ssh runtime (run over SSH on the host) and the docker
+runtime of a cluster of the user's (`docker_foreign`: run from this machine inside a container's network namespace).
 
 The chains are `<prefix>-in` and `<prefix>-out`, hooked first into INPUT and
 OUTPUT. Their first rule accepts the harness's control address, so no
