@@ -26,7 +26,7 @@ from tests.conftest import REPO, faultline, run_dir_of
 from tests.docker.their_containers import ADDRESSES, CONTROLLER, TheirContainers, look, start_their_containers
 from tests.ssh.their_cluster import USER_GROUP, USER_TOPIC
 
-pytestmark = [pytest.mark.docker, pytest.mark.cluster]  # `make test-docker`, not `make test`
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.catalogue]  # `make test-docker`, not `make test`
 
 
 @pytest.fixture(scope="module")
