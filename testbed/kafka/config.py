@@ -78,6 +78,9 @@ class ClusterSettings:
     # The spec's nemesis may power nodes off (a `power-off` event, or chaos that can draw one): what a runtime whose
     # hosts differ (ssh) checks before a run, and prepares its power-offs for.
     power_offs: bool = False
+    # The spec's nemesis shifts node processes' clocks (a `clock` fault): every Kafka JVM starts with its wall clock
+    # on an offset file (testbed.runtime.clocks), at 0 until a fault moves it.
+    shifted_clocks: bool = False
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
     known_hosts: str | None = None
@@ -98,7 +101,7 @@ class ClusterSettings:
         out = asdict(self)
         if not self.extra_topics:  # a run of one topic keeps its manifest as it was
             del out["extra_topics"]
-        for flag in ("proxied_listener", "az_listeners"):  # a run without them keeps its manifest as it was
+        for flag in ("proxied_listener", "az_listeners", "shifted_clocks"):  # a run without them keeps its manifest as it was
             if not out[flag]:
                 del out[flag]
         if self.provision:

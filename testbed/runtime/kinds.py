@@ -32,6 +32,7 @@ from testbed.runtime.base import (
     LosesUnsyncedWrites,
     Pausable,
     PowerCycled,
+    ShiftsClocks,
 )
 
 
@@ -44,12 +45,14 @@ class Ability(enum.Enum):
     SHAPE_LINKS = "link shaping"  # `LinkShaper`: delay and throttle links (slow-link, throttle-link)
     PAUSE = "pause"  # its processes are `Pausable` (SIGSTOP/SIGCONT)
     DISK_FAULTS = "disk faults"  # `DiskFaults`: EIO, ENOSPC and slow fsync under a node's data, on its unsyncfs mounts
+    SHIFT_CLOCKS = "clock shifts"  # `ShiftsClocks`: a node process's wall clock moved while it runs (libfaketime)
 
 
 # The protocol each ability is; PAUSE is asked of the runtime's process class, the others of the runtime class.
 PROTOCOLS: Mapping[Ability, type] = {
     Ability.FIREWALL: Firewalled, Ability.POWER_CUT: PowerCycled, Ability.LOSE_UNSYNCED: LosesUnsyncedWrites,
     Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable, Ability.DISK_FAULTS: DiskFaults,
+    Ability.SHIFT_CLOCKS: ShiftsClocks,
 }
 
 # (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go)
@@ -76,6 +79,7 @@ class RuntimeKind:
     # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
     # machine, testbed.dist.clients); None: they run this machine's files, so they can.
     no_client_venvs: str | None = None
+    no_clock_shifts: str | None = None  # why it cannot shift a process's clock (without SHIFT_CLOCKS)
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -195,7 +199,9 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",
-        abilities=frozenset(Ability),  # lose unsynced writes and link shaping with a daemon on this machine
+        abilities=frozenset(Ability) - {Ability.SHIFT_CLOCKS},  # with a daemon on this machine: all but clocks
+        no_clock_shifts="its images carry no libfaketime (faultline/base would need it, and its nodes' java the "
+                        "preload)",
         # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
@@ -205,7 +211,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         implementation="testbed.runtime.ssh:SshRuntime",
         # lose unsynced writes: per node host, by its power command or unsyncfs (refused at preflight without either);
         # no disk faults yet: its hosts' unsyncfs mounts take no control file
-        abilities=frozenset(Ability) - {Ability.DISK_FAULTS},
+        abilities=frozenset(Ability) - {Ability.DISK_FAULTS, Ability.SHIFT_CLOCKS},
+        no_clock_shifts="its hosts need not have libfaketime, and it writes no offset file over SSH",
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,
