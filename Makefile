@@ -9,7 +9,7 @@ KAFKA_VERSION ?= $(DEFAULT_KAFKA_VERSION)
 ifeq ($(KAFKA_VERSION),default)
 override KAFKA_VERSION := $(DEFAULT_KAFKA_VERSION)
 endif
-DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
+DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless openjdk-17-jdk-headless libfaketime chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
 # actionlint checks the workflows in `make lint`; built from its Go module at this pinned version (docs/campaigns.md).
