@@ -295,7 +295,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
     if shifts_clocks(nemesis):
-        cluster = dataclasses.replace(cluster, shifted_clocks=True)
+        cluster = dataclasses.replace(cluster, shifted_clocks=shifts_clocks(nemesis))
     check_metadata_can(resolved, nemesis, cluster)
     check_log_dirs(nemesis, cluster)
     check_existing(nemesis, cluster, consumers, transformers)

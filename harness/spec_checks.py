@@ -72,9 +72,11 @@ def powers_off(schedule: Schedule) -> bool:
     return any(fault_kind(f.fault).powers_off for _, f in schedule.faults())
 
 
-def shifts_clocks(schedule: Schedule) -> bool:
-    """Whether the nemesis may shift a process's clock (a `clock` fault, or random chaos that can draw one)."""
-    return any(f.category == "clock" for _, f in schedule.faults())
+def shifts_clocks(schedule: Schedule) -> tuple[str, ...]:
+    """The roles whose clocks the nemesis may shift (its `clock` faults', `both` as both): `broker`, `zookeeper`."""
+    roles = {r for _, f in schedule.faults() if f.category == "clock"
+             for r in (("broker", "zookeeper") if f.role == "both" else (f.role,))}
+    return tuple(sorted(roles))
 
 
 def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:

@@ -1,6 +1,6 @@
 """Clock faults: the wall clock of chosen Kafka processes is skewed, stepped, or strobed, while the host's stays true.
 
-Every Kafka JVM of a run whose spec has a clock fault starts with its wall clock on
+Every Kafka JVM of a role the spec's clock faults name starts with its wall clock on
 an offset file (`cluster.settings.shifted_clocks`; the runtime's `ShiftsClocks`,
 testbed.runtime.clocks: libfaketime), at 0. A fault adds its `offset_ms` to the
 offset of each process it hits (the `role` of each `target` node: its broker by
@@ -41,19 +41,20 @@ Proc = tuple["Host", "NodeRole"]
 _WRITES = threading.Lock()  # one change of the offset files at a time: a strobe's thread and the schedule's faults
 
 
-def _runtime(cluster: KafkaCluster, fault: str) -> ShiftsClocks:
+def _runtime(cluster: KafkaCluster, fault: str, roles: tuple[NodeRole, ...] = ()) -> ShiftsClocks:
     runtime = cluster.runtime
     if not isinstance(runtime, ShiftsClocks):
         raise FaultError(f"{fault}: the {runtime.kind} runtime cannot shift a process's clock")
-    if not cluster.settings.shifted_clocks:
-        raise FaultError(f"{fault}: this cluster's processes were started with true clocks (a spec without clock "
-                         f"faults); nothing can shift them now")
+    fixed = [r for r in roles if not cluster.clock_shifted(r)]
+    if fixed:
+        raise FaultError(f"{fault}: this cluster's {' and '.join(fixed)} processes were started with true clocks "
+                         f"(no clock fault of the spec names them); nothing can shift them now")
     return runtime
 
 
 def shift(cluster: KafkaCluster, procs: list[Proc], delta_ms: float, fault: str) -> dict[str, float]:
     """Add `delta_ms` to each process's offset; each one's offset now (ms), by process name."""
-    runtime = _runtime(cluster, fault)
+    runtime = _runtime(cluster, fault, tuple({role for _, role in procs}))
     offsets: dict[str, float] = {}
     with _WRITES:
         for node, role in procs:
@@ -69,14 +70,14 @@ def shift(cluster: KafkaCluster, procs: list[Proc], delta_ms: float, fault: str)
 
 def reset_clocks(cluster: KafkaCluster) -> dict[str, float]:
     """Every shifted clock of the cluster back to true time (heal-all's sweep): the offsets they had, by process."""
-    if not cluster.settings.shifted_clocks or not isinstance(cluster.runtime, ShiftsClocks):
+    if not isinstance(cluster.runtime, ShiftsClocks):
         return {}
     was: dict[str, float] = {}
     with _WRITES:
         for node in cluster.nodes:
             for role in cluster.roles:
                 path = cluster.clock_offset_file(node, role)
-                offset = read_offset_ms(path)
+                offset = read_offset_ms(path) if cluster.clock_shifted(role) else 0
                 if offset:
                     cluster.runtime.set_clock_offset(node, path, 0)
                     was[cluster.process_name(node, role)] = offset
@@ -86,9 +87,10 @@ def reset_clocks(cluster: KafkaCluster) -> dict[str, float]:
 def _hit(spec: FaultSpec, resolver: Resolver, env: FaultEnv) -> tuple[list[Proc], dict[str, Any]]:
     """The processes the fault shifts, and the journal's targets for them."""
     assert spec.clock is not None
-    _runtime(env.cluster, spec.fault)
+    roles = roles_hit(spec, env.cluster)
+    _runtime(env.cluster, spec.fault, roles)
     nodes = resolver.nodes(spec.targets)
-    procs = [(node, role) for node in nodes for role in roles_hit(spec, env.cluster)]
+    procs = [(node, role) for node in nodes for role in roles]
     return procs, {"nodes": [n.name for n in nodes], "brokers": sorted(n.broker_id for n in nodes),
                    "processes": [env.cluster.process_name(n, r) for n, r in procs],
                    "offset_ms": spec.clock.offset_ms}

@@ -130,9 +130,15 @@ class KafkaCluster:
         return java_argv(self.settings, node, role, self.node_folder(node), self.software(node),
                          partial(self.runtime.host_path, node))
 
+    def clock_shifted(self, role: NodeRole) -> bool:
+        """Whether the role's processes start on a shifted clock (`shifted_clocks`: a ZooKeeper server or KRaft
+        controller is the spec's `zookeeper`)."""
+        return ("broker" if role == "broker" else "zookeeper") in self.settings.shifted_clocks
+
     def _clock_env(self, node: Host, role: NodeRole) -> dict[str, str] | None:
-        """With clock faults in the spec, the environment that puts the process's wall clock on its offset file."""
-        if not self.settings.shifted_clocks:
+        """With clock faults on its role in the spec, the environment that puts the process's wall clock on its
+        offset file."""
+        if not self.clock_shifted(role):
             return None
         if not isinstance(self.runtime, ShiftsClocks):
             raise RuntimeFailure(f"the {self.runtime.kind} runtime cannot shift a process's clock")

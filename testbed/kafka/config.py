@@ -78,9 +78,11 @@ class ClusterSettings:
     # The spec's nemesis may power nodes off (a `power-off` event, or chaos that can draw one): what a runtime whose
     # hosts differ (ssh) checks before a run, and prepares its power-offs for.
     power_offs: bool = False
-    # The spec's nemesis shifts node processes' clocks (a `clock` fault): every Kafka JVM starts with its wall clock
-    # on an offset file (testbed.runtime.clocks), at 0 until a fault moves it.
-    shifted_clocks: bool = False
+    # The node processes whose clocks the spec's nemesis shifts (its `clock` faults' roles: "broker", "zookeeper" for
+    # the metadata quorum's process): each such JVM starts with its wall clock on an offset file
+    # (testbed.runtime.clocks), at 0 until a fault moves it. The others start without libfaketime (it costs a JVM
+    # about a second more to start).
+    shifted_clocks: tuple[str, ...] = ()
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
     known_hosts: str | None = None

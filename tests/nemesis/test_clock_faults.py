@@ -32,10 +32,12 @@ class Runtime(LocalClocks):
     kind = "netns"
 
 
-def env(tmp_path: Path, shifted: bool = True, runtime: Any = None, journal: NemesisJournal | None = None) -> Any:
+def env(tmp_path: Path, shifted: tuple[str, ...] = ("broker", "zookeeper"), runtime: Any = None,
+        journal: NemesisJournal | None = None) -> Any:
     settings = SimpleNamespace(shifted_clocks=shifted, quorum_role="zookeeper")
     folder = lambda n: NodeFolder(tmp_path / n.name)  # noqa: E731
     cluster = SimpleNamespace(runtime=runtime or Runtime(), settings=settings, roles=("zookeeper", "broker"),
+                              clock_shifted=lambda r: ("broker" if r == "broker" else "zookeeper") in shifted,
                               nodes=tuple(NODES.values()), run_dir=tmp_path, node_folder=folder,
                               clock_offset_file=lambda n, r: folder(n).clock_offset(r),
                               plan=SimpleNamespace(host=lambda name: NODES[name]),
@@ -97,8 +99,9 @@ def test_a_strobe_flips_the_offset_in_its_own_thread_journals_each_flip_and_ends
 
 def test_a_cluster_started_with_true_clocks_or_a_runtime_that_cannot_is_refused_at_the_start(tmp_path: Path) -> None:
     spec = parse_fault("n[0]", {"fault": "clock-jump", "target": "az1-node", "offset_ms": 1000})
-    with pytest.raises(FaultError, match=r"^clock-jump: this cluster's processes were started with true clocks"):
-        CLOCK_JUMP.inject(spec, Resolver(), env(tmp_path, shifted=False), "j")  # type: ignore[arg-type]
+    with pytest.raises(FaultError, match=r"^clock-jump: this cluster's broker processes were started with true clocks "
+                                         r"\(no clock fault of the spec names them\)"):
+        CLOCK_JUMP.inject(spec, Resolver(), env(tmp_path, shifted=("zookeeper",)), "j")  # type: ignore[arg-type]
     with pytest.raises(FaultError, match=r"^clock-jump: the docker runtime cannot shift a process's clock$"):
         CLOCK_JUMP.inject(spec, Resolver(), env(tmp_path, runtime=SimpleNamespace(kind="docker")), "j")  # type: ignore[arg-type]
     assert not (tmp_path / "az1-node").exists()
@@ -128,8 +131,11 @@ def test_bad_clock_faults_name_the_key(fault: dict[str, Any], says: str) -> None
 
 def test_a_runtime_that_cannot_shift_a_clock_is_refused_in_one_line_and_netns_starts_every_jvm_shifted() -> None:
     spec = {**BASE, "nemesis": [{"at": 1, "fault": "clock-jump", "target": "leader", "offset_ms": -30000}]}
-    assert parse_spec({**spec, "cluster": {"runtime": "netns"}}).cluster.shifted_clocks
-    assert not parse_spec({**BASE, "cluster": {"runtime": "netns"}}).cluster.shifted_clocks
+    assert parse_spec({**spec, "cluster": {"runtime": "netns"}}).cluster.shifted_clocks == ("broker",)
+    both = {**spec, "nemesis": [*spec["nemesis"], {"at": 2, "fault": "clock-skew", "target": "controller",
+                                                   "offset_ms": 1000, "role": "both"}]}
+    assert parse_spec({**both, "cluster": {"runtime": "netns"}}).cluster.shifted_clocks == ("broker", "zookeeper")
+    assert parse_spec({**BASE, "cluster": {"runtime": "netns"}}).cluster.shifted_clocks == ()
     with pytest.raises(SpecError, match=r"^nemesis\[0\]\.fault: clock-jump needs a runtime that can shift a "
                                         r"process's clock \(libfaketime preloaded into the nodes' JVMs\); the docker "
                                         r"runtime cannot: its images carry no libfaketime .*\(use --runtime netns\)$"):
