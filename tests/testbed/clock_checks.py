@@ -4,10 +4,13 @@ broker's log stamps (its JVM's wall clock, log4j) went back."""
 from __future__ import annotations
 
 import re
+import subprocess
 from datetime import datetime
 from pathlib import Path
 
 from nemesis.journal import read_journal
+from testbed.dist.kafka import classpath, java_for
+from testbed.kafka.replicas import DUMP_CLASS
 from testbed.runfolder import RunFolder
 
 LOG_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -31,3 +34,28 @@ def steps_in_log(log: Path) -> list[float]:
     stamps = [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") for line in log.read_text(errors="replace")
               .splitlines() if (m := LOG_STAMP.match(line))]
     return [(b - a).total_seconds() * 1000 for a, b in zip(stamps, stamps[1:], strict=False) if b < a]
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, which picks a transactional.id's __transaction_state partition."""
+    h = 0
+    for ch in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(ch, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+TXN_ROW = re.compile(r"CreateTime: (\d+).*transactionalId=(\S+?)\s.*state=(\w+)")
+
+
+def transaction_log(run: RunFolder, node: str, transactional_id: str, kafka_version: str,
+                    partitions: int = 3) -> list[tuple[int, str]]:
+    """(the coordinator's time it wrote it, ms; the state) of every entry for `transactional_id` in `node`'s copy
+    of its __transaction_state partition (cluster config: 3 partitions), in log order."""
+    partition = (java_hash(transactional_id) & 0x7FFFFFFF) % partitions
+    folder = run.node(node).data("broker") / f"__transaction_state-{partition}"
+    files = sorted(folder.glob("*.log"))
+    argv = [java_for(kafka_version), "-Xmx256m", "-cp", classpath(kafka_version), DUMP_CLASS,
+            "--transaction-log-decoder", "--files", ",".join(str(f) for f in files)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
+    return [(int(m.group(1)), m.group(3)) for m in map(TXN_ROW.search, out.splitlines())
+            if m is not None and m.group(2) == transactional_id]
