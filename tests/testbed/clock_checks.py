@@ -3,6 +3,7 @@ broker's log stamps (its JVM's wall clock, log4j) went back."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from datetime import datetime
@@ -27,6 +28,17 @@ def coordinator_jumps(run: RunFolder) -> str:
     process = f"{node}/broker"
     assert [row["detail"]["offsets"] for row in starts] == [{process: -30000.0}, {process: 0.0}], starts
     return str(node)
+
+
+def jump_times_ms(run: RunFolder) -> dict[str, int]:
+    """When each clock-jump started, on the harness's clock (ms), by its name."""
+    return {row["detail"]["name"]: row["time_ns"] // 1_000_000 for row in read_journal(run.nemesis_journal)
+            if row["type"] == "start" and row["fault"] == "clock-jump"}
+
+
+def transactional_id(run: RunFolder, process: str) -> str:
+    """The transactional.id of a transactional producer of the run (KafkaCluster.transactional_id)."""
+    return f"{json.loads((run.root / 'state.json').read_text())['prefix']}-{process}"
 
 
 def steps_in_log(log: Path) -> list[float]:
