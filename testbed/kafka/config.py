@@ -80,8 +80,7 @@ class ClusterSettings:
     power_offs: bool = False
     # The node processes whose clocks the spec's nemesis shifts (its `clock` faults' roles: "broker", "zookeeper" for
     # the metadata quorum's process): each such JVM starts with its wall clock on an offset file
-    # (testbed.runtime.clocks), at 0 until a fault moves it. The others start without libfaketime (it costs a JVM
-    # about a second more to start).
+    # (testbed.runtime.clocks), at 0 until a fault moves it. The others start without libfaketime.
     shifted_clocks: tuple[str, ...] = ()
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
