@@ -1,20 +1,16 @@
-"""What the clock-fault cluster tests read from a run folder: which node the coordinator's jumps hit, and where a
-broker's log stamps (its JVM's wall clock, log4j) went back."""
+"""What the clock-fault cluster tests read from a run folder: which node the coordinator's jumps hit, when, and the
+times that node wrote a producer's transactions with (its JVM's wall clock) in its __transaction_state."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-from datetime import datetime
-from pathlib import Path
 
 from nemesis.journal import read_journal
 from testbed.dist.kafka import classpath, java_for
 from testbed.kafka.replicas import DUMP_CLASS
 from testbed.runfolder import RunFolder
-
-LOG_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 
 
 def coordinator_jumps(run: RunFolder) -> str:
@@ -39,13 +35,6 @@ def jump_times_ms(run: RunFolder) -> dict[str, int]:
 def transactional_id(run: RunFolder, process: str) -> str:
     """The transactional.id of a transactional producer of the run (KafkaCluster.transactional_id)."""
     return f"{json.loads((run.root / 'state.json').read_text())['prefix']}-{process}"
-
-
-def steps_in_log(log: Path) -> list[float]:
-    """Every step back between one line's log4j stamp and the next's, in ms (negative), in file order."""
-    stamps = [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") for line in log.read_text(errors="replace")
-              .splitlines() if (m := LOG_STAMP.match(line))]
-    return [(b - a).total_seconds() * 1000 for a, b in zip(stamps, stamps[1:], strict=False) if b < a]
 
 
 def java_hash(text: str) -> int:

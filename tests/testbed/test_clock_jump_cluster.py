@@ -1,9 +1,9 @@
 """scenarios/clock-jump-coordinator.yaml on a real cluster (netns, Kafka 2.7.2; about 1.5 minutes on 2 cores; `make
 test-disks-clocks`, marker `clocks`): the transaction coordinator's clock 30 s back at 8 s and forward to true time at
 18 s. Its expectation must hold (the harness exits 0: no unreadable partition, no aborted, uncommitted or torn read,
-nothing lost), and the mechanism must be the fault's: the coordinator's own log stamps went back 30 s, so did the times
-it wrote producer-az1-0's transactions with, and those transactions went on committing through both steps and ended
-(the last entry a completed one)."""
+nothing lost), and the mechanism must be the fault's: the times the coordinator wrote producer-az1-0's transactions
+with went 30 s back between the jumps, and those transactions went on committing through both steps and ended (the
+last entry a completed one)."""
 
 from __future__ import annotations
 
