@@ -9,7 +9,7 @@ KAFKA_VERSION ?= $(DEFAULT_KAFKA_VERSION)
 ifeq ($(KAFKA_VERSION),default)
 override KAFKA_VERSION := $(DEFAULT_KAFKA_VERSION)
 endif
-DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless chromium fonts-liberation
+DEB_PACKAGES := iproute2 iptables procps maven openjdk-17-jre-headless openjdk-17-jdk-headless libfaketime chromium fonts-liberation
 PYTEST_FLAGS ?=
 RUNTIME ?= netns
 # actionlint checks the workflows in `make lint`; built from its Go module at this pinned version (docs/campaigns.md).
@@ -22,7 +22,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 # that exist and were built from the same inputs, so a second call costs a few seconds, compose/build_images.py).
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
-.PHONY: setup setup-says setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended test-disks lint \
+.PHONY: setup setup-says setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended test-disks test-disks-clocks lint \
 	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-checker-groups bench-phases bench-lake bench-merge ingest notebook spark-cluster
 
 setup: setup-says setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
@@ -97,7 +97,7 @@ lint:
 	$(ACTIONLINT) .github/workflows/*.yml
 
 test: lint
-	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not groups and not extended and not disks and not operations" $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "not catalogue and not versions and not transactions and not campaign and not groups and not extended and not disks and not clocks and not operations" $(PYTEST_FLAGS)
 
 # The longer variants of `make test`'s own tests (marker `extended`): more seeds of the engine comparisons, the smoke
 # scenario on Docker, power-cut-cluster's two flush settings, FaultlineCluster's guard against a client left open.
@@ -122,14 +122,18 @@ test-versions:
 test-transactions: $(IMAGES)
 	$(PY) -m pytest -m transactions $(PYTEST_FLAGS)
 
-# Disk faults on a real cluster: `go test` of unsyncfs's rules (no mount, no root), disk-error-leader on netns with
-# its mechanism checked (marker `disks`: the filesystem's counts, the halted broker restarted), then the other disk
-# scenarios in one process (~5 minutes in all on 2 cores).
+# Disk and clock faults on a real cluster: `go test` of unsyncfs's rules (no mount, no root), disk-error-leader and
+# clock-jump-coordinator on netns with their mechanisms checked (markers `disks`, `clocks`: the filesystem's counts and
+# the halted broker restarted; the coordinator's clock stepped in its own log and transaction log), then the other disk
+# scenarios in one process (~7 minutes in all on 2 cores). `make test` runs one short configuration of each (marker
+# `faults_short`). test-disks is the same target under its old name.
 DISK_SCENARIOS := disk-full-leader slow-fsync-follower jbod-dir-failure
-test-disks: $(UNSYNCFS)
+test-disks-clocks: $(UNSYNCFS)
 	cd testbed/unsyncfs && $(GO) test ./...
-	$(PY) -m pytest -m disks $(PYTEST_FLAGS)
+	$(PY) -m pytest -m "disks or clocks" $(PYTEST_FLAGS)
 	$(call run_scenarios,$(DISK_SCENARIOS))
+
+test-disks: test-disks-clocks
 
 # The fast set: everything that needs neither root nor a cluster nor Spark (nor installs packages).
 test-fast:

@@ -33,6 +33,7 @@ from harness.spec_checks import (
     check_upgrades,
     check_version_can,
     powers_off,
+    shifts_clocks,
 )
 from harness.spec_clients import parse_client_under_test
 from harness.spec_consumers import ConsumerGroup, parse_consumers
@@ -295,6 +296,8 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_faults_can(nemesis, cluster)
     if powers_off(nemesis):
         cluster = dataclasses.replace(cluster, power_offs=True)
+    if shifts_clocks(nemesis):
+        cluster = dataclasses.replace(cluster, shifted_clocks=shifts_clocks(nemesis))
     check_metadata_can(resolved, nemesis, cluster)
     upgrades = check_upgrades(nemesis, cluster)
     if upgrades:

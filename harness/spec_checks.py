@@ -106,6 +106,13 @@ def powers_off(schedule: Schedule) -> bool:
     return any(fault_kind(f.fault).powers_off for _, f in schedule.faults())
 
 
+def shifts_clocks(schedule: Schedule) -> tuple[str, ...]:
+    """The roles whose clocks the nemesis may shift (its `clock` faults', `both` as both): `broker`, `zookeeper`."""
+    roles = {r for _, f in schedule.faults() if f.category == "clock"
+             for r in (("broker", "zookeeper") if f.role == "both" else (f.role,))}
+    return tuple(sorted(roles))
+
+
 def check_runtime_can(schedule: Schedule, runtime: str, lose_unsynced: bool) -> None:
     """Refuse a fault the spec's runtime cannot apply: each ability its record needs (`nemesis.registry`), e.g.
     delays and bandwidths need link shaping (a `LinkShaper`); a power-off that is to drop unsynced writes
@@ -131,6 +138,9 @@ def _refusal(fault: FaultSpec, ability: Ability, record: RuntimeKind) -> str:
     if ability is Ability.DISK_FAULTS:
         return (f"{fault.fault} needs a runtime whose nodes' data is on unsyncfs mounts it can steer; the "
                 f"{record.name} runtime cannot (use --runtime {others})")
+    if ability is Ability.SHIFT_CLOCKS:
+        return (f"{fault.fault} needs a runtime that can shift a process's clock (libfaketime preloaded into the "
+                f"nodes' JVMs); the {record.name} runtime cannot: {record.no_clock_shifts} (use --runtime {others})")
     if ability is Ability.SHAPE_LINKS:
         return (f"{fault.fault} needs a runtime that can delay and throttle links; the {record.name} runtime cannot "
                 f"(use --runtime {others})")

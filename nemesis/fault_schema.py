@@ -111,6 +111,10 @@ FAULT_KEYS: dict[str, JsonSchema] = {
     "fsync_delay_ms": {"type": "number", "minimum": 0, "description": "slow-disk: the wait before every fsync"},
     "fsync_jitter_ms": {"type": "number", "minimum": 0, "default": 0,
                         "description": "slow-disk: a uniform 0..this more on each wait"},
+    "offset_ms": {"type": "number", "not": {"const": 0},
+                  "description": "clock faults: milliseconds added to the processes' wall clock (negative: back)"},
+    "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+             "description": "clock-strobe: flips a second (the offset on, then off, ...)"},
     "delay_writes": {"type": "boolean", "default": False, "description": "slow-disk: every write waits too"},
 }
 AT: JsonSchema = {"type": "number", "minimum": 0, "description": "seconds from the start of the run"}

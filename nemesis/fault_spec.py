@@ -30,7 +30,7 @@ from nemesis.shapes import Scope
 from testbed.journal_names import PRODUCER_PATTERN
 
 # What a fault acts on, which says how its record is implemented and validated (`nemesis.registry`).
-Category = Literal["partition", "process", "link", "workload", "client", "disk", "operation"]
+Category = Literal["partition", "process", "link", "workload", "client", "disk", "clock", "operation"]
 Ends = Literal["az", "node"]
 # Which process of a node a process fault hits (`role`): its broker, its ZooKeeper server or KRaft controller, both.
 TargetRole = Literal["broker", "zookeeper", "both"]  # which JVMs of a targeted node a fault hits (both: each)
@@ -67,6 +67,18 @@ class DiskRule:
     delay_writes: bool = False
 
 
+# clock-strobe's highest `rate`: a running process re-reads its clock offset once a second (testbed.runtime.clocks).
+MAX_STROBE_RATE = 1.0
+
+
+@dataclass(frozen=True)
+class ClockRule:
+    """A clock fault's values (`clock-skew`, `clock-jump`, `clock-strobe`), validated."""
+
+    offset_ms: float  # added to each hit process's wall clock (negative: back)
+    rate: float = 0.0  # clock-strobe: flips a second (0 < rate <= MAX_STROBE_RATE)
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     """One validated fault. `targets` holds the selectors of `target`, `between`, `minority` or `middle`, or the
@@ -84,6 +96,7 @@ class FaultSpec:
     api: str = "EndTxn"  # hold-request: the request it holds (HOLD_APIS)
     release_before: str | None = None  # hold-request: once undone, forward it just before the next such request
     disk: DiskRule | None = None  # disk kinds: what the node's disk does
+    clock: ClockRule | None = None  # clock kinds: how the processes' clocks move
     options: Mapping[str, Any] = field(default_factory=dict)  # an operation's validated keys (nemesis.operation_spec)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 

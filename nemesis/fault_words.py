@@ -109,3 +109,12 @@ def upgraded(t: dict[str, Any]) -> str:
 def reassigned(t: dict[str, Any]) -> str:
     parts = t.get("partitions") or []
     return f"{'partition' if len(parts) == 1 else 'partitions'} {listed(parts)} of {t.get('topic', '?')} reassigned to brokers {listed(t.get('replicas') or [])}"
+
+
+def clock(what: str, verb: str, after: str) -> Words:
+    """"clock of az1-node/broker stepped by -30 s", from the processes a clock fault shifted."""
+    def words(t: dict[str, Any]) -> str:
+        offset = t.get("offset_ms")
+        by = f" {verb} {offset / 1000:+g} s" if isinstance(offset, int | float) else ""
+        return f"{what} {listed(t.get('processes') or []) or 'nothing'}{by}{after}"
+    return words

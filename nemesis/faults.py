@@ -165,7 +165,7 @@ Hit = tuple[Host, "NodeRole", int]  # a node, one of its processes, its pid
 ProcessAction = Callable[["KafkaCluster", list[Host], list[Hit]], "str | None"]
 
 
-def _roles(spec: FaultSpec, cluster: KafkaCluster, every_process: bool) -> tuple[NodeRole, ...]:
+def roles_hit(spec: FaultSpec, cluster: KafkaCluster, every_process: bool = False) -> tuple[NodeRole, ...]:
     """The processes a fault hits on each node; `role: zookeeper` is the node's metadata-quorum process: its
     ZooKeeper server, or in KRaft its controller (a combined KRaft node has none apart: refused by the spec)."""
     if every_process or spec.role == "both":
@@ -219,7 +219,7 @@ class ProcessFault:
         hits: list[Hit] = []
         for node in nodes:
             pids = cluster.pids(node)
-            for role in _roles(spec, cluster, self.every_process):
+            for role in roles_hit(spec, cluster, self.every_process):
                 pid = pids[role]
                 if pid is None:
                     raise FaultError(f"{spec.fault} {cluster.process_name(node, role)}: it is not running")

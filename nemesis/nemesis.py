@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nemesis.clock_faults import reset_clocks
 from nemesis.fault_base import FaultEnv, Injected, WorkloadControl
 from nemesis.fault_spec import FaultSpec
 from nemesis.faults import start_again
@@ -60,10 +61,11 @@ class HealReport:
     resumed: list[str] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    clocks: dict[str, float] = field(default_factory=dict)  # shifted clocks put back to true time: their offsets
 
     @property
     def changed(self) -> bool:
-        return bool(self.stopped or self.resumed or self.restarted or self.errors)
+        return bool(self.stopped or self.resumed or self.restarted or self.errors or self.clocks)
 
 
 def _ms(since_ns: int) -> float:
@@ -207,7 +209,8 @@ class Nemesis:
 
         In order: cancel any schedule this nemesis runs (so nothing starts a new
         fault behind our back) and wait for it; undo every active fault, newest
-        first; then, whatever this object believes, clear every host's firewall,
+        first; then, whatever this object believes, clear every host's firewall, put every
+        shifted clock back to true time,
         resume (SIGCONT) every stopped process of the cluster, and start every
         ZooKeeper server and then every broker that is not running, including
         ones that died on their own (journaled as such). A fault whose own undo
@@ -235,6 +238,10 @@ class Nemesis:
                 self.firewall.clear()
             except HarnessError as exc:
                 report.errors.append(f"clearing firewalls: {exc}")
+            try:
+                report.clocks = reset_clocks(self.cluster)
+            except HarnessError as exc:
+                report.errors.append(f"putting clocks back: {exc}")
             self._restore_processes(report, stopped_procs)
             for left in self.active:  # their own undo failed; the sweep above undid them
                 self.journal.write("stop", left.injected.fault, left.targets,
@@ -244,7 +251,8 @@ class Nemesis:
                 self._active.clear()
             if report.changed or by != "heal-all":
                 self.journal.write("info", HEAL_ALL, {"resumed": report.resumed, "restarted": report.restarted},
-                                   {"stopped": report.stopped, "errors": report.errors, "by": by})
+                                   {"stopped": report.stopped, "errors": report.errors, "by": by,
+                                    **({"clocks": report.clocks} if report.clocks else {})})
         if report.errors:
             raise FaultError("heal-all: " + "; ".join(report.errors))
         return report

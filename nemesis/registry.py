@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nemesis import fault_words, faults, operation_spec
+from nemesis.clock_faults import CLOCK_JUMP, CLOCK_SKEW, CLOCK_STROBE
 from nemesis.disk_faults import DISK_FAULT
 from nemesis.fault_base import Fault
 from nemesis.fault_spec import Category, FaultSpec, TargetRole
@@ -49,6 +50,7 @@ CATEGORIES: Mapping[Category, str] = MappingProxyType({
     "workload": "act on a workload process of the spec (a producer)",
     "client": "the nemesis as a Kafka client of its own",
     "disk": "make the nodes' disks fail or slow down under a path of their data (their unsyncfs mounts)",
+    "clock": "move the wall clock of the nodes' Kafka processes (their monotonic clocks and the host's stay true)",
     "operation": "an operator's action that runs on its own from its start while the schedule goes on; its stop "
                  "waits for it to end",
 })
@@ -200,6 +202,24 @@ _KINDS += (
               "uniform 0..`fsync_jitter_ms` (with `delay_writes`, every write too); the stop ends it", DISK_FAULT,
               (*DISK_KEYS, "fsync_delay_ms", "fsync_jitter_ms", "delay_writes"), ("target", "fsync_delay_ms"),
               needs=DISK_NEEDS, words=fault_words.disk("slow fsync on", "")),
+)
+# -- clock faults (nemesis.clock_faults): each hit process's clock offset file, which libfaketime re-reads ----------
+CLOCK_NEEDS = (Need(Ability.SHIFT_CLOCKS),)
+CLOCK_KEYS = ("target", "role", "offset_ms")
+_KINDS += (
+    FaultKind("clock-skew", "clock", "the wall clock of each target's broker (`role: zookeeper` or `both`) reads "
+              "`offset_ms` off true time (negative: behind) from the start; the stop puts it back", CLOCK_SKEW,
+              CLOCK_KEYS, ("target", "offset_ms"), (*ROLES, "both"), needs=CLOCK_NEEDS,
+              words=fault_words.clock("clock of", "skewed by", ", back to true time when it stops")),
+    FaultKind("clock-jump", "clock", "the wall clock of each target's broker (`role: zookeeper` or `both`) steps "
+              "by `offset_ms` (negative: back) at the start and stays there; the stop changes nothing (a later jump "
+              "steps it again, heal-all puts it back)", CLOCK_JUMP, CLOCK_KEYS, ("target", "offset_ms"),
+              (*ROLES, "both"), needs=CLOCK_NEEDS, words=fault_words.clock("clock of", "stepped by", "")),
+    FaultKind("clock-strobe", "clock", "the wall clock of each target's broker (`role: zookeeper` or `both`) jumps "
+              "by `offset_ms` and back, `rate` times a second (at most 1), from the start; the stop leaves it back "
+              "where it was", CLOCK_STROBE, (*CLOCK_KEYS, "rate"), ("target", "offset_ms", "rate"),
+              (*ROLES, "both"), needs=CLOCK_NEEDS,
+              words=fault_words.clock("clock of", "strobed by", ", on and off until it stops")),
 )
 _BY_NAME: dict[str, FaultKind] = {kind.name: kind for kind in _KINDS}  # the registry: read it at call time
 

@@ -23,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from nemesis.fault_spec import DISK_OPS, DISK_PATHS, HOLD_APIS, SELECTOR_RE, DiskRule, FaultSpec
+from nemesis.fault_spec import (
+    DISK_OPS,
+    DISK_PATHS,
+    HOLD_APIS,
+    MAX_STROBE_RATE,
+    SELECTOR_RE,
+    ClockRule,
+    DiskRule,
+    FaultSpec,
+)
 from nemesis.links import Degradation
 from nemesis.registry import FaultKind, fault_kind, fault_names
 from nemesis.shapes import SCOPES
@@ -113,6 +122,8 @@ def parse_fault(path: str, raw: Any) -> FaultSpec:
         fields["role"] = _choice(f"{path}.role", raw["role"], record.roles)
     if record.category == "disk":
         fields["disk"] = _disk_rule(path, raw)
+    if record.category == "clock":
+        fields["clock"] = _clock_rule(path, raw)
     if record.options is not None:  # an operation's own keys (nemesis.operation_spec)
         fields["options"] = record.options(path, raw)
     return FaultSpec(**fields)
@@ -124,6 +135,21 @@ def _number(path: str, value: Any, low: float, high: float | None = None, whole:
         want = f"a {'whole ' if whole else ''}number >= {low}" + (f" and <= {high}" if high is not None else "")
         raise SpecError(f"{path}: expected {want}, got {value!r}")
     return value
+
+
+def _clock_rule(path: str, raw: Mapping[str, Any]) -> ClockRule:
+    """A clock fault's values: a nonzero `offset_ms`, and clock-strobe's `rate` in (0, MAX_STROBE_RATE]."""
+    offset = raw["offset_ms"]
+    if isinstance(offset, bool) or not isinstance(offset, int | float) or offset == 0:
+        raise SpecError(f"{path}.offset_ms: expected a number of milliseconds other than 0 (negative: back), "
+                        f"got {offset!r}")
+    rate = 0.0
+    if "rate" in raw:
+        rate = raw["rate"]
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= MAX_STROBE_RATE:
+            raise SpecError(f"{path}.rate: expected flips a second > 0 and <= {MAX_STROBE_RATE:g} (a process "
+                            f"re-reads its clock offset once a second), got {rate!r}")
+    return ClockRule(float(offset), float(rate))
 
 
 def _disk_rule(path: str, raw: Mapping[str, Any]) -> DiskRule:

@@ -74,17 +74,23 @@ def fault_windows(nemesis: pd.DataFrame) -> list[FaultWindow]:
     )
     events = [(time_ns, kind, _key(fault, targets), (fault, targets, detail))
               for time_ns, _, kind, fault, targets, detail in rows]
-    # What a stop row adds to its window: the calls a disk fault failed or delayed, per node and path.
-    counts: dict[tuple[int | None, Any], Any] = {(time_ns, detail.get("name")): detail["counts"] for time_ns, _, kind, _, _, detail in rows
-              if kind == "stop" and isinstance(detail, dict) and isinstance(detail.get("counts"), dict)}
-    windows = [FaultWindow(fault, targets, start_ns, stop_ns, _with_counts(detail, counts.get((stop_ns, name))))
+    # What a stop row adds to its window: the calls a disk fault failed or delayed, per node and path; the clock
+    # offsets a clock fault left (and a strobe's flips).
+    added: dict[tuple[int | None, Any], dict[str, Any]] = {
+        (time_ns, detail.get("name")): {STOP_ADDS[k]: detail[k] for k in STOP_ADDS if k in detail}
+        for time_ns, _, kind, _, _, detail in rows if kind == "stop" and isinstance(detail, dict)}
+    windows = [FaultWindow(fault, targets, start_ns, stop_ns, _with(detail, added.get((stop_ns, name))))
                for start_ns, stop_ns, (fault, targets, detail) in pair_faults(events)
                for name in [detail.get("name") if isinstance(detail, dict) else None]]
     return sorted(windows, key=lambda w: (w.start_ns, w.fault, fmt.compact(w.targets), w.stop_ns or -1))
 
 
-def _with_counts(detail: Any, counts: dict[str, Any] | None) -> Any:
-    return {**detail, "counts": counts} if counts is not None and isinstance(detail, dict) else detail
+# A stop row's detail keys that join its window's detail, under these names.
+STOP_ADDS = {"counts": "counts", "offsets": "offsets_at_stop", "flips": "flips"}
+
+
+def _with(detail: Any, added: dict[str, Any] | None) -> Any:
+    return {**detail, **added} if added and isinstance(detail, dict) else detail
 
 
 def fault_events(nemesis: pd.DataFrame) -> list[FaultEvent]:

@@ -85,7 +85,17 @@ def how(detail: Any) -> str:
         parts.append(f"by {detail['by']}")
     if isinstance(detail.get("counts"), dict):
         parts += [_disk_counts(node, c) for node, c in sorted(detail["counts"].items()) if isinstance(c, dict)]
+    for key, when in (("offsets", "clock offsets then"), ("offsets_at_stop", "at the stop")):
+        if isinstance(detail.get(key), dict) and detail[key]:
+            parts.append(f"{when} " + listed([f"{p} {_seconds(v)}" for p, v in sorted(detail[key].items())]))
+    if isinstance(detail.get("flips"), int):
+        parts.append(f"{detail['flips']} flips")
     return "; ".join(parts)
+
+
+def _seconds(offset_ms: Any) -> str:
+    """A clock offset: "-30 s", "+0.5 s"."""
+    return f"{offset_ms / 1000:+g} s" if isinstance(offset_ms, int | float) else plain(offset_ms)
 
 
 def _disk_counts(node: str, c: dict[str, Any]) -> str:

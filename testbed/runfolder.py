@@ -60,6 +60,10 @@ class NodeFolder:
     def stdout(self, role: str) -> Path:
         return self.logs(role) / "stdout.log"
 
+    def clock_offset(self, role: str) -> Path:
+        """The offset a shifted clock adds to the role's process's wall clock (testbed.runtime.clocks)."""
+        return self.root / "clock" / f"{role}.offset"
+
     @property
     def replica_dump_dir(self) -> Path:
         return self.root / "replica-dump"

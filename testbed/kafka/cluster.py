@@ -43,6 +43,7 @@ from testbed.runtime.base import (
     PowerKinds,
     Process,
     Runtime,
+    ShiftsClocks,
     Software,
 )
 
@@ -154,6 +155,24 @@ class KafkaCluster:
         return java_argv(self.settings, node, role, self.node_folder(node), self.software(node, version),
                          partial(self.runtime.host_path, node))
 
+    def clock_shifted(self, role: NodeRole) -> bool:
+        """Whether the role's processes start on a shifted clock (`shifted_clocks`: a ZooKeeper server or KRaft
+        controller is the spec's `zookeeper`)."""
+        return ("broker" if role == "broker" else "zookeeper") in self.settings.shifted_clocks
+
+    def _clock_env(self, node: Host, role: NodeRole) -> dict[str, str] | None:
+        """With clock faults on its role in the spec, the environment that puts the process's wall clock on its
+        offset file."""
+        if not self.clock_shifted(role):
+            return None
+        if not isinstance(self.runtime, ShiftsClocks):
+            raise RuntimeFailure(f"the {self.runtime.kind} runtime cannot shift a process's clock")
+        return self.runtime.clock_env(node, self.clock_offset_file(node, role))
+
+    def clock_offset_file(self, node: Host, role: NodeRole) -> Path:
+        """Where the process's clock offset is kept (a run-folder path: the runtime keeps it on the host)."""
+        return self.node_folder(node).clock_offset(role)
+
     def collect(self) -> None:
         """Bring every node's logs, data and before-heal copies from its host into the run folder.
 
@@ -186,7 +205,8 @@ class KafkaCluster:
                 for hook in self.on_power_on:
                     hook(node)
                 self._powered_off.discard(node.name)
-            return self.processes.start(node, self.process_name(node, role), self._argv(node, role)).pid
+            return self.processes.start(node, self.process_name(node, role), self._argv(node, role),
+                                        self._clock_env(node, role)).pid
         except RuntimeFailure as exc:
             raise ClusterError(str(exc)) from exc
 

@@ -81,6 +81,10 @@ class ClusterSettings:
     # Derived from the nemesis (its `rolling-upgrade`s): the versions the brokers are upgraded to mid-run, whose jars
     # and Java are fetched before anything starts.
     upgrade_versions: tuple[str, ...] = ()
+    # The node processes whose clocks the spec's nemesis shifts (its `clock` faults' roles: "broker", "zookeeper" for
+    # the metadata quorum's process): each such JVM starts with its wall clock on an offset file
+    # (testbed.runtime.clocks), at 0 until a fault moves it. The others start without libfaketime.
+    shifted_clocks: tuple[str, ...] = ()
     # The ssh runtime's hosts (testbed.inventory) and the known_hosts file vouching for them (None: trust on first use).
     inventory: str | None = None
     known_hosts: str | None = None
@@ -101,7 +105,7 @@ class ClusterSettings:
         out = asdict(self)
         if not self.extra_topics:  # a run of one topic keeps its manifest as it was
             del out["extra_topics"]
-        for flag in ("proxied_listener", "az_listeners"):  # a run without them keeps its manifest as it was
+        for flag in ("proxied_listener", "az_listeners", "shifted_clocks"):  # a run without them keeps its manifest as it was
             if not out[flag]:
                 del out[flag]
         if self.provision:

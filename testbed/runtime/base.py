@@ -258,6 +258,22 @@ class ForeignHosts(Protocol):
         the host. The names copied."""
 
 
+@runtime_checkable
+class ShiftsClocks(Protocol):
+    """A runtime that can shift the wall clock of a process it starts, while it runs, without touching the host's
+    (libfaketime: testbed.runtime.clocks). Only what the process reads as the time of day moves; its monotonic clock
+    stays true."""
+
+    def clock_env(self, host: Host, offset_file: Path) -> dict[str, str]:
+        """The environment a process on `host` starts with so that its wall clock is true time plus the offset
+        `offset_file` (a run-folder path) holds; writes offset 0 there first if it holds none. RuntimeFailure (one
+        line) if the host cannot shift a clock (no libfaketime)."""
+
+    def set_clock_offset(self, host: Host, offset_file: Path, offset_ms: float) -> None:
+        """From now on (within `CLOCK_REREAD_S`) the processes started with `offset_file` read true time plus
+        `offset_ms`."""
+
+
 # What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).
 PROCESSES_ONLY = "processes"
 

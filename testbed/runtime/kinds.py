@@ -33,6 +33,7 @@ from testbed.runtime.base import (
     LosesUnsyncedWrites,
     Pausable,
     PowerCycled,
+    ShiftsClocks,
 )
 
 
@@ -45,12 +46,14 @@ class Ability(enum.Enum):
     SHAPE_LINKS = "link shaping"  # `LinkShaper`: delay and throttle links (slow-link, throttle-link)
     PAUSE = "pause"  # its processes are `Pausable` (SIGSTOP/SIGCONT)
     DISK_FAULTS = "disk faults"  # `DiskFaults`: EIO, ENOSPC and slow fsync under a node's data, on its unsyncfs mounts
+    SHIFT_CLOCKS = "clock shifts"  # `ShiftsClocks`: a node process's wall clock moved while it runs (libfaketime)
 
 
 # The protocol each ability is; PAUSE is asked of the runtime's process class, the others of the runtime class.
 PROTOCOLS: Mapping[Ability, type] = {
     Ability.FIREWALL: Firewalled, Ability.POWER_CUT: PowerCycled, Ability.LOSE_UNSYNCED: LosesUnsyncedWrites,
     Ability.SHAPE_LINKS: LinkShaper, Ability.PAUSE: Pausable, Ability.DISK_FAULTS: DiskFaults,
+    Ability.SHIFT_CLOCKS: ShiftsClocks,
 }
 
 # (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go)
@@ -80,6 +83,7 @@ class RuntimeKind:
     # Why its nodes cannot run a second Kafka version mid-run (a rolling upgrade); None: they can (netns: every
     # version's jars and Java are this machine's files).
     no_second_version: str | None = None
+    no_clock_shifts: str | None = None  # why it cannot shift a process's clock (without SHIFT_CLOCKS)
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -224,7 +228,9 @@ KINDS: tuple[RuntimeKind, ...] = (
     RuntimeKind(
         name="docker", hosts="a container on a Docker daemon",
         implementation="testbed.runtime.docker:DockerRuntime",
-        abilities=frozenset(Ability),  # lose unsynced writes and link shaping with a daemon on this machine
+        abilities=frozenset(Ability) - {Ability.SHIFT_CLOCKS},  # with a daemon on this machine: all but clocks
+        no_clock_shifts="its images carry no libfaketime (faultline/base would need it, and its nodes' java the "
+                        "preload)",
         # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
@@ -235,7 +241,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         implementation="testbed.runtime.ssh:SshRuntime",
         # lose unsynced writes: per node host, by its power command or unsyncfs (refused at preflight without either);
         # no disk faults yet: its hosts' unsyncfs mounts take no control file
-        abilities=frozenset(Ability) - {Ability.DISK_FAULTS},
+        abilities=frozenset(Ability) - {Ability.DISK_FAULTS, Ability.SHIFT_CLOCKS},
+        no_clock_shifts="its hosts need not have libfaketime, and it writes no offset file over SSH",
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,
@@ -249,7 +256,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         needs_inventory=True, network=None, own_clocks=False, power_off_note=None,
         _preflight=_docker_existing_preflight, _inventory_plan=_docker_existing_plan,
         no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
-        no_second_version="a cluster of yours runs the versions you installed (faultline changes none)"),
+        no_second_version="a cluster of yours runs the versions you installed (faultline changes none)",
+        no_clock_shifts="faultline starts none of your containers' processes, so it cannot preload libfaketime in them"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)  # argparse choices, the spec's `cluster.runtime` choices

@@ -33,6 +33,7 @@ from testbed.dist.kafka import classpath, java_for
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.localprocs import command_of, is_alive, start_time, wait_dead
 from testbed.runtime.base import EMPTY_FILTER_TABLE, PREFIX_RE, RUN_ENV, LinkShaping, Software, owned_names
+from testbed.runtime.clocks import LocalClocks
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
 from testbed.runtime.procs import LocalProcess, pids_of_runs, run_of
@@ -72,9 +73,9 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-class NetnsRuntime(LocalDiskFaults):
+class NetnsRuntime(LocalDiskFaults, LocalClocks):
     """Hosts as network namespaces; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, LosesUnsyncedWrites,
-    DiskFaults and LinkShaper; its processes are Pausable."""
+    DiskFaults, LinkShaper and ShiftsClocks; its processes are Pausable."""
 
     kind = "netns"
 

@@ -47,9 +47,9 @@ def test_every_default_chaos_fault_is_valid_and_every_kind_is_covered() -> None:
     # Degraded links are opt-in: a default draw must run on every runtime, and docker cannot delay. A stray
     # transactional produce too: on Kafka 2.7 it hangs a partition for good (unreadable), which no safe run allows.
     # Disk faults too (the ssh runtime cannot make them), and operations (a roll or a reassignment outlasts a
-    # drawn duration: its stop waits for it to end).
+    # drawn duration: its stop waits for it to end), and clock faults (only netns can shift a clock).
     assert kinds == set(fault_names()) - {"split"} - {name for category in ("link", "workload", "client", "disk",
-                                                                             "operation")
+                                                                             "operation", "clock")
                                                        for name in of_category(category)}
 
 

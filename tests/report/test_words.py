@@ -88,6 +88,19 @@ KINDS = {
         {"nodes": ["az2-node"], "brokers": [1], "path": "quorum", "paths": {"az2-node": "zookeeper-data"}},
         "slow fsync on az2-node's zookeeper-data",
     ),
+    "clock-skew": (
+        {"nodes": ["az1-node"], "brokers": [0], "processes": ["az1-node/broker"], "offset_ms": 5000},
+        "clock of az1-node/broker skewed by +5 s, back to true time when it stops",
+    ),
+    "clock-jump": (
+        {"nodes": ["az2-node"], "brokers": [1], "processes": ["az2-node/broker", "az2-node/zookeeper"],
+         "offset_ms": -30000},
+        "clock of az2-node/broker and az2-node/zookeeper stepped by -30 s",
+    ),
+    "clock-strobe": (
+        {"nodes": ["az1-node"], "brokers": [0], "processes": ["az1-node/broker"], "offset_ms": -1500, "rate": 0.5},
+        "clock of az1-node/broker strobed by -1.5 s, on and off until it stops",
+    ),
 }
 
 
@@ -123,6 +136,8 @@ def test_how_the_nemesis_did_it() -> None:
               "az2-node": {"path": "kafka-data/faultline-0", "counts": {}}}
     assert how({"counts": counts}) == ("az1-node kafka-data/faultline-0: eio-fsync 3, eio-write 12; "
                                        "az2-node kafka-data/faultline-0: no call failed or delayed")
+    clocks = {"offsets": {"az1-node/broker": -30000.0}, "offsets_at_stop": {"az1-node/broker": 0.0}, "flips": 7}
+    assert how(clocks) == "clock offsets then az1-node/broker -30 s; at the stop az1-node/broker +0 s; 7 flips"
 
 
 def test_errors_by_code() -> None:
