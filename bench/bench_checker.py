@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,12 +55,31 @@ print(f"OK {time.perf_counter() - start:.3f} {sum(v for v in verdict['counts'].v
 """
 
 
+TILE = 10_000_000  # above this, histories are made tile by tile (checkers.synth_scale): one tile in memory
+
+
+def tiled(directory: Path, size: int, form: str, consumers: int = 3) -> Path:
+    """``size`` operations in tiles of TILE, written to a scratch folder renamed when whole (so a killed
+    generation is never taken for a cached history)."""
+    from checkers.synth_scale import write_tiled
+
+    scratch = directory.with_name(directory.name + ".partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    spec = SynthSpec(operations=TILE, consumers=consumers, seed=size % 1000)
+    write_tiled(spec, -(-size // TILE), scratch, form, log=lambda line: print(line, file=sys.stderr, flush=True))
+    scratch.rename(directory)
+    return directory
+
+
 def history(size: int) -> Path:
     """The cached synthetic history of ``size`` operations (generated once)."""
     directory = CACHE / f"ops-{size}"
     if not (directory / "reads.parquet").exists():
         started = time.perf_counter()
-        write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
+        if size > TILE:
+            tiled(directory, size, "v1")
+        else:
+            write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
         print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
     return directory
 
@@ -71,7 +91,10 @@ def txn_history(size: int) -> Path:
     directory = CACHE / f"txn-{size}"
     if not (directory / "reads.parquet").exists():
         started = time.perf_counter()
-        write_history(transactional(generate(SynthSpec(operations=size, seed=size % 1000))), directory)
+        if size > TILE:
+            tiled(directory, size, "v2")
+        else:
+            write_history(transactional(generate(SynthSpec(operations=size, seed=size % 1000))), directory)
         print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
     return directory
 
@@ -85,6 +108,10 @@ def group_histories(size: int) -> tuple[Path, Path]:
     from checkers.synth_groups import grouped
 
     v1, v3 = CACHE / f"groups{GROUP_MEMBERS}-v1-{size}", CACHE / f"groups{GROUP_MEMBERS}-v3-{size}"
+    if size > TILE:
+        for directory, form in ((v1, "v1"), (v3, "v3")):
+            if not (directory / "reads.parquet").exists():
+                tiled(directory, size, form, consumers=GROUP_MEMBERS)
     if not (v1 / "reads.parquet").exists() or not (v3 / "commits.parquet").exists():
         started = time.perf_counter()
         tables = generate(SynthSpec(operations=size, consumers=GROUP_MEMBERS, seed=size % 1000))
