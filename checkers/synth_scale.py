@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -42,9 +41,9 @@ def _tile_span(spec: SynthSpec) -> int:
     return max(spec.operations // (2 + spec.drains), 4) * WRITE_GAP_NS + TILE_GAP_NS
 
 
-def _set(table: pa.Table, name: str, values: pa.Array | np.ndarray) -> pa.Table:
+def _set(table: pa.Table, name: str, values: pa.Array | pa.ChunkedArray) -> pa.Table:
     i = table.schema.get_field_index(name)
-    return table.set_column(i, table.schema.field(i), pa.array(values, type=table.schema.field(i).type))
+    return table.set_column(i, table.schema.field(i), values.cast(table.schema.field(i).type))
 
 
 def _shift(column: pa.ChunkedArray, by: int | pa.Array) -> pa.Array:
