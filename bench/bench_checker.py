@@ -249,6 +249,9 @@ def main() -> None:
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--whole", action="store_true", help="also whole processes: scan and python -m checkers")
     parser.add_argument("--whole-engine", default="auto", help="the --engine of the whole-process checker")
+    parser.add_argument("--skip-warm", action="store_true",
+                        help="no check or scan in this process's session: with --whole, the whole processes only")
+    parser.add_argument("--skip-whole", action="store_true", help="with --whole: leave the whole processes out")
     parser.add_argument("--txn", action="store_true",
                         help="also the Spark engine on the transactional form of each history, in turn with v1")
     parser.add_argument("--groups", action="store_true",
@@ -260,10 +263,18 @@ def main() -> None:
                     None if args.skip_pandas else args.pandas_mem_gib)
         return
     dirs = {size: history(size) for size in sizes}
-    check(dirs[sizes[0]], engine="spark")  # warm the session and the JIT; not timed
+    if not args.skip_warm:  # warm the session and the JIT; not timed (above TILE: on a history of TILE)
+        check(dirs[sizes[0]] if sizes[0] <= TILE else history(TILE), engine="spark")
     results = []
     for size in sizes:
         directory = dirs[size]
+        if args.skip_warm:
+            row = {"operations": size, "rows": rows(directory)}
+            scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
+            row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
+                    "whole_vs_scan": round(check_s / scan_s, 2)}
+            print(json.dumps(row), flush=True)
+            continue
         spark_s, verdict = timed(lambda d=directory: check(d, engine="spark"), args.repeats)
         v2 = {}
         if args.txn:
@@ -289,12 +300,14 @@ def main() -> None:
             "valid": verdict["valid"],
             **v2,
         }
-        if args.whole:
+        if args.whole and not args.skip_whole:
             scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
             row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
                     "whole_vs_scan": round(check_s / scan_s, 1)}
         results.append(row)
         print(json.dumps(row), flush=True)
+    if args.skip_warm:
+        return
     print(f"\ncores: {os.cpu_count()}  repeats: {args.repeats} (median)")
     header = f"{'operations':>11} {'rows':>11} {'spark s':>8} {'pandas s':>10} {'scan count s':>13} {'scan full s':>12} {'spark/full':>10}"
     print(header)
@@ -307,7 +320,7 @@ def main() -> None:
         print(f"\nSpark, warm, v1 and v2 in turn: {'operations':>11} {'v1 s':>6} {'v2 s':>6} {'v2/v1':>6}")
         for r in results:
             print(f"{'':>31}{r['operations']:>11} {r['spark_v1_s']:>6} {r['spark_v2_s']:>6} {r['v2_vs_v1']:>6}")
-    if args.whole:
+    if args.whole and not args.skip_whole:
         print(f"\nwhole processes ({args.whole_engine}): {'operations':>11} {'scan s':>7} {'checker s':>10} {'engine':>7} {'x scan':>7}")
         for r in results:
             print(f"{'':>24}{r['operations']:>11} {r['whole_scan_s']:>7} {r['whole_check_s']:>10} "
