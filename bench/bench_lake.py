@@ -90,7 +90,7 @@ def cell_seconds(executed: Path) -> list[float]:
             if c["cell_type"] == "code"]
 
 
-def year(sizes: list[int], notebook: bool) -> None:
+def year(sizes: list[int], notebook: bool, ingest_night: bool = True) -> None:
     from spark_analysis import lake as lk
 
     night = new_night()
@@ -101,18 +101,19 @@ def year(sizes: list[int], notebook: bool) -> None:
         steps = {"committed_s": timed(lambda lake=lake: lk.committed(lake))[0],
                  "orphans_s": timed(lambda lake=lake, b=batches: lk.remove_orphans(lake, b))[0],
                  "walk_s": timed(lambda r=results, lake=lake: sum(1 for _ in lk.run_folders(r, lake)))[0]}
-        added = [p for p in night.iterdir()]
-        for p in added:
-            shutil.copytree(p, results / p.name, dirs_exist_ok=True)
-        try:
-            seconds, result = timed(lambda r=results, lake=lake: ingest(r, lake, io.StringIO()))
-        finally:
-            lk.remove_orphans(lake, batches)  # the new night's files: the lake as it was
-            for p in added:
-                shutil.rmtree(results / p.name)
-        row: dict[str, Any] = {"runs": len(known), "new": len(result.added), "ingest_s": round(seconds, 1),
-                               **{k: round(v, 2) for k, v in steps.items()},
+        row: dict[str, Any] = {"runs": len(known), **{k: round(v, 2) for k, v in steps.items()},
                                "files": sum(1 for _ in lake.rglob("*.parquet"))}
+        if ingest_night:
+            added = list(night.iterdir())
+            for p in added:
+                shutil.copytree(p, results / p.name, dirs_exist_ok=True)
+            try:
+                seconds, result = timed(lambda r=results, lake=lake: ingest(r, lake, io.StringIO()))
+            finally:
+                lk.remove_orphans(lake, batches)  # the new night's files: the lake as it was
+                for p in added:
+                    shutil.rmtree(results / p.name)
+            row |= {"new": len(result.added), "ingest_s": round(seconds, 1)}
         if notebook:
             seconds, (executed, _) = timed(lambda lake=lake: run_notebook(lake))
             row |= {"notebook_s": round(seconds, 1), "cells_s": cell_seconds(executed)}
@@ -122,7 +123,7 @@ def year(sizes: list[int], notebook: bool) -> None:
     print(f"{'runs':>7} {'files':>7} {'ingest 65 s':>11} {'of which: runs read':>19} {'orphans':>8} {'walk':>6} "
           f"{'notebook s':>10}")
     for r in rows:
-        print(f"{r['runs']:>7} {r['files']:>7} {r['ingest_s']:>11} {r['committed_s']:>19} {r['orphans_s']:>8} "
+        print(f"{r['runs']:>7} {r['files']:>7} {r.get('ingest_s', 'skipped'):>11} {r['committed_s']:>19} {r['orphans_s']:>8} "
               f"{r['walk_s']:>6} {r.get('notebook_s', 'skipped'):>10}")
 
 
@@ -132,9 +133,10 @@ def main() -> int:
     parser.add_argument("--operations", type=int, default=10_000_000)
     parser.add_argument("--year", default="", help="lake sizes in runs (e.g. 100,2400,24000): the year's figures")
     parser.add_argument("--skip-notebook", action="store_true", help="with --year: the ingest only (no Spark)")
+    parser.add_argument("--skip-ingest", action="store_true", help="with --year: the notebook only")
     args = parser.parse_args()
     if args.year:
-        year([int(n) for n in args.year.split(",")], not args.skip_notebook)
+        year([int(n) for n in args.year.split(",")], not args.skip_notebook, not args.skip_ingest)
         return 0
     cached = results_of(args.runs, args.operations)
     work = CACHE / "lake-work"
