@@ -233,6 +233,7 @@ def whole_processes(directory: Path, repeats: int, engine: str) -> tuple[float, 
     scan = [sys.executable, "-c", SCAN_CHILD, str(directory)]
     checker = [sys.executable, "-m", "checkers", str(directory), "--out", str(out), "--engine", engine]
     scan_s = timed(lambda: subprocess.run(scan, capture_output=True, cwd=repo, check=True), repeats)[0]
+    print(f"whole-process scan of {directory.name}: {scan_s:.1f} s", file=sys.stderr, flush=True)  # even if cut short
     check_s = timed(lambda: subprocess.run(checker, capture_output=True, cwd=repo), repeats)[0]
     judged = json.loads((out / "verdict.json").read_text())["engine"]
     return scan_s, check_s, judged
