@@ -53,9 +53,10 @@ def results_of(runs: int, operations: int) -> Path:
 
 
 def year_lake_of(runs: int) -> tuple[Path, Path]:
+    from spark_analysis.lake_tables import PARTITION_COLUMNS
     from spark_analysis.synthetic_lake import year_lake
 
-    out = CACHE / f"lake-year-{runs}"
+    out = CACHE / f"lake-year-{runs}-by-{'-'.join(PARTITION_COLUMNS)}"  # one cache per layout
     if not (out / ".complete").exists():
         shutil.rmtree(out, ignore_errors=True)
         started = time.perf_counter()

@@ -77,11 +77,13 @@ def _runs_moved(runs: pa.Table, night: int, batch: str) -> pa.Table:
 
 def template_night(work: Path, log: Callable[[str], None] = lambda _: None) -> tuple[Path, Path]:
     """(results, lake) of one night under ``work``, made once: 65 run folders and the lake they were ingested into."""
-    results, lake = work / "night-results", work / "night-lake"
+    results, lake = work / "night-results", work / f"night-lake-by-{'-'.join(s.PARTITION_COLUMNS)}"
     if not (lake / "runs").is_dir():
-        shutil.rmtree(results, ignore_errors=True)
         shutil.rmtree(lake, ignore_errors=True)
-        write_night(results, 0)
+        if not (results / ".complete").is_file():
+            shutil.rmtree(results, ignore_errors=True)
+            write_night(results, 0)
+            (results / ".complete").write_text("ok\n")
         log(ingest(results, lake, io.StringIO()).summary())
     return results, lake
 
