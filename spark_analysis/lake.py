@@ -87,6 +87,7 @@ def append(lake: Path, table: str, data: pa.Table, batch: str) -> int:
     """Add `data` to `<lake>/<table>/` as new files of `batch`, hive-partitioned; return the rows written."""
     if data.num_rows == 0:
         return 0
+    data = data.sort_by([("scenario", "ascending"), ("run_id", "ascending")])  # a scenario's rows together
     pq.write_to_dataset(
         data, root_path=str(_table_dir(lake, table)), partition_cols=list(s.PARTITION_COLUMNS),
         basename_template=f"part-{batch}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",
