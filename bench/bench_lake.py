@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_analysis.ingest import ingest  # noqa: E402
+from spark_analysis.ingest import default_jobs, ingest  # noqa: E402
 from spark_analysis.notebook import run_notebook  # noqa: E402
 from spark_analysis.synthetic import write_run  # noqa: E402
 
@@ -109,7 +109,7 @@ def year(sizes: list[int], notebook: bool, ingest_night: bool = True) -> None:
             for p in added:
                 shutil.copytree(p, results / p.name, dirs_exist_ok=True)
             try:
-                seconds, result = timed(lambda r=results, lake=lake: ingest(r, lake, io.StringIO()))
+                seconds, result = timed(lambda r=results, lake=lake: ingest(r, lake, io.StringIO(), jobs=default_jobs()))
             finally:
                 lk.remove_orphans(lake, batches)  # the new night's files: the lake as it was
                 for p in added:
