@@ -101,7 +101,7 @@ def year(sizes: list[int], notebook: bool, ingest_night: bool = True) -> None:
         known, batches = lk.committed(lake)
         steps = {"committed_s": timed(lambda lake=lake: lk.committed(lake))[0],
                  "orphans_s": timed(lambda lake=lake, b=batches: lk.remove_orphans(lake, b))[0],
-                 "walk_s": timed(lambda r=results, lake=lake: sum(1 for _ in lk.run_folders(r, lake)))[0]}
+                 "walk_s": timed(lambda r=results, lake=lake, k=known: sum(1 for _ in lk.run_folders(r, lake, k)))[0]}
         row: dict[str, Any] = {"runs": len(known), **{k: round(v, 2) for k, v in steps.items()},
                                "files": sum(1 for _ in lake.rglob("*.parquet"))}
         if ingest_night:

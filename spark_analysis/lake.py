@@ -15,7 +15,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,10 +36,13 @@ def new_batch_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def run_folders(results: Path, lake: Path) -> Iterator[Path]:
+def run_folders(results: Path, lake: Path, known: Set[str] = frozenset()) -> Iterator[Path]:
     """Every folder under `results` that is or was meant to be a run (testbed.runfolder's `is_run`).
 
     Symlinks (`latest`) are not followed; the lake itself, and the inside of run folders, are not walked.
+    A folder whose path relative to `results` is in `known` (run ids the lake holds) is yielded as it is,
+    neither looked into nor checked: a year of runs costs the walk one listing of each parent, not a listing
+    and three checks of each run folder.
     """
     lake_real = os.path.realpath(lake)
     for root, dirs, _ in os.walk(results):
@@ -51,6 +54,11 @@ def run_folders(results: Path, lake: Path) -> Iterator[Path]:
             yield Path(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(root, d)))
+        if known:
+            rel = Path(root).relative_to(results)
+            held = [d for d in dirs if (rel / d).as_posix() in known]
+            dirs[:] = [d for d in dirs if d not in held]
+            yield from (Path(root) / d for d in held)
 
 
 def _table_dir(lake: Path, table: str) -> Path:

@@ -346,3 +346,17 @@ def test_the_notebooks_commit_modes_query(tmp_path: Path) -> None:
     assert (grouped_row["refused"], grouped_row["unknown"]) == (statuses.count("fail"), statuses.count("info"))
     other = modes[modes["scenario"] == "synthetic-isolate"].iloc[0]  # no commits table: zeros, not missing
     assert (other["runs"], other["commits"], other["refused"]) == (1, 0, 0)
+
+
+def test_the_walk_takes_runs_the_lake_holds_on_their_name(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    for run in ("a/20260101-000000/acks1", "a/20260101-000000/acksall", "b/20260102-000000"):
+        (results / run).mkdir(parents=True)
+        (results / run / "run.json").write_text("{}")
+    (results / "a/20260101-000000/acks1/history/inner").mkdir(parents=True)
+    (results / "a/20260101-000000/acks1/history/inner/run.json").write_text("{}")  # inside a run: never a run
+    everything = {p.relative_to(results).as_posix() for p in lk.run_folders(results, tmp_path / "lake")}
+    assert everything == {"a/20260101-000000/acks1", "a/20260101-000000/acksall", "b/20260102-000000"}
+    (results / "a/20260101-000000/acks1/run.json").unlink()  # a held run is not looked into again
+    held = {"a/20260101-000000/acks1"}
+    assert {p.relative_to(results).as_posix() for p in lk.run_folders(results, tmp_path / "lake", held)} == everything
