@@ -104,14 +104,17 @@ def year(sizes: list[int], notebook: bool, ingest_night: bool = True) -> None:
                  "walk_s": timed(lambda r=results, lake=lake, k=known: sum(1 for _ in lk.run_folders(r, lake, k)))[0]}
         row: dict[str, Any] = {"runs": len(known), **{k: round(v, 2) for k, v in steps.items()},
                                "files": sum(1 for _ in lake.rglob("*.parquet"))}
-        if ingest_night:
+        if ingest_night:  # into a copy of the lake (a notebook may be reading the lake meanwhile)
+            copy = CACHE / "lake-year-work" / "lake"
+            shutil.rmtree(copy.parent, ignore_errors=True)
+            shutil.copytree(lake, copy)
             added = list(night.iterdir())
             for p in added:
                 shutil.copytree(p, results / p.name, dirs_exist_ok=True)
             try:
-                seconds, result = timed(lambda r=results, lake=lake: ingest(r, lake, io.StringIO(), jobs=default_jobs()))
+                seconds, result = timed(lambda r=results, c=copy: ingest(r, c, io.StringIO(), jobs=default_jobs()))
             finally:
-                lk.remove_orphans(lake, batches)  # the new night's files: the lake as it was
+                shutil.rmtree(copy.parent)
                 for p in added:
                     shutil.rmtree(results / p.name)
             row |= {"new": len(result.added), "ingest_s": round(seconds, 1)}
