@@ -302,6 +302,7 @@ def main() -> None:
             **v2,
         }
         if args.whole and not args.skip_whole:
+            print(json.dumps(row), file=sys.stderr, flush=True)  # the warm figures, even if a whole process is cut
             scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
             row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
                     "whole_vs_scan": round(check_s / scan_s, 1)}
