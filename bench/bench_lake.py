@@ -108,15 +108,15 @@ def year(sizes: list[int], notebook: bool, ingest_night: bool = True) -> None:
             copy = CACHE / "lake-year-work" / "lake"
             shutil.rmtree(copy.parent, ignore_errors=True)
             shutil.copytree(lake, copy)
-            added = list(night.iterdir())
+            added = [p.relative_to(night) for p in lk.run_folders(night, copy)]  # run folders, not their parents
             for p in added:
-                shutil.copytree(p, results / p.name, dirs_exist_ok=True)
+                shutil.copytree(night / p, results / p)
             try:
                 seconds, result = timed(lambda r=results, c=copy: ingest(r, c, io.StringIO(), jobs=default_jobs()))
             finally:
                 shutil.rmtree(copy.parent)
                 for p in added:
-                    shutil.rmtree(results / p.name)
+                    shutil.rmtree(results / p)
             row |= {"new": len(result.added), "ingest_s": round(seconds, 1)}
         if notebook:
             seconds, (executed, _) = timed(lambda lake=lake: run_notebook(lake))

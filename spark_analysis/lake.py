@@ -41,22 +41,24 @@ def run_folders(results: Path, lake: Path, known: Set[str] = frozenset()) -> Ite
 
     Symlinks (`latest`) are not followed; the lake itself, and the inside of run folders, are not walked.
     A folder whose path relative to `results` is in `known` (run ids the lake holds) is yielded as it is,
-    neither looked into nor checked: a year of runs costs the walk one listing of each parent, not a listing
-    and three checks of each run folder.
+    neither looked into nor checked, and the folders above it are listed but not checked: a year of runs
+    costs the walk one listing of each parent, not a listing and three checks of each run folder and parent.
     """
     lake_real = os.path.realpath(lake)
+    # a folder above a run the lake holds is no run itself (a run's inside never holds another): not checked
+    above = {run.rsplit("/", n)[0] for run in known for n in range(1, run.count("/") + 1)}
     for root, dirs, _ in os.walk(results):
+        rel = os.path.relpath(root, results).replace(os.sep, "/")
         if os.path.realpath(root) == lake_real:
             dirs[:] = []
             continue
-        if RunFolder(Path(root)).is_run:
+        if rel not in above and RunFolder(Path(root)).is_run:
             dirs[:] = []
             yield Path(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(root, d)))
         if known:
-            rel = Path(root).relative_to(results)
-            held = [d for d in dirs if (rel / d).as_posix() in known]
+            held = [d for d in dirs if (d if rel == "." else f"{rel}/{d}") in known]
             dirs[:] = [d for d in dirs if d not in held]
             yield from (Path(root) / d for d in held)
 
