@@ -23,7 +23,7 @@ WITH_RUNTIME = $(if $(filter docker,$(RUNTIME)),$(PY) -m testbed.runtime.dockerd
 IMAGES = $(if $(filter docker,$(RUNTIME)),docker-images)
 
 .PHONY: setup setup-says setup-lake setup-debian setup-python setup-venv setup-kafka setup-unsyncfs setup-actionlint test test-fast test-versions test-transactions test-campaign test-extended test-disks test-disks-clocks lint \
-	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-checker-groups bench-phases bench-lake bench-merge ingest notebook spark-cluster
+	bench bench-cluster bench-nemesis bench-workload bench-txn bench-unsyncfs bench-checker bench-checker-groups bench-checker-100m bench-phases bench-lake bench-lake-year bench-merge ingest notebook spark-cluster
 
 setup: setup-says setup-debian setup-venv setup-kafka setup-unsyncfs setup-docker setup-actionlint
 
@@ -172,8 +172,22 @@ BENCH_GROUPS_FLAGS ?= --sizes 10000000 --repeats 3 --pandas-repeats 1
 bench-checker-groups:
 	$(PY) bench/bench_checker.py --groups $(BENCH_GROUPS_FLAGS)
 
+# The checker at 100M operations (issue 41): the history made tile by tile (checkers.synth_scale, ~2 GiB, cached),
+# the Spark engine warm and as a whole process beside the full-column scan, pandas refused (more than the memory).
+# Longer than 10 minutes on 2 cores: BENCH_CHECKER_100M_FLAGS="--skip-warm" (whole processes only) or
+# "--skip-whole" (warm only) split it.
+BENCH_CHECKER_100M_FLAGS ?=
+bench-checker-100m:
+	$(PY) bench/bench_checker.py --sizes 100000000 --repeats 1 --whole --whole-engine spark $(BENCH_CHECKER_100M_FLAGS)
+
 bench-lake:
 	$(PY) bench/bench_lake.py --runs 100 --operations 10000000
+
+# The lake at a year of nights (issue 41): one more night of 65 runs ingested into lakes of 100, 2,400 and 24,000
+# runs (spark_analysis.synthetic_lake, built once and cached), and the notebook over each.
+BENCH_LAKE_YEAR ?= 100,2400,24000
+bench-lake-year:
+	$(PY) bench/bench_lake.py --year $(BENCH_LAKE_YEAR)
 
 # `harness campaign merge` of 8 synthetic shards of 50 runs, with the lake's Spark ingest.
 bench-merge:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,12 +55,31 @@ print(f"OK {time.perf_counter() - start:.3f} {sum(v for v in verdict['counts'].v
 """
 
 
+TILE = 10_000_000  # above this, histories are made tile by tile (checkers.synth_scale): one tile in memory
+
+
+def tiled(directory: Path, size: int, form: str, consumers: int = 3) -> Path:
+    """``size`` operations in tiles of TILE, written to a scratch folder renamed when whole (so a killed
+    generation is never taken for a cached history)."""
+    from checkers.synth_scale import write_tiled
+
+    scratch = directory.with_name(directory.name + ".partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    spec = SynthSpec(operations=TILE, consumers=consumers, seed=size % 1000)
+    write_tiled(spec, -(-size // TILE), scratch, form, log=lambda line: print(line, file=sys.stderr, flush=True))
+    scratch.rename(directory)
+    return directory
+
+
 def history(size: int) -> Path:
     """The cached synthetic history of ``size`` operations (generated once)."""
     directory = CACHE / f"ops-{size}"
     if not (directory / "reads.parquet").exists():
         started = time.perf_counter()
-        write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
+        if size > TILE:
+            tiled(directory, size, "v1")
+        else:
+            write_history(generate(SynthSpec(operations=size, seed=size % 1000)), directory)
         print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
     return directory
 
@@ -71,7 +91,10 @@ def txn_history(size: int) -> Path:
     directory = CACHE / f"txn-{size}"
     if not (directory / "reads.parquet").exists():
         started = time.perf_counter()
-        write_history(transactional(generate(SynthSpec(operations=size, seed=size % 1000))), directory)
+        if size > TILE:
+            tiled(directory, size, "v2")
+        else:
+            write_history(transactional(generate(SynthSpec(operations=size, seed=size % 1000))), directory)
         print(f"generated {directory} in {time.perf_counter() - started:.1f}s", flush=True)
     return directory
 
@@ -85,6 +108,10 @@ def group_histories(size: int) -> tuple[Path, Path]:
     from checkers.synth_groups import grouped
 
     v1, v3 = CACHE / f"groups{GROUP_MEMBERS}-v1-{size}", CACHE / f"groups{GROUP_MEMBERS}-v3-{size}"
+    if size > TILE:
+        for directory, form in ((v1, "v1"), (v3, "v3")):
+            if not (directory / "reads.parquet").exists():
+                tiled(directory, size, form, consumers=GROUP_MEMBERS)
     if not (v1 / "reads.parquet").exists() or not (v3 / "commits.parquet").exists():
         started = time.perf_counter()
         tables = generate(SynthSpec(operations=size, consumers=GROUP_MEMBERS, seed=size % 1000))
@@ -206,6 +233,7 @@ def whole_processes(directory: Path, repeats: int, engine: str) -> tuple[float, 
     scan = [sys.executable, "-c", SCAN_CHILD, str(directory)]
     checker = [sys.executable, "-m", "checkers", str(directory), "--out", str(out), "--engine", engine]
     scan_s = timed(lambda: subprocess.run(scan, capture_output=True, cwd=repo, check=True), repeats)[0]
+    print(f"whole-process scan of {directory.name}: {scan_s:.1f} s", file=sys.stderr, flush=True)  # even if cut short
     check_s = timed(lambda: subprocess.run(checker, capture_output=True, cwd=repo), repeats)[0]
     judged = json.loads((out / "verdict.json").read_text())["engine"]
     return scan_s, check_s, judged
@@ -222,6 +250,9 @@ def main() -> None:
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--whole", action="store_true", help="also whole processes: scan and python -m checkers")
     parser.add_argument("--whole-engine", default="auto", help="the --engine of the whole-process checker")
+    parser.add_argument("--skip-warm", action="store_true",
+                        help="no check or scan in this process's session: with --whole, the whole processes only")
+    parser.add_argument("--skip-whole", action="store_true", help="with --whole: leave the whole processes out")
     parser.add_argument("--txn", action="store_true",
                         help="also the Spark engine on the transactional form of each history, in turn with v1")
     parser.add_argument("--groups", action="store_true",
@@ -233,10 +264,18 @@ def main() -> None:
                     None if args.skip_pandas else args.pandas_mem_gib)
         return
     dirs = {size: history(size) for size in sizes}
-    check(dirs[sizes[0]], engine="spark")  # warm the session and the JIT; not timed
+    if not args.skip_warm:  # warm the session and the JIT; not timed (above TILE: on a history of TILE)
+        check(dirs[sizes[0]] if sizes[0] <= TILE else history(TILE), engine="spark")
     results = []
     for size in sizes:
         directory = dirs[size]
+        if args.skip_warm:
+            row = {"operations": size, "rows": rows(directory)}
+            scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
+            row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
+                    "whole_vs_scan": round(check_s / scan_s, 2)}
+            print(json.dumps(row), flush=True)
+            continue
         spark_s, verdict = timed(lambda d=directory: check(d, engine="spark"), args.repeats)
         v2 = {}
         if args.txn:
@@ -262,12 +301,15 @@ def main() -> None:
             "valid": verdict["valid"],
             **v2,
         }
-        if args.whole:
+        if args.whole and not args.skip_whole:
+            print(json.dumps(row), file=sys.stderr, flush=True)  # the warm figures, even if a whole process is cut
             scan_s, check_s, judged = whole_processes(directory, args.repeats, args.whole_engine)
             row |= {"whole_scan_s": round(scan_s, 1), "whole_check_s": round(check_s, 1), "whole_engine": judged,
                     "whole_vs_scan": round(check_s / scan_s, 1)}
         results.append(row)
         print(json.dumps(row), flush=True)
+    if args.skip_warm:
+        return
     print(f"\ncores: {os.cpu_count()}  repeats: {args.repeats} (median)")
     header = f"{'operations':>11} {'rows':>11} {'spark s':>8} {'pandas s':>10} {'scan count s':>13} {'scan full s':>12} {'spark/full':>10}"
     print(header)
@@ -280,7 +322,7 @@ def main() -> None:
         print(f"\nSpark, warm, v1 and v2 in turn: {'operations':>11} {'v1 s':>6} {'v2 s':>6} {'v2/v1':>6}")
         for r in results:
             print(f"{'':>31}{r['operations']:>11} {r['spark_v1_s']:>6} {r['spark_v2_s']:>6} {r['v2_vs_v1']:>6}")
-    if args.whole:
+    if args.whole and not args.skip_whole:
         print(f"\nwhole processes ({args.whole_engine}): {'operations':>11} {'scan s':>7} {'checker s':>10} {'engine':>7} {'x scan':>7}")
         for r in results:
             print(f"{'':>24}{r['operations']:>11} {r['whole_scan_s']:>7} {r['whole_check_s']:>10} "

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from checkers.errors import TooLarge
 from checkers.sources import TableSource
 
 AUTO = "auto"
-PANDAS_BYTES_PER_ROW = 600  # the pandas engine's peak memory per history row (BENCHMARKS.md)
+PANDAS_BYTES_PER_ROW = 600  # the pandas engine's peak memory per history row, with a margin (BENCHMARKS.md)
 PANDAS_BASE_BYTES = 300 * 2**20  # Python, pandas and pyarrow themselves
 PANDAS_SHARE = 0.25  # pandas judges when its estimate is at most this share of the available memory
 JSONL_BYTES_PER_ROW = 150  # a history JSONL line is 120-200 bytes
@@ -61,10 +62,29 @@ def pandas_estimate(rows: int) -> int:
     return PANDAS_BASE_BYTES + rows * PANDAS_BYTES_PER_ROW
 
 
+def refuse_pandas(sources: dict[str, TableSource], instead: str) -> None:
+    """Raise TooLarge when the pandas engine's estimate passes the available memory (an unreadable footer:
+    nothing raised here, the engine names the problem)."""
+    try:
+        rows = history_rows(sources)
+    except Exception:  # noqa: BLE001 - the engine's own reading says what is wrong
+        return
+    need, have = pandas_estimate(rows), available_bytes()
+    if need > have:
+        where = sources["writes"].path.parent
+        raise TooLarge(f"{where}: {rows:,} rows need about {need / GIB:.1f} GiB with the pandas engine, "
+                       f"{have / GIB:.1f} GiB available: {instead}")
+
+
 def choose_engine(
     requested: str, sources: dict[str, TableSource], spark_master: str | None = None
 ) -> tuple[str, str]:
-    """(engine, reason): the engine that judges and why, for ``--engine requested``."""
+    """(engine, reason): the engine that judges and why, for ``--engine requested``.
+
+    Raises TooLarge when that is pandas and the history would not fit in the available memory.
+    """
+    if requested == "pandas":
+        refuse_pandas(sources, "use --engine spark (or auto)")
     if requested != AUTO:
         return requested, f"asked for (--engine {requested})"
     spark_installed = importlib.util.find_spec("pyspark") is not None
@@ -79,6 +99,8 @@ def choose_engine(
         why = f"{rows:,} rows need about {need / GIB:.1f} GiB with pandas, {have / GIB:.1f} GiB available"
     fits = rows >= 0 and need <= PANDAS_SHARE * have
     if fits or not spark_installed:
+        if not fits:
+            refuse_pandas(sources, "install Spark (pip install 'faultline[spark]') and use --engine spark")
         suffix = "" if fits else "; Spark is not installed"
         return "pandas", f"auto: {why} (fits in {PANDAS_SHARE:.0%}){suffix}"
     return "spark", f"auto: {why} (more than {PANDAS_SHARE:.0%})"

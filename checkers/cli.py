@@ -19,7 +19,7 @@ from pathlib import Path
 
 from checkers.api import ENGINES, check
 from checkers.argparser import ArgumentParser
-from checkers.errors import HistoryError
+from checkers.errors import HistoryError, TooLarge
 from checkers.verdict import EXIT_FAILED, exit_status, write_verdict
 
 
@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         path = write_verdict(verdict, args.out)
     except HistoryError as exc:
         print(f"checkers: bad history: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except TooLarge as exc:
+        print(f"checkers: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
         print(f"checkers: cannot write verdict: {exc}", file=sys.stderr)

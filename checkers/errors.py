@@ -13,6 +13,11 @@ class CheckerError(Exception):
     """Base of every error the checker raises on purpose."""
 
 
+class TooLarge(CheckerError):
+    """The history is larger than the engine asked for can judge on this machine (checkers.auto); exit
+    status 3, nothing read or judged. ``str(exc)`` is one line: the history, its size, the memory, what to use."""
+
+
 class HistoryError(CheckerError):
     """Unreadable or malformed history.
 

@@ -97,7 +97,7 @@ def ingest(results: Path, lake: Path, out: TextIO, jobs: int = 1) -> IngestResul
     result = IngestResult(batch=lk.new_batch_id())
     parts: dict[str, list[pa.Table]] = {name: [] for name in s.TABLES}
     todo = []
-    for path in lk.run_folders(results, lake):
+    for path in lk.run_folders(results, lake, known):
         run_id = path.relative_to(results).as_posix()
         if run_id in known:
             result.already += 1

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,21 +36,31 @@ def new_batch_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def run_folders(results: Path, lake: Path) -> Iterator[Path]:
+def run_folders(results: Path, lake: Path, known: Set[str] = frozenset()) -> Iterator[Path]:
     """Every folder under `results` that is or was meant to be a run (testbed.runfolder's `is_run`).
 
     Symlinks (`latest`) are not followed; the lake itself, and the inside of run folders, are not walked.
+    A folder whose path relative to `results` is in `known` (run ids the lake holds) is yielded as it is,
+    neither looked into nor checked, and the folders above it are listed but not checked: a year of runs
+    costs the walk one listing of each parent, not a listing and three checks of each run folder and parent.
     """
     lake_real = os.path.realpath(lake)
+    # a folder above a run the lake holds is no run itself (a run's inside never holds another): not checked
+    above = {run.rsplit("/", n)[0] for run in known for n in range(1, run.count("/") + 1)}
     for root, dirs, _ in os.walk(results):
+        rel = os.path.relpath(root, results).replace(os.sep, "/")
         if os.path.realpath(root) == lake_real:
             dirs[:] = []
             continue
-        if RunFolder(Path(root)).is_run:
+        if rel not in above and RunFolder(Path(root)).is_run:
             dirs[:] = []
             yield Path(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(root, d)))
+        if known:
+            held = [d for d in dirs if (d if rel == "." else f"{rel}/{d}") in known]
+            dirs[:] = [d for d in dirs if d not in held]
+            yield from (Path(root) / d for d in held)
 
 
 def _table_dir(lake: Path, table: str) -> Path:
@@ -87,6 +97,7 @@ def append(lake: Path, table: str, data: pa.Table, batch: str) -> int:
     """Add `data` to `<lake>/<table>/` as new files of `batch`, hive-partitioned; return the rows written."""
     if data.num_rows == 0:
         return 0
+    data = data.sort_by([("scenario", "ascending"), ("run_id", "ascending")])  # a scenario's rows together
     pq.write_to_dataset(
         data, root_path=str(_table_dir(lake, table)), partition_cols=list(s.PARTITION_COLUMNS),
         basename_template=f"part-{batch}-{{i}}.parquet", existing_data_behavior="overwrite_or_ignore",

@@ -1,9 +1,13 @@
 """The results lake's tables (its layout): their names, Arrow schemas, partition columns and schema version.
 
 The one owner of the lake's layout (docs/results-lake.md describes it for people):
-`<lake>/<table>/scenario=<s>/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet`. Every table of
-this module is partitioned by scenario and UTC day of the run's start, so a reader that
-filters on either reads only those folders. Other tables may live beside them (a
+`<lake>/<table>/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet`. Every table of this module is
+partitioned by the UTC day of the run's start, so a reader that filters on days reads only
+those folders; `scenario` is a column (each file's rows sorted by it, so its row-group
+statistics skip other scenarios). Not by scenario too: a night of the nightly campaign (65
+runs, 33 scenarios) would write ~33 files of a few runs per table, a year ~12,000 per table,
+and listing and opening them dominated both the ingest and the notebook (BENCHMARKS.md,
+"The lake at a year of nights"). Other tables may live beside them (a
 campaign's `campaigns/`); the ingest never touches a table it does not own.
 Columns copied from the history contract (a value, a partition, a fault's targets, an observer's
 view) are derived from its one declaration (`checkers.schema.read_field`: the checker's canonical
@@ -21,9 +25,10 @@ from checkers.schema import STATUSES, read_field
 # The layout's own changes: 2: the transaction stats in `runs`; 3: `transactions`; 4: `metadata` and the client
 # under test's versions in `runs` (the version x scenario view); 6: `commits` (contract v3), the commit stats and
 # `consumer_commit` in `runs`. An anomaly's count column comes with its record's `lake_version` (2: the contract
-# v2 anomalies, 5: v3's), so a new anomaly moves the version by its record alone.
-LAYOUT_VERSION = 6
-PARTITION_COLUMNS = ("scenario", "day")
+# v2 anomalies, 5: v3's), so a new anomaly moves the version by its record alone. 7: partitioned by day alone,
+# not by scenario and day (issue 41).
+LAYOUT_VERSION = 7
+PARTITION_COLUMNS = ("day",)
 META_FILE = "_lake.json"
 
 

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from checkers.anomalies import ANOMALIES, REGISTRY
-from spark_analysis.lake_tables import count_column
+from spark_analysis.lake_tables import PARTITION_COLUMNS, TABLES, count_column
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,28 @@ def pick_run(runs: DataFrame, run_id: str = "") -> str | None:
     return None if row is None else str(row["run_id"])
 
 
-def one_run(spark: SparkSession, lake: str | Path, name: str, run_id: str) -> pd.DataFrame:
-    """All rows of one run in a lake table (the drill-down's throughput, faults, leadership, availability)."""
-    return table(spark, lake, name).filter(F.col("run_id") == run_id).toPandas()
+def run_partition(runs: DataFrame, run_id: str) -> tuple[str, ...] | None:
+    """A run's values of the partition columns in `runs`: the one folder of each table that holds its rows."""
+    row = runs.filter(F.col("run_id") == run_id).select(*PARTITION_COLUMNS).first()
+    return None if row is None else tuple(str(row[c]) for c in PARTITION_COLUMNS)
+
+
+def one_run(spark: SparkSession, lake: str | Path, name: str, run_id: str,
+            partition: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """All rows of one run in a lake table (the drill-down's throughput, faults, leadership, availability).
+
+    Given the run's partition (run_partition), Spark lists and reads only that folder, not the table's every
+    folder (a year of nights holds thousands); a table with no folder there has no row of the run.
+    """
+    if partition is None:
+        return table(spark, lake, name).filter(F.col("run_id") == run_id).toPandas()
+    root = Path(lake).resolve() / name
+    folder = root.joinpath(*(f"{column}={value}" for column, value in zip(PARTITION_COLUMNS, partition, strict=True)))
+    if not folder.is_dir():
+        return pd.DataFrame({f.name: pd.Series(dtype=object) for f in TABLES[name]})
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    frame = spark.read.option("basePath", str(root)).parquet(str(folder))
+    return frame.filter(F.col("run_id") == run_id).toPandas()
 
 
 

@@ -58,11 +58,14 @@ def manifest(run_id: str, scenario: str, configuration: str, index: int, verdict
     }
 
 
-def write_run(results: Path, index: int, operations: int) -> Path:
-    """Run number `index` of a synthetic campaign: results/<scenario>/<timestamp>/<configuration>/."""
-    scenario = SCENARIOS[index % len(SCENARIOS)]
-    configuration = f"acks{ACKS[index % len(ACKS)]}"
-    started = dt.datetime.fromtimestamp(BASE_NS / 1e9, dt.UTC) + dt.timedelta(hours=index)
+def write_run(results: Path, index: int, operations: int, scenario: str | None = None,
+              configuration: str | None = None, started: dt.datetime | None = None) -> Path:
+    """Run number `index` of a synthetic campaign: results/<scenario>/<timestamp>/<configuration>/ (by default
+    one of SCENARIOS, acks1 or acksall, an hour after run `index - 1`)."""
+    scenario = scenario or SCENARIOS[index % len(SCENARIOS)]
+    configuration = configuration or f"acks{ACKS[index % len(ACKS)]}"
+    if started is None:
+        started = dt.datetime.fromtimestamp(BASE_NS / 1e9, dt.UTC) + dt.timedelta(hours=index)
     run_dir = results / scenario / started.strftime("%Y%m%d-%H%M%S") / configuration
     folder = RunFolder(run_dir)
     plant = {"lost": index % 5, "duplicate": index % 3, "divergence": 0, "recovered": 2}
@@ -72,3 +75,35 @@ def write_run(results: Path, index: int, operations: int) -> Path:
     run_id = run_dir.relative_to(results).as_posix()
     write_json_atomic(folder.manifest, manifest(run_id, scenario, configuration, index, verdict, started))
     return run_dir
+
+
+# A night of the nightly campaign (campaigns/nightly.yaml): its catalogue scenarios, each with the number of
+# configurations the catalogue gives it, 65 runs in all (issue 41: 65 runs a night, ~24,000 a year).
+NIGHTLY_SCENARIOS = (
+    ("slow-fsync-follower", 1), ("jbod-dir-failure", 1), ("rolling-restart", 2), ("reassign-under-partition", 2),
+    ("random-chaos", 5), ("link-leader-follower", 2), ("link-broker-controller", 1), ("isolate-az-follower", 2),
+    ("isolate-az-leader", 4), ("isolate-az-controller", 1), ("isolate-az-controller-leader", 2),
+    ("power-off-mid-replication", 2), ("unclean-election", 3), ("retry-duplicates", 2), ("inflight-reorder", 2),
+    ("power-cut-cluster", 2), ("power-cut-az", 1), ("lossy-leader-link", 1), ("slow-az", 2), ("txn-smoke", 2),
+    ("txn-coordinator-az", 2), ("zombie-fencing", 1), ("txn-power-cut-cluster", 2), ("eos-pipeline", 2),
+    ("hanging-transaction", 3), ("txn-delayed-endtxn", 3), ("at-most-once-crash", 1), ("at-least-once-crash", 1),
+    ("auto-commit-crash", 1), ("zombie-consumer", 3), ("coordinator-failover", 4), ("disk-error-leader", 1),
+    ("disk-full-leader", 1),
+)
+NIGHT_RUNS = sum(n for _, n in NIGHTLY_SCENARIOS)
+NIGHT_OPERATIONS = 100_000  # a catalogue run's ~40-80 s at the workloads' rates, reads and drains included
+
+
+def night_plan() -> list[tuple[str, str]]:
+    """(scenario, configuration) of each run of one night, in the campaign's order."""
+    return [(name, f"config-{k}") for name, n in NIGHTLY_SCENARIOS for k in range(n)]
+
+
+def write_night(results: Path, night: int, operations: int = NIGHT_OPERATIONS, runs: int | None = None) -> list[Path]:
+    """Night number `night` of a nightly campaign: `runs` (default: all 65) run folders started a minute apart
+    from 22:00 UTC, `night` days after checkers.synth's first day."""
+    first = dt.datetime.fromtimestamp(BASE_NS / 1e9, dt.UTC).replace(hour=22, minute=0, second=0, microsecond=0)
+    start = first + dt.timedelta(days=night)
+    plan = night_plan()[: NIGHT_RUNS if runs is None else runs]
+    return [write_run(results, night * NIGHT_RUNS + i, operations, scenario, configuration,
+                      start + dt.timedelta(minutes=i)) for i, (scenario, configuration) in enumerate(plan)]

@@ -47,7 +47,7 @@ def test_a_spark_master_or_a_named_engine_decides(tmp_path: Path) -> None:
 
 
 def test_ten_million_rows_do_not_fit_a_quarter_of_24_gib() -> None:
-    # BENCHMARKS.md: the pandas engine peaked at 5.8 GiB at 10M operations; auto must not pick it there
+    # BENCHMARKS.md: the pandas engine peaked at 4.7 GiB at 10M rows (estimate: 5.9); auto must not pick it there
     assert auto.pandas_estimate(10_000_000) > auto.PANDAS_SHARE * 22 * auto.GIB
     assert auto.pandas_estimate(1_000_000) < auto.PANDAS_SHARE * 8 * auto.GIB
 
@@ -61,3 +61,53 @@ def test_a_small_history_is_judged_in_under_3_s_as_a_whole_process(tmp_path: Pat
     assert proc.returncode == 1, proc.stderr
     assert json.loads((tmp_path / "o" / "verdict.json").read_text())["engine"] == "pandas"
     assert elapsed < 3 * 2, elapsed  # 3 s on an idle 2-core machine; twice that while other tests share it
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    import checkers.api
+
+    def read(*_: object) -> None:
+        raise AssertionError("a table was read")
+
+    monkeypatch.setattr(checkers.api, "load_context", read)
+
+
+def test_pandas_asked_for_beyond_the_available_memory_is_refused_in_one_line_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from checkers.cli import main
+    from checkers.errors import TooLarge
+
+    history = write(tmp_path / "h", CASES["lost"].tables())
+    rows = auto.history_rows(locate_history(history))
+    monkeypatch.setattr(auto, "available_bytes", lambda: auto.pandas_estimate(rows) - 1)
+    _no_reading(monkeypatch)
+    with pytest.raises(TooLarge, match=r"rows need about .* GiB with the pandas engine, .* use --engine spark"):
+        check(history, engine="pandas")
+    assert main([str(history), "--out", str(tmp_path / "o"), "--engine", "pandas"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"checkers: {history}: {rows:,} rows need about ")
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setattr(auto, "available_bytes", lambda: auto.pandas_estimate(rows))  # exactly enough: judged
+    with pytest.raises(AssertionError, match="a table was read"):
+        check(history, engine="pandas")
+
+
+def test_auto_never_falls_back_to_pandas_beyond_the_memory_without_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checkers.errors import TooLarge
+
+    history = write(tmp_path / "h", CASES["lost"].tables())
+    rows = auto.history_rows(locate_history(history))
+    monkeypatch.setattr(auto.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(auto, "available_bytes", lambda: int(auto.pandas_estimate(rows) / auto.PANDAS_SHARE) - 4)
+    assert auto.choose_engine("auto", locate_history(history))[1].endswith("; Spark is not installed")
+    monkeypatch.setattr(auto, "available_bytes", lambda: auto.pandas_estimate(rows) - 1)
+    _no_reading(monkeypatch)
+    with pytest.raises(TooLarge, match=r"install Spark"):
+        check(history, engine="auto")
+
+
+def test_a_hundred_million_rows_never_go_to_pandas_on_this_kind_of_machine() -> None:
+    assert auto.pandas_estimate(100_000_000) > 24 * auto.GIB  # refused even when forced, let alone picked

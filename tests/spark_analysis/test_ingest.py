@@ -82,9 +82,10 @@ def test_every_run_lands_with_its_verdicts_counts(results: Path, tmp_path: Path)
     assert len(faults) == 3 * 4 and {f["fault"] for f in faults} == {"isolate-az"}
     availability = lake_table(lake, "availability")
     assert len(availability) == 3 * 4 * 3 and all(r["longest_gap_s"] > 0 for r in availability)
-    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == s.SCHEMA_VERSION == 6
-    # Hive partitions: scenario and day come back as columns, one folder each.
-    assert {p.name for p in (lake / "runs").iterdir()} == {"scenario=synthetic-isolate", "scenario=synthetic-split"}
+    assert lake_table(lake, "leadership") and json.loads((lake / s.META_FILE).read_text())["schema_version"] == s.SCHEMA_VERSION == 7
+    # Hive partitions by day alone (a folder each); scenario is a column of the files, day comes back as one.
+    assert {p.name.split("=")[0] for p in (lake / "runs").iterdir()} == {"day"}
+    assert {r["scenario"] for r in runs.values()} == {"synthetic-isolate", "synthetic-split"}
 
 
 def test_a_second_ingest_adds_nothing_and_a_new_run_only_itself(results: Path, tmp_path: Path) -> None:
@@ -127,7 +128,7 @@ def test_an_unfinished_ingest_is_undone_and_other_tables_are_left_alone(results:
     campaigns = lake / "campaigns" / "part-0.parquet"
     campaigns.parent.mkdir()
     campaigns.write_bytes(b"not ours")
-    orphan = lake / "faults" / "scenario=x" / "day=2026-01-01" / "part-20260101T000000-deadbeef-0.parquet"
+    orphan = lake / "faults" / "day=2026-01-01" / "part-20260101T000000-deadbeef-0.parquet"
     orphan.parent.mkdir(parents=True)
     shutil.copy(next((lake / "faults").rglob("part-*.parquet")), orphan)
     out = io.StringIO()
@@ -345,3 +346,17 @@ def test_the_notebooks_commit_modes_query(tmp_path: Path) -> None:
     assert (grouped_row["refused"], grouped_row["unknown"]) == (statuses.count("fail"), statuses.count("info"))
     other = modes[modes["scenario"] == "synthetic-isolate"].iloc[0]  # no commits table: zeros, not missing
     assert (other["runs"], other["commits"], other["refused"]) == (1, 0, 0)
+
+
+def test_the_walk_takes_runs_the_lake_holds_on_their_name(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    for run in ("a/20260101-000000/acks1", "a/20260101-000000/acksall", "b/20260102-000000"):
+        (results / run).mkdir(parents=True)
+        (results / run / "run.json").write_text("{}")
+    (results / "a/20260101-000000/acks1/history/inner").mkdir(parents=True)
+    (results / "a/20260101-000000/acks1/history/inner/run.json").write_text("{}")  # inside a run: never a run
+    everything = {p.relative_to(results).as_posix() for p in lk.run_folders(results, tmp_path / "lake")}
+    assert everything == {"a/20260101-000000/acks1", "a/20260101-000000/acksall", "b/20260102-000000"}
+    (results / "a/20260101-000000/acks1/run.json").unlink()  # a held run is not looked into again
+    held = {"a/20260101-000000/acks1"}
+    assert {p.relative_to(results).as_posix() for p in lk.run_folders(results, tmp_path / "lake", held)} == everything
