@@ -15,18 +15,15 @@ facts then carry spark_queries.GROUP_FACTS, and the per-value facts sieve the va
 - **group-skip**: only a value with a final read below a group's committed offset that the group never
   read live (``fbelow`` and not ``glive``) can be one.
 
-- **rewound**: ``Plan.reads`` also gives each live group read ``rbits``, its bit where its group had
-  committed past it (checkers.group_steps: the group's passed offset when it polled, found by a broadcast
-  range join on time buckets, with no sort of the reads), and the values some group read so carry
-  ``grew``.
-
-Only the sieved values go back to rows: to the live reads (one scan and a broadcast join, which gives
-both redelivered's and rewound's first reads; a read is matched to its step again there) and to the
-cached (value, position) facts for group-skip's positions, with the group's lowest live offset per
-partition (an aggregation of the engine's cached positions, which carry the groups that read there).
-Lost-commit is the commits alone. The members' flags (whether a group starts at the beginning, the
-member it is judged by) are known before the job (checkers.group_terms.member_flags over the row-check
-pass's members and the commits) and enter as literals.
+Only the sieved values go back to rows: to the live reads (a scan and a broadcast semi-join) for
+redelivered's first read, and to the cached (value, position) facts for group-skip's positions, with
+the group's lowest live offset per partition (an aggregation of the engine's cached positions, which
+carry the groups that read there). Rewound sorts the live
+group reads (ids, not names) with the acknowledged commits per (group, topic, partition) by time (the
+latest commit completed strictly before each read: commits sort after reads at equal times); lost-commit
+is the commits alone. The members' flags (whether a group starts at the beginning, the member it is
+judged by) are known before the job (checkers.group_terms.member_flags over the row-check pass's members
+and the commits) and enter as literals.
 
 Must never: use a Python UDF, collect() or start a job.
 """
@@ -36,17 +33,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers import anomalies as a
 from checkers import group_terms
 from checkers import spark_queries as q
 from checkers.classify import ClientConfig, Rule
-from checkers.group_steps import Steps, bucketed
 from checkers.group_terms import GroupTerms, MemberFlags
 from checkers.parquet import RowSummary
 from checkers.sources import TableSource
@@ -75,14 +69,6 @@ def _pick(values: tuple[object, ...], gid: SparkColumn) -> SparkColumn:
 
 
 @dataclass(frozen=True)
-class _StepJoin:
-    """The steps as a frame, and how a live group read joins them."""
-
-    frame: DataFrame
-    on: SparkColumn
-
-
-@dataclass(frozen=True)
 class Plan:
     """A history's groups as bits, their final offsets and members' flags (see the module docstring)."""
 
@@ -92,7 +78,6 @@ class Plan:
     flags: Mapping[str, MemberFlags]
     processes: tuple[str, ...]  # the engine's process and topic dictionaries (checkers.spark_engine.Names)
     topics: tuple[str, ...]
-    steps: Steps  # the groups' passed offsets over time (checkers.group_steps)
 
     def _gids(self, mask: SparkColumn) -> SparkColumn:
         """The ids of the groups whose bits ``mask`` has, as an array."""
@@ -113,24 +98,8 @@ class Plan:
         bit = _bit(_lookup(self.groups, F.col("group")))
         gbits = (F.when(F.col("phase") == "live", F.when(F.col("group").isNotNull(), bit))
                  .otherwise(F.when(F.col("offset") < F.col("c_offset"), F.col("c_bit"))))
-        joined = r.join(F.broadcast(final), on, "left").withColumn("gbits", gbits)
-        steps = self._steps(spark, F.col("topic") == F.col("s_topic"))
-        rbits = F.when(F.col("offset") < F.col("s_passed"), F.col("gbits"))
-        return (joined.join(F.broadcast(steps.frame), steps.on, "left").withColumn("rbits", rbits)
-                .drop("c_topic", "c_partition", "c_bit", "c_offset", *steps.frame.columns))
-
-    def _steps(self, spark: SparkSession, topic_on: SparkColumn) -> _StepJoin:
-        """The steps as a small frame (topic as an id and as a name) and the join condition of a live group
-        read on them (``topic_on``: how the read's topic meets them)."""
-        rows = self.steps.rows.filter(pc.is_in(self.steps.rows.column("topic"), pa.array(self.topics, pa.string())))
-        ids = pc.index_in(rows.column("topic"), pa.array(self.topics, pa.string())).cast(pa.int32())
-        names = [f"s_{c}" if c != "topic" else "s_tname" for c in rows.column_names]
-        frame = spark.createDataFrame(rows.rename_columns(names).append_column("s_topic", ids))
-        bucket = F.least(F.expr(f"poll_ns div {self.steps.width}"), F.lit(self.steps.last))
-        on = ((F.col("phase") == "live") & (F.col("group") == F.col("s_group")) & topic_on
-              & (F.col("partition") == F.col("s_partition")) & (bucket == F.col("s_bucket"))
-              & (F.col("poll_ns") > F.col("s_start")) & (F.col("poll_ns") <= F.col("s_end")))
-        return _StepJoin(frame, on)
+        joined = r.join(F.broadcast(final), on, "left")
+        return joined.withColumn("gbits", gbits).drop("c_topic", "c_partition", "c_bit", "c_offset")
 
     def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, positions: DataFrame,
                reads: DataFrame, table: dict[str, Rule]) -> list[DataFrame]:
@@ -140,31 +109,41 @@ class Plan:
         c = read_table(spark, self.commits)
         acked = c.filter((F.col("kind") != "final") & (F.col("status") == "ok"))
         live = reads.filter((F.col("phase") == "live") & F.col("group").isNotNull())
-        per = self._first_reads(spark, values, live)
-        first = [F.col(f"first.{k}").alias(k) for k in FIRST]
         frames = {
-            a.REDELIVERED: per.filter(F.col("n") >= 2).select("group", "value", *first),
-            a.REWOUND: per.filter(F.col("rfirst").isNotNull()).select(
-                "group", "value", *[F.col(f"rfirst.{k}").alias(k) for k in FIRST]),
+            a.REDELIVERED: self._redelivered(values, live),
+            a.REWOUND: self._rewound(live, acked),
             a.LOST_COMMIT: _lost_commit(acked, c.filter(F.col("kind") == "final")),
             a.GROUP_SKIP: self._group_skip(values, facts, positions),
         }
         return [q.as_instances(f, name, table[name]) for name, f in frames.items()]
 
-    def _first_reads(self, spark: SparkSession, values: DataFrame, live: DataFrame) -> DataFrame:
-        """Per (group, value) of the sieved values (some group read it twice, or after committing past it): how
-        many times the group read it live (``n``), its first live read (``first``) and its first read after the
-        group had committed past it (``rfirst``, null: none). One scan of the live reads serves both anomalies: a
-        value that no group read twice has ``n`` 1 for every group (its live reads as many as its groups)."""
+    def _redelivered(self, values: DataFrame, live: DataFrame) -> DataFrame:
         twice = F.coalesce(F.col("n_glive"), F.lit(0)) > F.bit_count(F.coalesce(F.col("glive"), F.lit(0)))
-        sieved = values.filter(twice | (F.coalesce(F.col("grew"), F.lit(0)) != 0)).select("value")
+        sieved = values.filter(twice).select("value")
         rows = live.join(F.broadcast(sieved), "value", "left_semi")
-        steps = self._steps(spark, F.col("topic") == F.col("s_tname"))
-        stepped = rows.join(F.broadcast(steps.frame), steps.on, "left")
-        after = F.col("offset") < F.col("s_passed")
-        return stepped.groupBy("group", "value").agg(
-            F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"),
-            F.min(F.when(after, F.struct(*FIRST))).alias("rfirst"))
+        per = rows.groupBy("group", "value").agg(F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"))
+        return per.filter(F.col("n") >= 2).select("group", "value", *[F.col(f"first.{k}").alias(k) for k in FIRST])
+
+    def _rewound(self, live: DataFrame, acked: DataFrame) -> DataFrame:
+        gtp = {"gid": _lookup(self.groups, F.col("group")), "topic": _lookup(self.topics, F.col("topic")),
+               "partition": F.col("partition")}
+        done = acked.filter(F.col("complete_ns").isNotNull()).select(
+            *[v.alias(k) for k, v in gtp.items()], F.col("offset").alias("committed"),
+            F.col("complete_ns").alias("at"), F.lit(1).alias("ord"))
+        polls = live.select(*[v.alias(k) for k, v in gtp.items()], F.col("poll_ns").alias("at"), F.lit(0).alias("ord"),
+                            "offset", "value", _lookup(self.processes, F.col("process")).alias("process"),
+                            "seq")
+        merged = polls.unionByName(done, allowMissingColumns=True)
+        running = Window.partitionBy(*GTP).orderBy("at", "ord").rowsBetween(Window.unboundedPreceding,
+                                                                              Window.currentRow)
+        passed = merged.withColumn("passed", F.max("committed").over(running))
+        hit = passed.filter((F.col("ord") == 0) & (F.col("passed") > F.col("offset")))
+        first_read = F.struct(*[F.col("at").alias(k) if k == "poll_ns" else F.col(k) for k in FIRST])
+        per = hit.groupBy("gid", "value").agg(F.min(first_read).alias("first"))
+        first = {k: F.col(f"first.{k}") for k in FIRST}
+        return per.select(_pick(self.groups, F.col("gid")).alias("group"), "value",
+                          *[(_pick(self.processes, v) if k == "process" else _pick(self.topics, v) if k == "topic"
+                             else v).alias(k) for k, v in first.items()])
 
     def _group_skip(self, values: DataFrame, facts: DataFrame, positions: DataFrame) -> DataFrame:
         miss = F.col("fbelow").bitwiseAND(F.bitwise_not(F.coalesce(F.col("glive"), F.lit(0).cast("long"))))
@@ -204,5 +183,4 @@ def prepare(terms: GroupTerms | None, commits: TableSource | None, summary: RowS
     groups = tuple(sorted({g for g, _ in members} | set(terms.finals.column("group").to_pylist())))
     if len(groups) > MAX_GROUPS:
         return None
-    return Plan(terms, commits, groups, group_terms.member_flags(members, configs), processes, topics,
-                bucketed(terms.acknowledged()))
+    return Plan(terms, commits, groups, group_terms.member_flags(members, configs), processes, topics)

@@ -34,7 +34,7 @@ LONG_FACTS = ("w_who", "w_op_id", "w_invoke_ns", "w_txn_id")
 FINAL_BITS, LIVE_BITS, RC_FINAL_BIT, UC_FINAL_BIT = (1 << 2) | (1 << 4), (1 << 1) | (1 << 3), 1 << 4, 1 << 2
 SOURCED_BIT = 1 << 5  # the highest: a value's mask is at least SOURCED_BIT exactly when its write has a source
 WRITE_BIT = 1
-GROUP_FACTS = ("glive", "n_glive", "fbelow", "grew")  # contract v3's columns of the (value, position) and per-value facts
+GROUP_FACTS = ("glive", "n_glive", "fbelow")  # contract v3's columns of the (value, position) and per-value facts
 
 
 def pack_who(fields: dict[str, SparkColumn]) -> SparkColumn:
@@ -101,10 +101,9 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
     of a read_committed read), w_txn_id and w_end_ns. The shuffle carries rc_poll and w_end_ns in one
     column, at_ns (a read's poll, a write's transaction end), and the transaction's status and intent
     in w_who. With ``v3`` (contract v3, checkers.groups_spark.Plan.reads), ``r`` carries ``gbits``, a group
-    read's group as one bit or a final read's groups whose committed offset lies above it, and ``rbits``, a
-    live group read's bit where its group had committed past it, and the rows add GROUP_FACTS: the groups
-    that read the value live there, how many live group reads, the groups a final read there is below, and
-    the groups that read it there after committing past it.
+    read's group as one bit or a final read's groups whose committed offset lies above it, and the rows add
+    GROUP_FACTS: the groups that read the value live there, how many live group reads, and the groups a
+    final read there is below.
     """
     acked = (F.col("status") == "ok") & F.col("partition").isNotNull() & F.col("offset").isNotNull()
     status = status_id(F.col("status"))
@@ -124,7 +123,7 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
         F.col("invoke_ns").alias("w_invoke_ns"),
         F.col("partition").cast("int").alias("w_partition"),
         *(write_v2 if v2 else []),
-        *([F.lit(None).cast("long").alias(c) for c in ("gbits", "rbits")] if v3 else []),
+        *([F.lit(None).cast("long").alias("gbits")] if v3 else []),
     )
     reads = r.select(
         "value",
@@ -135,7 +134,7 @@ def value_position_facts(w: DataFrame, r: DataFrame, parts: int, v2: bool = Fals
             for c in (*WRITE_FACTS, *(["w_txn_id"] if v2 else []))
         ],
         *(read_v2 if v2 else []),
-        *(["gbits", "rbits"] if v3 else []),
+        *(["gbits"] if v3 else []),
     )
     is_write = F.col("kind").bitwiseAND(1) == 1
     txn_aggs = [F.min(F.when(~is_write, F.col("at_ns"))).alias("rc_poll"), F.max("w_txn_id").alias("w_txn_id"),
@@ -158,8 +157,7 @@ def _group_aggs() -> list[SparkColumn]:
     live = any_bits(F.col("kind"), LIVE_BITS)
     return [F.bit_or(F.when(live, F.col("gbits"))).alias("glive"),
             F.sum(F.when(live & F.col("gbits").isNotNull(), 1)).alias("n_glive"),
-            F.bit_or(F.when(any_bits(F.col("kind"), FINAL_BITS), F.col("gbits"))).alias("fbelow"),
-            F.bit_or("rbits").alias("grew")]
+            F.bit_or(F.when(any_bits(F.col("kind"), FINAL_BITS), F.col("gbits"))).alias("fbelow")]
 
 
 def value_facts(facts: DataFrame, v2: bool = False, v3: bool = False) -> DataFrame:
