@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from testbed.errors import UsageError, yaml_problem
+from testbed.errors import UsageError
 from testbed.existing_spec import ROLES, Commands, parse_commands, parse_ports
-from testbed.inventory import AZ_RE, Inventory, load_inventory
+from testbed.inventory import AZ_RE, Inventory, load_inventory, read_inventory_file
 
 TOP_KEYS = {"daemon", "compose_project", "network", "ports", "nodes", "provision"}
 NODE_KEYS = {"az", "broker", "zookeeper", "commands"}
@@ -112,16 +112,7 @@ def load_any_inventory(path: str | Path) -> Inventory | DockerInventory:
 
 def load_docker_inventory(path: str | Path) -> DockerInventory:
     """Read and validate a Docker inventory; UsageError (one line naming the file and the entry) on any fault."""
-    path = Path(path).expanduser().absolute()
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"inventory {path}: cannot read it ({exc.strerror or exc})") from exc
-    except yaml.YAMLError as exc:
-        raise UsageError(f"inventory {yaml_problem(path, exc)}") from exc
-    if not isinstance(raw, dict):
-        raise UsageError(f"inventory {path}: must be a YAML mapping with 'nodes' (and 'daemon', 'ports')")
-    return _parse(path, raw)
+    return _parse(*read_inventory_file(path, "'nodes' (and 'daemon', 'ports')"))
 
 
 def _parse(path: Path, raw: dict[str, Any]) -> DockerInventory:

@@ -118,8 +118,9 @@ class Inventory:
                            cut_ports=() if self.provision else tuple(str(p) for p in self.ports))
 
 
-def load_inventory(path: str | Path) -> Inventory:
-    """Read and validate an inventory file; UsageError (one line naming the file and the entry) on any fault."""
+def read_inventory_file(path: str | Path, keys: str) -> tuple[Path, dict[str, Any]]:
+    """An inventory file's absolute path and its YAML mapping (ssh or Docker alike); UsageError in one line naming the
+    file when it cannot be read, is not YAML, or is not a mapping (``keys``: what the mapping must hold, said then)."""
     path = Path(path).expanduser().absolute()
     try:
         raw = yaml.safe_load(path.read_text())
@@ -128,8 +129,13 @@ def load_inventory(path: str | Path) -> Inventory:
     except yaml.YAMLError as exc:
         raise UsageError(f"inventory {yaml_problem(path, exc)}") from exc
     if not isinstance(raw, dict):
-        raise UsageError(f"inventory {path}: must be a YAML mapping with 'control' and 'hosts'")
-    return _parse(path, raw)
+        raise UsageError(f"inventory {path}: must be a YAML mapping with {keys}")
+    return path, raw
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read and validate an inventory file; UsageError (one line naming the file and the entry) on any fault."""
+    return _parse(*read_inventory_file(path, "'control' and 'hosts'"))
 
 
 def _parse(path: Path, raw: dict[str, Any]) -> Inventory:
