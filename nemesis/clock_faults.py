@@ -11,7 +11,7 @@ default), so faults on one process add up:
   later jump (often the opposite one) or the run's heal-all moves it again.
 - `clock-strobe`: from the start, every 1/`rate` s the offset is added or taken
   off again, in turn (each flip an `info` row); the stop leaves it off.
-A running process sees a new offset within `CLOCK_REREAD_S` (1 s); its monotonic
+A running process sees a new offset within `CLOCK_REREAD_S` (2 s); its monotonic
 clock never moves. The history's times stay the harness's true clock; each
 process's offset after every change is journaled (`offsets` in the start, stop and
 flip rows), and heal-all puts every shifted clock back to 0 (`reset_clocks`).

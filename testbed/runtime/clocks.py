@@ -39,7 +39,10 @@ from testbed.addressing import Host
 from testbed.errors import RuntimeFailure
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")  # Debian's libfaketime (multi-arch path)
-CLOCK_REREAD_S = 1.0  # how late a running process may see a new offset: FAKETIME_CACHE_DURATION
+CACHE_DURATION_S = 1  # libfaketime's FAKETIME_CACHE_DURATION: how long it keeps the offset it read
+# How late a running process may see a new offset: libfaketime tests its cache's age in whole seconds, so up to
+# about twice its cache duration (a JVM saw a step 1.43 s after the write in the CI-like run of 2026-11-28).
+CLOCK_REREAD_S = 2.0 * CACHE_DURATION_S
 
 
 def offset_text(offset_ms: float) -> str:
@@ -66,7 +69,7 @@ def read_offset_ms(offset_file: Path) -> float:
 def faketime_env(offset_file: Path, library: Path = LIBFAKETIME) -> dict[str, str]:
     """The variables that make a process's wall clock follow `offset_file`."""
     return {"LD_PRELOAD": str(library), "FAKETIME_TIMESTAMP_FILE": str(offset_file),
-            "FAKETIME_CACHE_DURATION": str(int(CLOCK_REREAD_S)), "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "FAKETIME_CACHE_DURATION": str(CACHE_DURATION_S), "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 

@@ -98,13 +98,16 @@ def test_a_pause_through_the_inventorys_command_lines_stops_the_broker_listening
         own_dockerd: OwnDockerd, theirs: TheirContainers, tmp_path: Path) -> None:
     """The process side: a `pause` of az2's broker runs the inventory's command lines inside its container (its
     broker shares the container with ZooKeeper, so docker's own pause is refused there); the broker is found
-    listening on 9092 in the container's namespace, its pid journaled, and it runs on afterwards as before."""
+    listening on 9092 in the container's namespace, its pid journaled, and it runs on afterwards as before. This
+    inventory names the containers as a compose project's services (the labels `docker compose up` sets), so the
+    containers are found by their labels."""
     before = look(theirs)
     inventory = tmp_path / "yours.yaml"
     broker = "$(pgrep -f 'kafka[.]Kafka')"  # the brackets: the shell running the line must not match itself
     lines = {"pause": f"kill -STOP {broker}", "resume": f"kill -CONT {broker}"}
     inventory.write_text(yaml.safe_dump({"daemon": own_dockerd.host, "ports": [9092, 2181, 2888, 3888],
-                                         "nodes": [{"az": f"az{az}", "broker": theirs.name(az),
+                                         "compose_project": theirs.project,
+                                         "nodes": [{"az": f"az{az}", "broker": theirs.service(az),
                                                     "commands": {"broker": lines}} for az in (1, 2, 3)]}))
     spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
     spec.update(duration_s=20, nemesis=[{"at": 5, "fault": "pause", "target": "az2", "name": "pause-az2"},

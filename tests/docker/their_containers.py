@@ -54,6 +54,15 @@ class TheirContainers:
         return f"{self.prefix}-yours-az{az}"
 
     @property
+    def project(self) -> str:
+        """The compose project the containers say they belong to (its labels, as `docker compose up` sets them)."""
+        return f"{self.prefix}-shop"
+
+    @staticmethod
+    def service(az: int) -> str:
+        return f"kafka-az{az}"
+
+    @property
     def bootstrap(self) -> str:
         return ",".join(f"{a}:9092" for a in ADDRESSES)
 
@@ -85,6 +94,7 @@ def start_their_containers(client: docker.DockerClient, prefix: str, image: str)
                  **{f"log4j-{role}.properties": LOG4J.format(role=role) for role in ("zookeeper", "broker")}}
         created = api.create_container(
             image, command=["bash", f"{HOME}/start.sh"], name=cluster.name(az), hostname=f"yours-az{az}",
+            labels={"com.docker.compose.project": cluster.project, "com.docker.compose.service": cluster.service(az)},
             host_config=api.create_host_config(init=True),
             networking_config=api.create_networking_config({cluster.network: api.create_endpoint_config(
                 ipv4_address=me)}))

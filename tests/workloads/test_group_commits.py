@@ -323,4 +323,6 @@ def test_a_due_kill_waits_for_the_members_processing_time(tmp_path: Path, monkey
     for killed, after in zip(journals, journals[1:], strict=False):
         started = [r["t"] for r in killed if r["kind"] == "processing"]
         assert started, killed  # not killed while joining
-        assert started[-1] <= after[0]["after_kill_ns"] <= started[-1] + 200_000_000, (killed, after[0])
+        # the supervisor reads the flag, then kills: it may see the flag in the processing time's last moment and
+        # kill just after it (0.4 ms late in a CI-like run), so the kill's time gets 50 ms beyond its 200 ms
+        assert started[-1] <= after[0]["after_kill_ns"] <= started[-1] + 250_000_000, (killed, after[0])
