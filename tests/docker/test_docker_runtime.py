@@ -50,6 +50,7 @@ def test_smoke_on_docker_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     assert ours(state["prefix"]) == []
 
 
+@pytest.mark.extended  # 85 s; `make test` isolates an AZ on Docker in tests/docker/test_app_client_az.py
 def test_isolate_az_leader_on_docker_loses_what_the_isolated_leader_acknowledged(tmp_path: Path) -> None:
     """The configuration that loses writes; acksall, its control, runs on netns in `make test`."""
     proc = faultline("run", "scenarios/isolate-az-leader.yaml", "--runtime", "docker", "--configuration", "acks1",

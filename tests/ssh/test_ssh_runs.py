@@ -85,6 +85,7 @@ def test_smoke_over_ssh_from_a_fresh_testbed_survives_a_killed_session(testbed: 
     nothing_of_runs_left(testbed)
 
 
+@pytest.mark.extended  # 72 s; `make test` keeps the ssh runtime's smoke and its killed-harness clean-up
 def test_isolate_az_leader_over_ssh_reuses_the_upload_and_finds_what_netns_finds(testbed: SshTestBed,
                                                                                  tmp_path: Path) -> None:
     spec = yaml.safe_load((REPO / "scenarios" / "isolate-az-leader.yaml").read_text())
