@@ -113,7 +113,7 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                         "description": "slow-disk: a uniform 0..this more on each wait"},
     "offset_ms": {"type": "number", "not": {"const": 0},
                   "description": "clock faults: milliseconds added to the processes' wall clock (negative: back)"},
-    "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+    "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5,
              "description": "clock-strobe: flips a second (the offset on, then off, ...)"},
     "delay_writes": {"type": "boolean", "default": False, "description": "slow-disk: every write waits too"},
 }

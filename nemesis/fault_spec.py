@@ -67,8 +67,9 @@ class DiskRule:
     delay_writes: bool = False
 
 
-# clock-strobe's highest `rate`: a running process re-reads its clock offset once a second (testbed.runtime.clocks).
-MAX_STROBE_RATE = 1.0
+# clock-strobe's highest `rate`: a running process may see a new clock offset up to CLOCK_REREAD_S (2 s) late
+# (testbed.runtime.clocks), so a faster strobe's flips could pass unseen.
+MAX_STROBE_RATE = 0.5
 
 
 @dataclass(frozen=True)

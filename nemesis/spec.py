@@ -147,8 +147,8 @@ def _clock_rule(path: str, raw: Mapping[str, Any]) -> ClockRule:
     if "rate" in raw:
         rate = raw["rate"]
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= MAX_STROBE_RATE:
-            raise SpecError(f"{path}.rate: expected flips a second > 0 and <= {MAX_STROBE_RATE:g} (a process "
-                            f"re-reads its clock offset once a second), got {rate!r}")
+            raise SpecError(f"{path}.rate: expected flips a second > 0 and <= {MAX_STROBE_RATE:g} (a process may "
+                            f"see a new clock offset 2 s late), got {rate!r}")
     return ClockRule(float(offset), float(rate))
 
 
