@@ -216,7 +216,7 @@ _KINDS += (
               "steps it again, heal-all puts it back)", CLOCK_JUMP, CLOCK_KEYS, ("target", "offset_ms"),
               (*ROLES, "both"), needs=CLOCK_NEEDS, words=fault_words.clock("clock of", "stepped by", "")),
     FaultKind("clock-strobe", "clock", "the wall clock of each target's broker (`role: zookeeper` or `both`) jumps "
-              "by `offset_ms` and back, `rate` times a second (at most 1), from the start; the stop leaves it back "
+              "by `offset_ms` and back, `rate` times a second (at most 0.5), from the start; the stop leaves it back "
               "where it was", CLOCK_STROBE, (*CLOCK_KEYS, "rate"), ("target", "offset_ms", "rate"),
               (*ROLES, "both"), needs=CLOCK_NEEDS,
               words=fault_words.clock("clock of", "strobed by", ", on and off until it stops")),
