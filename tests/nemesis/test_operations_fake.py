@@ -9,8 +9,6 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from signal import SIGTERM
 from typing import Any
 
@@ -25,29 +23,16 @@ from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
 from nemesis.operations import roll_order
 from nemesis.spec import parse_fault
-from nemesis.targets import ClusterFacts
 from testbed.addressing import make_plan
 from testbed.errors import FaultError, SpecError
 from testbed.kafka import reassign_wire
 from testbed.kafka.cluster import KafkaCluster
-from testbed.kafka.config import ClusterSettings
-from testbed.runfolder import RunFolder
 from tests.fakes import FakeRuntime
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Nemesis, KafkaCluster, FakeRuntime]]:
-    monkeypatch.setattr(nemesis.faults, "_wait_unregistered", lambda cluster, node: None)
-    monkeypatch.setattr(nemesis.nemesis, "observe", lambda cluster: ClusterFacts(controller=1))
-    runtime = FakeRuntime()
-    runtime.create()
-    cluster = KafkaCluster(runtime, ClusterSettings(), RunFolder(tmp_path).make())
-    cluster.write_configs()
-    cluster.power_on_all()
-    monkeypatch.setattr(cluster, "views", lambda: {})  # no Kafka to ask: no leaders known
-    nem = Nemesis(cluster, runtime, cluster.folder.nemesis_journal, seed=1)
-    yield nem, cluster, runtime
-    nem.close()
+def world(fake_world: tuple[Nemesis, KafkaCluster, FakeRuntime]) -> tuple[Nemesis, KafkaCluster, FakeRuntime]:
+    return fake_world  # tests/nemesis/conftest.py
 
 
 def steps(cluster: KafkaCluster) -> list[dict[str, Any]]:

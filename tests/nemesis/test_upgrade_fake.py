@@ -8,20 +8,16 @@ tests/nemesis/test_operations_cluster.py's and the rolling-upgrade scenario's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-import nemesis.faults
-import nemesis.nemesis
 from harness.spec import parse_spec
 from nemesis.fault_words import upgraded
 from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
-from nemesis.targets import ClusterFacts
 from nemesis.upgrade import versions_over_time
 from testbed.dist.versions import protocol_version, upgrade_pins
 from testbed.errors import ClusterError, DistributionError, SpecError
@@ -29,26 +25,17 @@ from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.lifecycle import check_can_provision
 from testbed.machine import Machine
-from testbed.runfolder import RunFolder
 from tests.fakes import FakeRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Nemesis, KafkaCluster, FakeRuntime]]:
-    monkeypatch.setattr(nemesis.faults, "_wait_unregistered", lambda cluster, node: None)
-    monkeypatch.setattr(nemesis.nemesis, "observe", lambda cluster: ClusterFacts(controller=1))
-    runtime = FakeRuntime()
-    runtime.create()
-    cluster = KafkaCluster(runtime, ClusterSettings(), RunFolder(tmp_path).make())
-    cluster.write_configs()
-    cluster.power_on_all()
-    monkeypatch.setattr(cluster, "views", lambda: {})  # no Kafka to ask: no leaders, no controller known
-    monkeypatch.setattr(cluster, "settled", lambda: {})  # every ISR full at once
-    nem = Nemesis(cluster, runtime, cluster.folder.nemesis_journal, seed=1)
-    yield nem, cluster, runtime
-    nem.close()
+def world(fake_world: tuple[Nemesis, KafkaCluster, FakeRuntime],
+          monkeypatch: pytest.MonkeyPatch) -> tuple[Nemesis, KafkaCluster, FakeRuntime]:
+    """tests/nemesis/conftest.py's fake world, with every ISR full at once."""
+    monkeypatch.setattr(fake_world[1], "settled", lambda: {})
+    return fake_world
 
 
 def rows(cluster: KafkaCluster) -> list[dict[str, Any]]:
