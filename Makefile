@@ -345,7 +345,7 @@ CAMPAIGN_FILE = $(if $(filter %.yaml %.yml,$(CAMPAIGN)),$(CAMPAIGN),campaigns/$(
 CAMPAIGN_FLAGS = --runtime $(RUNTIME) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SEED),--seed $(SEED)) \
 	$(if $(SHARD),--shard $(SHARD)) $(if $(filter-out file,$(origin KAFKA_VERSION)),--kafka-version $(KAFKA_VERSION))
 
-.PHONY: nightly chaos-quick stability campaign-merge campaign-summary campaign-flakes stability-table
+.PHONY: nightly chaos-quick stability campaign-merge campaign-summary campaign-flakes stability-table stability-keep
 
 nightly: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign $(CAMPAIGN_FILE) $(CAMPAIGN_FLAGS)
@@ -366,10 +366,17 @@ campaign-merge:
 campaign-flakes:
 	$(PY) -m campaign.flakes $(CAMPAIGN_FILE) --lake $(LAKE)
 
-# The stability campaigns' flake table, from the lake, written into BENCHMARKS.md between its markers (exit status 1
-# when a configuration flaked over the window: the table is written first).
+# The stability campaigns' flake table, from the lake and the kept campaigns (campaigns/lake/), written into
+# BENCHMARKS.md between its markers (exit status 1 when a configuration flaked over the window: the table is written
+# first). `make stability-keep` copies the lake's stability campaigns (their rows: outcomes, counts, durations; not
+# the runs) into campaigns/lake/, to commit, so that runs made on other machines and days add up.
+KEPT_LAKE = campaigns/lake
 stability-table:
-	$(PY) -m campaign.flakes campaigns/stability.yaml --lake $(LAKE) --write BENCHMARKS.md
+	$(PY) -m campaign.flakes campaigns/stability.yaml --lake $(LAKE) --lake $(KEPT_LAKE) --write BENCHMARKS.md
+
+stability-keep:
+	mkdir -p $(KEPT_LAKE)/campaigns
+	cp -R $(LAKE)/campaigns/campaign_id=stability-* $(KEPT_LAKE)/campaigns/
 
 # The latest campaign's summary.md: printed, and added to the GitHub job summary when there is one.
 campaign-summary:

@@ -22,7 +22,7 @@ from testbed.paths import REPO_ROOT
 
 CATALOGUE_DIR = REPO_ROOT / "scenarios"
 TOP_KEYS = {"name", "description", "budget", "engine", "overrides", "entries", "repeat", "flake_rate"}
-FLAKE_RATE_KEYS = {"window", "threshold"}
+FLAKE_RATE_KEYS = {"window", "runs", "threshold"}
 SCENARIO_KEYS = {"scenario", "configurations", "overrides"}
 CHAOS_KEYS = {"scenario", "configuration", "seeds", "count", "overrides"}
 DEFAULT_CHAOS_SCENARIO = "random-chaos"
@@ -55,11 +55,13 @@ Entry = ScenarioEntry | ChaosEntry | Matrix
 
 @dataclass(frozen=True)
 class FlakeRate:
-    """`flake_rate`: over the last `window` campaigns of the name, a case (scenario × configuration) whose share of
+    """`flake_rate`: over the last `window` campaigns of the name (or, with `runs`, over each case's last `runs` runs
+    in any campaigns of the name, however many that takes), a case (scenario × configuration) whose share of
     FLAKE outcomes among its runs is above `threshold` fails `python -m campaign.flakes` (campaign.flakes)."""
 
-    window: int
+    window: int | None
     threshold: float
+    runs: int | None = None  # instead of window: each case's last runs (runs accumulate across partial campaigns)
 
 
 @dataclass(frozen=True)
@@ -165,13 +167,16 @@ def parse_flake_rate(raw: Any) -> FlakeRate | None:
     if raw is None:
         return None
     raw = check_keys("flake_rate", raw, FLAKE_RATE_KEYS)
-    window, threshold = raw.get("window"), raw.get("threshold")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise SpecError(f"flake_rate.window: must be a number of campaigns >= 1, got {window!r}")
+    window, runs, threshold = raw.get("window"), raw.get("runs"), raw.get("threshold")
+    if (window is None) == (runs is None):
+        raise SpecError("flake_rate: give exactly one of window (campaigns) and runs (each case's last runs)")
+    for key, value, what in (("window", window, "campaigns"), ("runs", runs, "runs")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise SpecError(f"flake_rate.{key}: must be a number of {what} >= 1, got {value!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold < 1:
         raise SpecError(f"flake_rate.threshold: must be a share of runs, 0 <= threshold < 1 (0.2: one run in "
                         f"five), got {threshold!r}")
-    return FlakeRate(window, float(threshold))
+    return FlakeRate(window, float(threshold), runs)
 
 
 def parse_campaign(raw: Any, path: Path) -> Campaign:

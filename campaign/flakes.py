@@ -8,11 +8,16 @@ ran (every outcome but SKIPPED); its flake rate is FLAKE ÷ runs over the window
 summary.md (`history_lines`), the nightly workflow's check and BENCHMARKS.md's flake table (`markdown_table`) all
 read this one model.
 
-`python -m campaign.flakes CAMPAIGN.yaml [--lake DIR] [--window N] [--threshold X] [--write FILE]` prints the
-table; exit status 1 when a case's flake rate over the window passes the threshold (the file's `flake_rate`, or
-the flags; a file without either has none, and the window is DEFAULT_WINDOW), 0 otherwise, 3 for bad input (one
-line naming the file and key); `--write` puts the table in FILE between `<!-- flake-table:NAME -->` and
-`<!-- /flake-table:NAME -->`.
+The window is the last N campaigns of the name (`flake_rate.window`), or each case's last N runs in any campaigns of
+the name however many that takes (`flake_rate.runs`: for a campaign run in parts, a budget's or a seed's share on
+each machine, whose runs accumulate).
+
+`python -m campaign.flakes CAMPAIGN.yaml [--lake DIR]... [--window N | --runs N] [--threshold X] [--write FILE]`
+prints the table; exit status 1 when a case's flake rate over the window passes the threshold (the file's
+`flake_rate`, or the flags; a file without either has none, and the window is DEFAULT_WINDOW), 0 otherwise, 3 for
+bad input (one line naming the file and key); `--write` puts the table in FILE between `<!-- flake-table:NAME -->`
+and `<!-- /flake-table:NAME -->`. Several `--lake`s are read as one (a campaign in two of them counted once: the
+kept stability campaigns, campaigns/lake/, beside results/lake/).
 Must never: write the lake, or change a campaign's own outcome.
 """
 
@@ -66,11 +71,17 @@ class Trend:
 class History:
     """What a campaign's index and summary show of the campaigns of its name before it (itself included)."""
 
-    window: int
+    window: int | None  # campaigns back; None when `runs` is the window
     threshold: float | None  # the file's flake_rate.threshold, None when it sets none
     ids: list[str] = field(default_factory=list)
     trends: list[Trend] = field(default_factory=list)
     note: str = ""  # why there is nothing to show, when there is not
+    runs: int | None = None  # each case's last runs, when the window is counted in runs
+
+    @property
+    def span(self) -> str:
+        """The window in words: "the last 4 campaigns" or "each case's last 20 runs"."""
+        return f"each case's last {self.runs} runs" if self.runs else f"the last {self.window} campaigns"
 
     @property
     def above(self) -> list[Trend]:
@@ -84,17 +95,21 @@ def history_of(lake: Path, name: str, source: Path) -> History:
         rate = load_campaign(source).flake_rate
     except (SpecError, OSError):
         rate = None
-    history = History(rate.window if rate else DEFAULT_WINDOW, rate.threshold if rate else None)
+    runs = rate.runs if rate else None
+    history = History(None if runs else (rate.window if rate else None) or DEFAULT_WINDOW,
+                      rate.threshold if rate else None, runs=runs)
     try:
-        history.ids, history.trends = trends(read_campaigns(lake), name, history.window)
+        history.ids, history.trends = trends(read_campaigns(lake), name, history.window, runs)
     except (OSError, ValueError) as exc:
         history.note = f"the campaigns table in {lake} cannot be read ({exc})"
     return history
 
 
-def trends(rows: Iterable[dict[str, Any]], name: str, window: int) -> tuple[list[str], list[Trend]]:
-    """The last `window` campaigns of `name` (by start, oldest first) and each scenario × configuration's outcomes in
-    them, sorted by scenario and configuration; rows are the lake's campaigns table (campaign.lake.read_campaigns)."""
+def trends(rows: Iterable[dict[str, Any]], name: str, window: int | None,
+           runs: int | None = None) -> tuple[list[str], list[Trend]]:
+    """The campaigns of `name` in the window (by start, oldest first) and each scenario × configuration's outcomes in
+    them, sorted by scenario and configuration; rows are the lake's campaigns table (campaign.lake.read_campaigns).
+    The window is the last `window` campaigns, or with `runs` each case's last `runs` runs (SKIPPED is no run)."""
     mine = [r for r in rows if r.get("campaign") == name]
     started: dict[str, Any] = {}
     cases: dict[tuple[str, int, str, str], str] = {}
@@ -102,13 +117,30 @@ def trends(rows: Iterable[dict[str, Any]], name: str, window: int) -> tuple[list
         cid = str(r["campaign_id"])
         started[cid] = min(started.get(cid, r["started_at"]), r["started_at"])
         cases[(cid, int(r["entry"]), str(r["scenario"]), str(r["configuration"]))] = str(r["outcome"])
-    ids = sorted(started, key=lambda c: (started[c], c))[-window:]
-    per: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for (cid, _, scenario, configuration), outcome in sorted(cases.items()):
-        if cid in ids:
-            per.setdefault((scenario, configuration), {}).setdefault(cid, []).append(outcome)
-    by_key = {key: Trend(*key, [(cid, seen[cid]) for cid in ids if cid in seen]) for key, seen in per.items()}
+    order = sorted(started, key=lambda c: (started[c], c))
+    shown = set(order if runs else order[-(window or DEFAULT_WINDOW):])
+    seen: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (scenario, configuration) -> [(campaign, outcome)]
+    for (cid, _, scenario, configuration), outcome in sorted(
+            cases.items(), key=lambda kv: (started[kv[0][0]], kv[0][0], kv[0][1])):
+        if cid in shown:
+            seen.setdefault((scenario, configuration), []).append((cid, outcome))
+    if runs:
+        seen = {key: last_runs(pairs, runs) for key, pairs in seen.items()}
+    by_key = {}
+    for key, pairs in seen.items():
+        grouped: dict[str, list[str]] = {}
+        for cid, outcome in pairs:
+            grouped.setdefault(cid, []).append(outcome)
+        by_key[key] = Trend(*key, list(grouped.items()))
+    ids = [c for c in order if any(c == cid for pairs in seen.values() for cid, _ in pairs)] if runs else \
+        [c for c in order if c in shown]
     return ids, [by_key[k] for k in sorted(by_key)]
+
+
+def last_runs(pairs: list[tuple[str, str]], runs: int) -> list[tuple[str, str]]:
+    """The (campaign, outcome) pairs from the `runs`-th last run on (a SKIPPED case between them is kept, no run)."""
+    ran = [i for i, (_, outcome) in enumerate(pairs) if outcome != SKIPPED]
+    return pairs[ran[-runs]:] if len(ran) >= runs else pairs
 
 
 def over(items: Sequence[Trend], threshold: float) -> list[Trend]:
@@ -120,10 +152,11 @@ def _rate(trend: Trend) -> str:
     return f"{trend.flake_rate:.0%} ({trend.counts[FLAKE]}/{trend.runs})" if trend.runs else "-"
 
 
-def markdown_table(ids: Sequence[str], items: Sequence[Trend]) -> str:
+def markdown_table(ids: Sequence[str], items: Sequence[Trend], runs: int | None = None) -> str:
     """The flake table: per scenario × configuration, its runs, each outcome's count, its flake rate and the letters."""
     head = ["scenario", "configuration", "runs", *SHOWN, "flake rate", "outcomes, oldest campaign first"]
-    lines = [f"Over {len(ids)} campaign{'s' if len(ids) != 1 else ''}"
+    plural = "s" if len(ids) != 1 else ""
+    lines = [(f"Each case's last {runs} runs, in " if runs else "Over ") + f"{len(ids)} campaign{plural}"
              + (f" ({ids[0]} to {ids[-1]})" if ids else "") + ":", "",
              "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for t in items:
@@ -138,7 +171,7 @@ def history_lines(history: History) -> list[str]:
     if history.note or not history.ids:
         return [history.note or "no campaign of this name in the lake yet"]
     n = len(history.ids)
-    lines = [f"over the last {n} campaign{'s' if n != 1 else ''} ({history.ids[0]} to {history.ids[-1]}): "
+    lines = [f"over {history.span}, {n} campaign{'s' if n != 1 else ''} ({history.ids[0]} to {history.ids[-1]}): "
              f"{len(history.trends)} cases, {sum(t.runs for t in history.trends)} runs"
              + (f"; flake-rate threshold {history.threshold:.0%}" if history.threshold is not None else "")]
     above = history.above
@@ -147,6 +180,17 @@ def history_lines(history: History) -> list[str]:
             lines.append(f"{t.scenario} [{t.configuration}]: {t.letters} (flake rate {_rate(t)})"
                          + (" ABOVE THE THRESHOLD" if t in above else ""))
     return lines
+
+
+def read_lakes(lakes: Sequence[Path]) -> list[dict[str, Any]]:
+    """The campaigns tables of several lakes as one: a campaign found in more than one is read from the first."""
+    rows: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for lake in lakes:
+        found = read_campaigns(lake)
+        rows += [r for r in found if r["campaign_id"] not in taken]
+        taken |= {r["campaign_id"] for r in found}
+    return rows
 
 
 def write_between_markers(path: Path, name: str, table: str) -> None:
@@ -164,8 +208,11 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="python -m campaign.flakes", description=__doc__.split("\n\n")[0])
     parser.add_argument("campaign", type=Path, help="the campaign file (its name and flake_rate)")
-    parser.add_argument("--lake", type=Path, default=DEFAULT_LAKE, help="the results lake (default: results/lake/)")
-    parser.add_argument("--window", type=int, help="how many campaigns back (default: the file's flake_rate.window)")
+    parser.add_argument("--lake", type=Path, action="append", help="a results lake (default: results/lake/); "
+                        "repeat to read several as one")
+    window_flags = parser.add_mutually_exclusive_group()
+    window_flags.add_argument("--window", type=int, help="how many campaigns back (default: the file's flake_rate)")
+    window_flags.add_argument("--runs", type=int, help="each case's last N runs, in however many campaigns")
     parser.add_argument("--threshold", type=float, help="the flake rate a case may reach (default: the file's)")
     parser.add_argument("--write", type=Path, metavar="FILE", help="write the table into FILE between its markers")
     args = parser.parse_args(argv)
@@ -174,16 +221,19 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    rate = campaign.flake_rate
-    window = args.window if args.window is not None else (rate.window if rate else DEFAULT_WINDOW)
+    rate, lakes = campaign.flake_rate, args.lake or [DEFAULT_LAKE]
+    runs = args.runs if args.runs is not None else (rate.runs if rate and args.window is None else None)
+    window = None if runs is not None else args.window if args.window is not None else (
+        rate.window if rate and rate.window else DEFAULT_WINDOW)
     threshold = args.threshold if args.threshold is not None else (rate.threshold if rate else None)
-    if window < 1 or (threshold is not None and not 0 <= threshold < 1):
-        print(f"error: --window must be >= 1 and --threshold 0 to 1 (excluded), got {window} and {threshold}",
-              file=sys.stderr)
+    span = runs if runs is not None else window if window is not None else DEFAULT_WINDOW
+    if span < 1 or (threshold is not None and not 0 <= threshold < 1):
+        print(f"error: --window and --runs must be >= 1 and --threshold 0 to 1 (excluded), got {span} and "
+              f"{threshold}", file=sys.stderr)
         return 3
-    ids, items = trends(read_campaigns(args.lake), campaign.name, window)
-    table = markdown_table(ids, items)
-    out.write(f"campaign {campaign.name}, {args.lake}:\n{table}")
+    ids, items = trends(read_lakes(lakes), campaign.name, window, runs)
+    table = markdown_table(ids, items, runs)
+    out.write(f"campaign {campaign.name}, {', '.join(map(str, lakes))}:\n{table}")
     if args.write:
         try:
             write_between_markers(args.write, campaign.name, table)
@@ -196,7 +246,7 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     bad = over(items, threshold) if threshold is not None else []
     for t in bad:
         out.write(f"FLAKE RATE ABOVE {threshold:.0%}: {t.scenario} [{t.configuration}]: {_rate(t)} over "
-                  f"{len(ids)} campaigns ({t.letters})\n")
+                  f"{f'its last {runs} runs' if runs else f'{len(ids)} campaigns'} ({t.letters})\n")
     return 1 if bad else 0
 
 

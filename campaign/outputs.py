@@ -69,7 +69,8 @@ def _history_json(report: CampaignReport) -> dict[str, Any] | None:
     history = report.history
     if history is None:
         return None
-    return {"window": history.window, "threshold": history.threshold, "campaigns": history.ids, "note": history.note,
+    return {"window": history.window, "runs": history.runs, "threshold": history.threshold, "campaigns": history.ids,
+            "note": history.note,
             "cases": [{"scenario": t.scenario, "configuration": t.configuration, "runs": t.runs, "counts": t.counts,
                        "flake_rate": round(t.flake_rate, 4), "outcomes": [o for _, o in t.outcomes],
                        "above_threshold": t in history.above} for t in history.trends]}
@@ -154,7 +155,7 @@ def summary_markdown(report: CampaignReport) -> str:
     lines += ["", f"### What changed since {report.changes.previous or 'the last campaign'}", ""]
     lines += [f"- {line}" for line in change_lines(report.changes)]
     if report.history is not None:
-        lines += ["", f"### Outcomes over the last {report.history.window} campaigns of {report.name}", ""]
+        lines += ["", f"### Outcomes over {report.history.span} of {report.name}", ""]
         lines += [f"- {line}" for line in history_lines(report.history)]
     skipped = [r for r in report.results if r.outcome == SKIPPED]
     if skipped:

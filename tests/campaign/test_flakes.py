@@ -4,6 +4,7 @@ its markers, `repeat` and `flake_rate` in a campaign file."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ def test_the_stability_campaign_runs_every_catalogue_configuration_at_least_five
     campaign = load_campaign(REPO / "campaigns" / "stability.yaml")
     per_copy = len(campaign.entries) // campaign.repeat
     assert campaign.repeat >= 5 and campaign.flake_rate is not None and campaign.flake_rate.threshold == 0
+    assert campaign.flake_rate.runs == 20  # none in 20, counted over runs that add up across partial campaigns
     sources = [e.source for e in campaign.entries[:per_copy]]  # type: ignore[union-attr]
     assert sorted(sources) == sorted((REPO / "scenarios").glob("*.yaml"))  # a new scenario is added here too
     assert all(e.configurations is None for e in campaign.entries)  # type: ignore[union-attr]  # every configuration
@@ -129,3 +131,58 @@ def test_benchmarks_holds_the_stability_tables_markers(tmp_path: Path) -> None:
     copy.write_text(text)
     flakes.write_between_markers(copy, "stability", "| a table |\n")
     assert "| a table |" in copy.read_text() and len(copy.read_text()) < len(text) + 100
+
+
+def test_a_runs_window_takes_each_cases_last_runs_across_partial_campaigns(tmp_path: Path) -> None:
+    """flake_rate.runs: a campaign run in parts (a budget's share a day) adds up; each case's last N runs count,
+    however many campaigns that takes, and a campaign that did not reach a case leaves its runs alone."""
+    lake = tmp_path / "lake"
+    night(lake, 1, {("a", "x"): ["FLAKE", "PASS"], ("b", "y"): ["PASS"]})
+    night(lake, 2, {("a", "x"): ["PASS", "SKIPPED"]})  # this part did not reach b [y] (nor a second a [x])
+    night(lake, 3, {("a", "x"): ["PASS", "PASS"], ("c", "z"): ["FLAKE"]})
+    ids, items = flakes.trends(lakes.read_campaigns(lake), "fake", None, runs=4)
+    a, b, c = items
+    assert a.runs == 4 and a.letters == "P P- PP" and a.counts["FLAKE"] == 0  # night 1's flake is 5 runs back
+    assert b.runs == 1 and b.letters == "P" and c.letters == "F"
+    assert ids == ["fake-night1", "fake-night2", "fake-night3"]
+    _, items = flakes.trends(lakes.read_campaigns(lake), "fake", None, runs=5)
+    assert items[0].counts["FLAKE"] == 1 and items[0].letters == "FP P- PP"
+    _, items = flakes.trends(lakes.read_campaigns(lake), "fake", 1)  # a campaign window: night 3 alone
+    assert [t.scenario for t in items] == ["a", "c"]
+
+    write_scenario(tmp_path, "s")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}], flake_rate={"runs": 4, "threshold": 0})
+    out = io.StringIO()
+    assert flakes.main([str(path), "--lake", str(lake)], out) == 1  # c [z]: 1 flake in its 1 run
+    said = out.getvalue()
+    assert "Each case's last 4 runs, in 3 campaigns (fake-night1 to fake-night3):" in said
+    assert "FLAKE RATE ABOVE 0%: c [z]: 100% (1/1) over its last 4 runs (F)" in said and "a [x]: " not in said
+    out = io.StringIO()
+    assert flakes.main([str(path), "--lake", str(lake), "--window", "2"], out) == 1  # the flag wins over the file's
+    assert "Over 2 campaigns (fake-night2 to fake-night3):" in out.getvalue()
+
+
+def test_several_lakes_read_as_one_and_a_campaign_in_both_counts_once(tmp_path: Path) -> None:
+    """The kept stability campaigns (campaigns/lake/) beside results/lake/: one copied into both is one campaign."""
+    here, kept = tmp_path / "here", tmp_path / "kept"
+    night(here, 1, {("a", "x"): ["PASS"]})
+    night(kept, 1, {("a", "x"): ["PASS"]})  # the same campaign, kept
+    night(kept, 2, {("a", "x"): ["FLAKE"]})  # another machine's, kept
+    rows = flakes.read_lakes([here, kept])
+    _, items = flakes.trends(rows, "fake", None, runs=20)
+    assert items[0].runs == 2 and items[0].letters == "P F"
+    write_scenario(tmp_path, "s")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}], flake_rate={"runs": 20, "threshold": 0})
+    assert flakes.main([str(path), "--lake", str(here), "--lake", str(kept)], io.StringIO()) == 1
+    assert flakes.main([str(path), "--lake", str(here)], io.StringIO()) == 0
+
+
+@pytest.mark.parametrize(("rate", "said"), [
+    ({"window": 3, "runs": 20, "threshold": 0}, "flake_rate: give exactly one of window (campaigns) and runs"),
+    ({"threshold": 0}, "flake_rate: give exactly one of window (campaigns) and runs"),
+    ({"runs": 0, "threshold": 0}, "flake_rate.runs: must be a number of runs >= 1, got 0"),
+])
+def test_a_flake_rate_needs_exactly_one_window(tmp_path: Path, rate: dict[str, Any], said: str) -> None:
+    write_scenario(tmp_path, "s")
+    with pytest.raises(Exception, match=re.escape(said)):
+        load_campaign(write_campaign(tmp_path, [{"scenario": "s.yaml"}], name="w", flake_rate=rate))
