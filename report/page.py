@@ -20,7 +20,7 @@ import plotly.io as pio
 from checkers.anomalies import DESCRIPTIONS
 from checkers.facts import SplitBrains, split_brains
 from checkers.leadership import Disagreement, natural_key
-from report import evidence, faultwords, fmt, groups, transactions
+from report import evidence, faultwords, fmt, groups, transactions, versions
 from report.anomalies import Example, collect_examples
 from report.availability import availability_rows
 from report.errorcodes import error_breakdown, error_rows
@@ -145,7 +145,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "splits": [],
         "period": "",
         "around": fmt.duration(AROUND_NS),
-        "txn": None, "groups": None,
+        "txn": None, "groups": None, "versions": None,
     }
     if frame:
         context["plots"]["timeline"] = Plot("plot-timeline", figure_json(timeline_figure(
@@ -154,7 +154,8 @@ def build_context(run: Run) -> dict[str, Any]:
         _health_plots(context, run, frame, windows, events)
         context["txn"] = transactions.view(run, frame, windows, events, examples)
         context["groups"] = groups.view(run, frame, windows, events, examples)
-        for view in (context["txn"], context["groups"]):
+        context["versions"] = versions.view(run, frame, windows, events)
+        for view in (context["txn"], context["groups"], context["versions"]):
             for key, fig in (view or {}).pop("figures", {}).items():
                 context["plots"][key] = Plot(f"plot-{key}", figure_json(fig), f"{run.scenario}-{run.run_id}-{key}")
         brains = split_brains(run.table("observations"))
