@@ -261,7 +261,7 @@ test-batch-consume-skip:
 # Operations as faults (issue 39): a rolling restart and a reassignment on a real cluster with their mechanism checked,
 # then the rolling-restart, rolling-upgrade and reassign-under-partition scenarios, every configuration; kept out of
 # `make test` but for rolling-restart's short configuration (tests/scenarios/test_catalogue.py).
-OPERATION_SCENARIOS := rolling-restart rolling-upgrade reassign-under-partition replace-broker
+OPERATION_SCENARIOS := rolling-restart rolling-upgrade reassign-under-partition replace-broker client-upgrade
 test-operations: $(IMAGES)
 	$(PY) -m pytest -m operations $(PYTEST_FLAGS)
 	$(call run_scenarios,$(OPERATION_SCENARIOS))

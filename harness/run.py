@@ -33,6 +33,7 @@ from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
 from harness.runlog import run_log
 from harness.spec import Spec
+from harness.spec_clients import client_upgrades
 from harness.workloadset import WorkloadSet, drain_workloads, member_groups, plan_workloads
 from nemesis.nemesis import Nemesis
 from testbed.dist.clients import ClientEnv
@@ -132,18 +133,22 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
             manifest.client_under_test(client.versions)
             log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)", client.versions["confluent_kafka"],
                      client.versions["librdkafka"], " ".join(client.python))
-        notes = _execute(spec, folder, log_handler, on_running, machine, client, prefix)
+        upgrades = {v: machine.ensure_client(v) for v in client_upgrades(spec.nemesis)}  # upgrade-client's venvs
+        for version, env in upgrades.items():
+            log.info("upgrade-client: confluent-kafka %s / librdkafka %s ready", version, env.versions["librdkafka"])
+        notes = _execute(spec, folder, log_handler, on_running, machine, client, prefix, upgrades)
     return Judgement(spec, folder, notes, engine, keep_data, manifest, machine)
 
 
 def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
              on_running: Callable[[RunFolder], None] | None, machine: Machine,
-             client: ClientEnv | None = None, prefix: str | None = None) -> list[str]:
+             client: ClientEnv | None = None, prefix: str | None = None,
+             upgrades: dict[str, ClientEnv] | None = None) -> list[str]:
     progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
     with provision(spec.cluster, folder.root, machine=machine, prefix=prefix) as (cluster, runtime):
-        workloads = WorkloadSet(runtime, folder, cluster, client)
+        workloads = WorkloadSet(runtime, folder, cluster, client, upgrades)
         with contextlib.ExitStack() as undo:
             undo.callback(_kill_workloads, workloads)
             nemesis = make_nemesis(spec, cluster, workloads) if not spec.nemesis.empty else None

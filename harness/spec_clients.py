@@ -1,5 +1,6 @@
-"""The spec's client under test (`clients.confluent_kafka`): a version faultline can install, on a runtime
-that can run it (testbed.dist.clients builds its venv when a run starts, not here).
+"""The spec's client under test (`clients.confluent_kafka`) and the clients `upgrade-client` rolls a process onto:
+versions faultline can install, on a runtime that can run them (testbed.dist.clients builds their venvs when a run
+starts, not here).
 Must never: build, fetch or start anything.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.spec_types import fail
+from nemesis.schedule import Schedule
 from testbed.dist.clients import parse_client
 from testbed.errors import DistributionError
 from testbed.runtime.kinds import KINDS, kind
@@ -27,3 +29,20 @@ def parse_client_under_test(raw: dict[str, Any] | None, runtime: str) -> str | N
         raise fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal} "
                     f"(use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})")
     return str(version)
+
+
+UPGRADE_CLIENT = "upgrade-client"
+
+
+def client_upgrades(schedule: Schedule) -> list[str]:
+    """The confluent-kafka versions the schedule's `upgrade-client` faults roll processes onto, each once."""
+    return list(dict.fromkeys(f.options["to_version"] for _, f in schedule.faults() if f.fault == UPGRADE_CLIENT))
+
+
+def check_client_upgrades(schedule: Schedule, runtime: str) -> None:
+    """SpecError naming the fault when an `upgrade-client` runs on a runtime that cannot run a client venv."""
+    refusal = kind(runtime).no_client_venvs
+    for i, fault in schedule.faults():
+        if fault.fault == UPGRADE_CLIENT and refusal is not None:
+            raise fail(f"nemesis[{i}].fault", f"upgrade-client: the {runtime} runtime cannot run another client: "
+                       f"{refusal} (use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})")

@@ -46,6 +46,7 @@ from workloads.exits import DRAIN_INCOMPLETE, FENCED
 PROCESS_PREFIX = "workload/"  # the runtime's process names of workloads: workload/<process>
 HOLD_WAIT_S = 30.0  # a hold-request starts once the proxy caught its request: the producer sends one within this
 PAUSE_WAIT_S = 10.0  # a SIGSTOP or SIGCONT reaches every thread of a process within this
+UPGRADE_STOP_S = 30.0  # upgrade-client: a producer flushes, a group member leaves its group, within this of SIGTERM
 # The roles that run the client under test (`clients.confluent_kafka`); the drain and the observers never do.
 UNDER_TEST = ("producer", "consumer")
 
@@ -179,9 +180,10 @@ class WorkloadSet:
     """Starts workload processes through the runtime and holds them to account."""
 
     def __init__(self, runtime: Runtime, folder: RunFolder, cluster: KafkaCluster,
-                 client: ClientEnv | None = None) -> None:
+                 client: ClientEnv | None = None, upgrades: dict[str, ClientEnv] | None = None) -> None:
         self.runtime = runtime
         self.client = client  # the client under test's venv (None: every role on the harness's own client)
+        self.upgrades = upgrades or {}  # upgrade-client: each `to_version`'s venv, made before the run started
         self.folder = folder
         self.cluster = cluster
         self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
@@ -189,7 +191,10 @@ class WorkloadSet:
         self._restarts: dict[str, int] = {}
         self._orders = 0  # the last order given to a producer's proxy (hold-request)
 
-    def start(self, workloads: list[Workload]) -> None:
+    def start(self, workloads: list[Workload], client: ClientEnv | None = None) -> None:
+        """Start each workload on its host: the roles under test on `client`'s venv (default: the run's client
+        under test), the others on the harness's own client."""
+        client = client or self.client
         for w in workloads:
             assert w.config is not None, w.name
             path = self.folder.workload_config(w.name)
@@ -197,7 +202,7 @@ class WorkloadSet:
             on_host = dataclasses.replace(w.config, journal=Path(self.runtime.host_path(w.host, w.config.journal)))
             path.write_text(json.dumps(config_to_json(on_host), indent=2, sort_keys=True) + "\n")
             host_config = self.runtime.put(w.host, path)
-            python = self.client.python if self.client is not None and w.role in UNDER_TEST \
+            python = client.python if client is not None and w.role in UNDER_TEST \
                 else self.cluster.software(w.host).python
             self.processes.start(w.host, PROCESS_PREFIX + w.name, [*python, "-m", "workloads", host_config])
             self.running[w.name] = w
@@ -267,6 +272,29 @@ class WorkloadSet:
             config = dataclasses.replace(config, proxy=None, bootstrap=self.cluster.bootstrap)
         self.start([Workload(name, w.host, w.role, config)])
         return name
+
+    def upgrade(self, process: str, version: str) -> dict[str, Any]:
+        """upgrade-client: stop `process` cleanly (SIGTERM: a producer flushes, a group member leaves its group) and
+        start its configuration again as `<process>-u<n>` on confluent-kafka `version`; what was done, and when."""
+        w, env = self.running.get(process), self.upgrades.get(version)
+        if w is None or w.role not in UNDER_TEST or w.config is None:
+            raise FaultError(f"upgrade-client: {process} is not a running producer or consumer of this run")
+        if env is None:
+            raise FaultError(f"upgrade-client: no client venv of confluent-kafka {version} was made for this run")
+        stop_ns = time.time_ns()
+        stuck = self.processes.stop_within({PROCESS_PREFIX + process: UPGRADE_STOP_S})
+        self.running.pop(process, None)
+        if stuck:
+            raise FaultError(f"upgrade-client: {process} did not stop within {UPGRADE_STOP_S:.0f} s of SIGTERM")
+        code = self._check_exit_codes([w], ok=(0, FENCED))[process]
+        stopped_ns = time.time_ns()
+        name = f"{process}-u{1 + sum(1 for n in self.running if n.startswith(f'{process}-u'))}"
+        renamed: dict[str, Any] = {"process": name, "journal": self.folder.journal(name)}
+        if isinstance(w.config, ProducerConfig):
+            renamed["value_prefix"] = f"{name}-"
+        self.start([Workload(name, w.host, w.role, dataclasses.replace(w.config, **renamed))], client=env)
+        return {"replacement": name, "stop_ns": stop_ns, "stopped_ns": stopped_ns, "exit_status": code,
+                "started_ns": time.time_ns(), "client": env.versions}
 
     def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
         """Arm `process`'s proxy: once it holds the next request of `kind`, what it caught (the `held` event)."""

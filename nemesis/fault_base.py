@@ -34,6 +34,10 @@ class WorkloadControl(Protocol):
     def replace(self, process: str) -> str:
         """Start a process with `process`'s configuration and transactional.id; the new process's name."""
 
+    def upgrade(self, process: str, version: str) -> dict[str, Any]:
+        """Stop `process` cleanly and start its configuration again on confluent-kafka `version`: its new name
+        (`replacement`), when it was stopped and started, and the new client's versions (`client`)."""
+
     def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
         """Arm `process`'s proxy and wait until it holds a request of `kind` (`api_key`, `committed`): what it
         caught."""

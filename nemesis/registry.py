@@ -37,7 +37,13 @@ from nemesis.operations import ROLLING_RESTART
 from nemesis.reassign import REASSIGN
 from nemesis.stray import STRAY_FAULT
 from nemesis.upgrade import ROLLING_UPGRADE
-from nemesis.workload_faults import HoldRequest, PauseWorkload, ReplaceWorkload
+from nemesis.workload_faults import (
+    HoldRequest,
+    PauseWorkload,
+    ReplaceWorkload,
+    UpgradeClient,
+    parse_client_upgrade,
+)
 from testbed.errors import SpecError
 from testbed.journal_names import POWER_CUT, POWER_OFF, STRAY_PRODUCE
 from testbed.runtime.kinds import Ability
@@ -156,6 +162,12 @@ _KINDS: tuple[FaultKind, ...] = (
               "transactional.id (`<process>-r1`, its own journal and values), whose init_transactions() fences "
               "the first; it runs to the end of the run (the stop does nothing). `process` must be a "
               "transactional producer", ReplaceWorkload(), ("process",), ("process",)),
+    FaultKind("upgrade-client", "workload", "stop `process` (a producer, or a consumer without a kill schedule) "
+              "cleanly (SIGTERM: a producer flushes, a group member leaves its group) and start its configuration "
+              "again as `<process>-u1` on confluent-kafka `to_version` (its venv made before the run; netns only), "
+              "as an application rolled onto a new client; it runs to the end (the stop does nothing)",
+              UpgradeClient(), ("process", "to_version"), ("process", "to_version"),
+              processes=("producer", "consumer"), options=parse_client_upgrade),
     FaultKind("hold-request", "workload", "the request-holding proxy of `process` (a producer with `proxy: true`) "
               "holds its next `api` request, and everything after it on that connection, until the stop; then "
               "forwards it late on the same connection (with `release_before`: just before the client's next "

@@ -1,4 +1,4 @@
-"""Faults on workload processes: pause a producer (a zombie), start its replacement with the same transactional.id.
+"""Faults on workload processes: pause one (a zombie), replace a transactional producer, roll one onto a new client.
 
 The nemesis does not start or signal workload processes itself: the harness
 that started them hands it a `WorkloadControl`. `pause-workload` SIGSTOPs
@@ -8,7 +8,11 @@ second process with the first one's configuration and transactional.id under
 a name of its own (`<process>-r<n>`: its own journal, values and transaction
 names), as a supervisor that believes the first dead would; its
 init_transactions() fences the first. The replacement runs to the end of the
-run: undoing the fault changes nothing. `hold-request` arms the request-holding
+run: undoing the fault changes nothing. `upgrade-client` stops a producer or a
+consumer cleanly (SIGTERM: a producer flushes, a group member leaves its group)
+and starts its configuration again as `<process>-u<n>` on another
+confluent-kafka (a venv the harness made before the run), as an application
+rolled onto a new client is; it too runs to the end. `hold-request` arms the request-holding
 proxy of a producer started with `proxy: true` (workloads/holdproxy.py): it
 starts once the proxy caught the next request of its `api` (held from then
 on, with whatever follows it on that connection) and is undone by forwarding
@@ -19,11 +23,13 @@ Must never: start or signal a workload process itself, or act on one when it was
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nemesis.fault_base import FaultEnv, Injected, WorkloadControl
 from nemesis.fault_spec import HOLD_APIS
-from testbed.errors import FaultError
+from testbed.dist.clients import parse_client
+from testbed.errors import DistributionError, FaultError, SpecError
 
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
@@ -65,6 +71,29 @@ class ReplaceWorkload:
 
     def undo(self, injected: Injected, env: FaultEnv) -> None:
         """Nothing to undo: the replacement runs to the end of the run."""
+
+
+def parse_client_upgrade(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`upgrade-client`'s `to_version`: a confluent-kafka version faultline can install (1.9.0 on)."""
+    version = raw["to_version"]
+    try:
+        parse_client(version)
+    except DistributionError as exc:
+        raise SpecError(f"{path}.to_version: {str(exc).removeprefix(f'confluent_kafka {version}: ')}") from None
+    return {"to_version": str(version)}
+
+
+class UpgradeClient:
+    """upgrade-client: stop the process cleanly and start it again on another confluent-kafka; undo changes nothing."""
+
+    def inject(self, spec: FaultSpec, resolver: Resolver, env: FaultEnv, key: str) -> Injected:
+        process, version = spec.targets[0], spec.options["to_version"]
+        done = _control(env, spec.fault).upgrade(process, version)
+        targets = {"process": process, "replacement": done.pop("replacement"), "to_version": version}
+        return Injected(key, spec.fault, targets, done)
+
+    def undo(self, injected: Injected, env: FaultEnv) -> None:
+        """Nothing to undo: the upgraded process runs to the end of the run."""
 
 
 def _kind(api: str) -> dict[str, Any]:
