@@ -259,7 +259,7 @@ test-batch-consume-skip:
 	$(PY) -m harness run scenarios/versions/batch-consume-skip.yaml --runtime netns $(RUN_KAFKA_VERSION)
 
 # Operations as faults (issue 39): a rolling restart and a reassignment on a real cluster with their mechanism checked,
-# then the rolling-restart, rolling-upgrade and reassign-under-partition scenarios, every configuration; kept out of
+# then the rolling-restart, rolling-upgrade, reassign-under-partition, replace-broker and client-upgrade scenarios, every configuration; kept out of
 # `make test` but for rolling-restart's short configuration (tests/scenarios/test_catalogue.py).
 OPERATION_SCENARIOS := rolling-restart rolling-upgrade reassign-under-partition replace-broker client-upgrade
 test-operations: $(IMAGES)
