@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -43,17 +44,32 @@ def rss_bytes() -> int | None:
 
 
 def tree_bytes(path: Path) -> int:
-    """The bytes of every regular file under `path` (0 if it does not exist); files that vanish are skipped."""
+    """The bytes of every regular file under `path` (0 if it does not exist), not crossing into another filesystem:
+    a node's data directory mounted on unsyncfs is read through its FUSE process, which a fault may have stopped or
+    killed (a stat there could wait for it). Files that vanish while counted are skipped."""
+    try:
+        device = os.lstat(path).st_dev
+    except OSError:
+        return 0
     total = 0
-    for root, _dirs, files in os.walk(path):
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if _on(device, os.path.join(root, d))]
         for name in files:
             try:
                 st = os.lstat(os.path.join(root, name))
             except OSError:
                 continue
-            if not os.path.islink(os.path.join(root, name)):
+            if stat.S_ISREG(st.st_mode):
                 total += st.st_size
     return total
+
+
+def _on(device: int, path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_dev == device and stat.S_ISDIR(st.st_mode)
 
 
 def merge_pair(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
