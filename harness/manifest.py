@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,7 @@ class Manifest:
         self.spec = spec
         self.path = RunFolder(Path(run_dir)).manifest
         self.started = time.time()
+        self._lock = threading.Lock()  # the resources sampler writes from its own thread
         self.doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "run_id": run_id_of(spec, run_dir),
@@ -129,13 +131,33 @@ class Manifest:
 
     def write(self) -> None:
         try:
-            write_json_atomic(self.path, self.doc)
+            with self._lock:
+                write_json_atomic(self.path, self.doc)
         except OSError as exc:
             log.error("could not write %s: %s", self.path, exc)
+
+    def resources(self, samples: list[dict[str, Any]], interval_s: float) -> None:
+        """The harness's memory and the run's disk so far (harness.resources), written at once: a killed run keeps
+        them up to its last sample."""
+        with self._lock:
+            self.doc["resources"] = {"interval_s": interval_s, "samples": samples}
+        self.write()
 
     def finish(self, verdict: dict[str, Any] | None, expectation: dict[str, Any] | None,
                exit_status: int | None, failed: bool) -> None:
         ended = time.time()
+        power = power_offs(self.path.parent)
+        versions = node_versions(self.path.parent, self.spec.cluster.kafka_version, self.started)
+        with self._lock:
+            self._finished(ended, verdict, expectation, exit_status, failed)
+            if power:
+                self.doc["power_offs"] = power
+            if versions:
+                self.doc["node_versions"] = versions
+        self.write()
+
+    def _finished(self, ended: float, verdict: dict[str, Any] | None, expectation: dict[str, Any] | None,
+                  exit_status: int | None, failed: bool) -> None:
         self.doc.update({
             "status": "error" if failed else "finished",
             "ended_at": iso_utc(ended),
@@ -146,13 +168,6 @@ class Manifest:
             "observed": None if expectation is None else expectation.get("observed"),
             "outcome": outcome_of(verdict, expectation, not self.spec.expect.empty, failed),
         })
-        power = power_offs(self.path.parent)
-        if power:
-            self.doc["power_offs"] = power
-        versions = node_versions(self.path.parent, self.spec.cluster.kafka_version, self.started)
-        if versions:
-            self.doc["node_versions"] = versions
-        self.write()
 
 
 def power_offs(run_dir: Path) -> dict[str, str] | None:
@@ -185,7 +200,8 @@ def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expecta
     with contextlib.suppress(OSError, ValueError):
         previous = json.loads(manifest.path.read_text(encoding="utf-8"))
         if isinstance(previous, dict) and isinstance(previous.get("started_at"), str):
-            manifest.doc.update({k: previous[k] for k in ("started_at", "campaign_id", "run_id") if k in previous})
+            manifest.doc.update({k: previous[k] for k in ("started_at", "campaign_id", "run_id", "resources")
+                                 if k in previous})  # the killed harness's resources series, to its last sample
             started = dt.datetime.fromisoformat(previous["started_at"].replace("Z", "+00:00"))
             manifest.started = started.timestamp()
     manifest.doc["recovered"] = True

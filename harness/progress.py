@@ -48,6 +48,14 @@ class JournalTail:
         return ok, errors
 
 
+def duration_text(seconds: float) -> str:
+    """A time for a status line: `  12.3 s` under an hour, `1:02:03` (h:mm:ss) from an hour on."""
+    if seconds < 3600:
+        return f"{seconds:5.1f} s"
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
 class Progress:
     """`log`, when given, also gets every phase line and a status line every 5 s (the run's harness.log)."""
 
@@ -72,7 +80,7 @@ class Progress:
         self._end_live_line()
         self.phase_name, self.duration_s = name, duration_s
         self.phase_started = time.monotonic()
-        line = f"[{self.name}] {name} (t+{self.phase_started - self.started:.1f} s)"
+        line = f"[{self.name}] {name} (t+{duration_text(self.phase_started - self.started).strip()})"
         self._write(line + "\n")
         self._record(line)
 
@@ -85,8 +93,8 @@ class Progress:
         self.window = (since, ok, errors)
         self.last_tick = now
         elapsed = now - self.phase_started
-        remaining = f" remaining {max(self.duration_s - elapsed, 0):5.1f} s" if self.duration_s else ""
-        line = (f"[{self.name}] {self.phase_name} {elapsed:5.1f} s{remaining} | writes {ok / span:7.0f}/s "
+        remaining = f" remaining {duration_text(max(self.duration_s - elapsed, 0))}" if self.duration_s else ""
+        line = (f"[{self.name}] {self.phase_name} {duration_text(elapsed)}{remaining} | writes {ok / span:7.0f}/s "
                 f"errors {errors / span:5.0f}/s | faults: {', '.join(faults) or 'none'}")
         every_5s = now - self.last_plain >= 5.0
         if every_5s:

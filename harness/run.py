@@ -31,6 +31,7 @@ import yaml
 from harness.judge import RunOutcome, judge
 from harness.manifest import Manifest, run_manifest
 from harness.progress import Progress
+from harness.resources import ResourceMonitor
 from harness.runlog import run_log
 from harness.spec import Spec
 from harness.spec_clients import client_upgrades
@@ -39,7 +40,7 @@ from nemesis.nemesis import Nemesis
 from testbed.dist.clients import ClientEnv
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
 from testbed.kafka.cluster import KafkaCluster
-from testbed.kafka.replicas import snapshot_segments
+from testbed.kafka.replicas import SnapshotBudget
 from testbed.lifecycle import provision
 from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
@@ -94,6 +95,7 @@ class Judgement:
     keep_data: bool
     manifest: Manifest
     machine: Machine = REAL
+    resources: ResourceMonitor | None = None  # sampling since the story began; stopped once judged
 
     def judge(self) -> RunOutcome:
         """History tables, replica dumps, checker, verdict, reports and the final run.json; its log lines go to this run's
@@ -103,8 +105,10 @@ class Judgement:
                 outcome = judge(self.spec, self.folder, self.notes, self.engine, self.keep_data, self.machine)
             except BaseException as exc:
                 log.error("judging %s failed: %s", self.folder.root, exc)
+                self._stop_resources()
                 self.manifest.finish(None, None, None, failed=True)
                 raise
+            self._stop_resources()
             self.manifest.finish(outcome.verdict, outcome.expectation, outcome.status, failed=False)
             return outcome
 
@@ -112,7 +116,12 @@ class Judgement:
         """Never judged (the harness stopped first): said in its harness.log, run.json says error."""
         with run_log(self.folder, this_thread_only=True):
             log.error("%s was not judged: %s", self.folder.root, why)
+        self._stop_resources()
         self.manifest.finish(None, None, None, failed=True)
+
+    def _stop_resources(self) -> None:
+        if self.resources is not None:
+            self.resources.stop()
 
 
 def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: bool = False,
@@ -128,23 +137,29 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
     write_spec(spec, folder)
     with run_log(folder) as log_handler, run_manifest(spec, run_dir) as manifest:
         log.info("run %s into %s", spec.run_name, run_dir)
-        client = machine.ensure_client(spec.client) if spec.client is not None else None
-        if client is not None:  # the client under test, as its venv reports itself
-            manifest.client_under_test(client.versions)
-            log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)", client.versions["confluent_kafka"],
-                     client.versions["librdkafka"], " ".join(client.python))
-        upgrades = {v: machine.ensure_client(v) for v in client_upgrades(spec.nemesis)}  # upgrade-client's venvs
-        for version, env in upgrades.items():
-            log.info("upgrade-client: confluent-kafka %s / librdkafka %s ready", version, env.versions["librdkafka"])
-        notes = _execute(spec, folder, log_handler, on_running, machine, client, prefix, upgrades)
-    return Judgement(spec, folder, notes, engine, keep_data, manifest, machine)
+        progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
+        resources = ResourceMonitor(folder, lambda samples: manifest.resources(samples, resources.interval_s),
+                                    phase=lambda: progress.phase_name).start()
+        try:
+            client = machine.ensure_client(spec.client) if spec.client is not None else None
+            if client is not None:  # the client under test, as its venv reports itself
+                manifest.client_under_test(client.versions)
+                log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)",
+                         client.versions["confluent_kafka"], client.versions["librdkafka"], " ".join(client.python))
+            upgrades = {v: machine.ensure_client(v) for v in client_upgrades(spec.nemesis)}  # upgrade-client's venvs
+            for version, env in upgrades.items():
+                log.info("upgrade-client: confluent-kafka %s / librdkafka %s ready", version,
+                         env.versions["librdkafka"])
+            notes = _execute(spec, folder, progress, on_running, machine, client, prefix, upgrades)
+        except BaseException:
+            resources.stop()  # run.json's last version (status error) keeps the series
+            raise
+    return Judgement(spec, folder, notes, engine, keep_data, manifest, machine, resources)
 
 
-def _execute(spec: Spec, folder: RunFolder, log_handler: logging.Handler,
-             on_running: Callable[[RunFolder], None] | None, machine: Machine,
-             client: ClientEnv | None = None, prefix: str | None = None,
+def _execute(spec: Spec, folder: RunFolder, progress: Progress, on_running: Callable[[RunFolder], None] | None,
+             machine: Machine, client: ClientEnv | None = None, prefix: str | None = None,
              upgrades: dict[str, ClientEnv] | None = None) -> list[str]:
-    progress = Progress(spec.run_name, folder.journal_dir, log=log_handler)
     progress.phase("provisioning")
     notes: list[str] = []
     with provision(spec.cluster, folder.root, machine=machine, prefix=prefix) as (cluster, runtime):
@@ -177,12 +192,12 @@ def own_topic(spec: Spec, prefix: str) -> Spec:
 
 
 def make_nemesis(spec: Spec, cluster: KafkaCluster, workloads: WorkloadSet | None = None) -> Nemesis:
-    """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo (not on a
-    cluster of the user's: nothing of the run is written on its hosts)."""
+    """The run's nemesis, journaling into the run folder, copying the replicas' segments before each undo within the
+    run's budget for such copies (not on a cluster of the user's: nothing of the run is written on its hosts)."""
     runtime = cluster.runtime
     if not isinstance(runtime, Firewalled):
         raise RuntimeFailure(f"the {runtime.kind} runtime has no firewall per host: no nemesis can run on it")
-    snapshot = (lambda label: snapshot_segments(cluster, label)) if spec.cluster.provision else None
+    snapshot = SnapshotBudget(cluster) if spec.cluster.provision else None
     return Nemesis(cluster, runtime, cluster.folder.nemesis_journal, spec.seed, snapshot=snapshot,
                    workloads=workloads)
 

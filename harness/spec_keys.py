@@ -262,7 +262,7 @@ SPEC = Section({
     "description": Str("one line: what the scenario does (`faultline list` shows it)"),
     "notes": Str("prose: steering, mechanism, what runs on this cluster showed"),
     "seed": Int("seeds every random choice (random targets, random chaos)", 0, 0),
-    "duration_s": Num("seconds the workloads run with the fault timeline", 20, 1, 3600),
+    "duration_s": Num("seconds the workloads run with the fault timeline", 20, 1, 86400),
     "settle_timeout_s": Num("at most this long for the healed cluster to settle (full ISRs, one leader)", 120, 1),
     "drain_timeout_s": Num("at most this long for the final drain", 90, 1),
     "zookeeper_only": Str("why this scenario's story exists only with ZooKeeper: a KRaft cluster "

@@ -7,6 +7,7 @@ here is a pure function of the run: no random ids, no clocks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,10 @@ ERROR_COLOR, INFO_COLOR, NONE_COLOR, SPLIT_COLOR = "#dc2626", "#64748b", "#cbd5e
 UNKNOWN_AZ = "no AZ"
 # Guess at the plot's width, to keep fault labels in one lane from overlapping.
 PLOT_WIDTH_PX, LABEL_CHAR_PX = 1100, 7
+# A rate trace's points over the run: one a second, a wider bucket for a long run (a soak's hours stay readable).
+MAX_POINTS = 1200
+# Label lanes above a plot: a soak's hundreds of faults would stack hundreds; the rest are in the faults table.
+MAX_LABEL_LANES = 6
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,11 @@ class Frame:
     @property
     def seconds(self) -> float:
         return max(self.x(self.end), 1.0)
+
+
+def bucket_seconds(frame: Frame, max_points: int = MAX_POINTS) -> int:
+    """Whole seconds per bucket of a time series over `frame`, so it holds at most `max_points` buckets."""
+    return max(1, math.ceil(frame.seconds / max_points))
 
 
 def base_layout(height: int) -> dict[str, object]:
@@ -111,7 +121,9 @@ def add_faults(fig: go.Figure, frame: Frame, windows: Sequence[FaultWindow], eve
     """
     marks = _fault_marks(frame, windows, events)
     lanes = [reserved_lanes + lane for lane in _lanes([(m.x0, m.x1, m.label) for m in marks], frame)]
-    extra = label_px * ((max(lanes) + 1) if lanes else reserved_lanes)
+    unlabelled = sum(lane >= reserved_lanes + MAX_LABEL_LANES for lane in lanes)
+    shown = min(max(lanes, default=reserved_lanes - 1) + 1, reserved_lanes + MAX_LABEL_LANES) + (unlabelled > 0)
+    extra = label_px * (shown if lanes else reserved_lanes)
     fig.update_layout(margin={"t": 30 + extra}, height=(fig.layout.height or 600) + extra)
     height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     for lane, mark in zip(lanes, marks, strict=True):
@@ -122,9 +134,15 @@ def add_faults(fig: go.Figure, frame: Frame, windows: Sequence[FaultWindow], eve
         fig.add_shape(type="line", xref="x", yref="paper", x0=mark.x0, x1=mark.x0, y0=0, y1=1,
                       line={"color": mark.color, "width": 1.5,
                             "dash": "dash" if mark.degraded else "solid" if mark.window else "dot"})
-        fig.add_annotation(x=mark.x0, xref="x", y=1 + (lane * label_px + 4) / height, yref="paper",
-                           text=mark.label, showarrow=False, xanchor="left", yanchor="bottom",
-                           font={"size": 11, "color": "#111827"}, bgcolor=_tint(mark.color), borderpad=2)
+        if lane < reserved_lanes + MAX_LABEL_LANES:
+            fig.add_annotation(x=mark.x0, xref="x", y=1 + (lane * label_px + 4) / height, yref="paper",
+                               text=mark.label, showarrow=False, xanchor="left", yanchor="bottom",
+                               font={"size": 11, "color": "#111827"}, bgcolor=_tint(mark.color), borderpad=2)
+    if unlabelled:
+        lane = reserved_lanes + MAX_LABEL_LANES
+        fig.add_annotation(x=0, xref="paper", y=1 + (lane * label_px + 4) / height, yref="paper",
+                           text=f"{unlabelled} more fault labels left out: every fault is in the faults table",
+                           showarrow=False, xanchor="left", yanchor="bottom", font={"size": 11, "color": INFO_COLOR})
 
 
 def _tint(color: str) -> str:
@@ -133,10 +151,14 @@ def _tint(color: str) -> str:
     return f"rgba({r},{g},{b},0.22)"
 
 
-def _per_second(times: pd.Series, frame: Frame) -> list[int]:
-    buckets = ((times.astype("int64") - frame.t0) // fmt.NS).astype("int64")
+def per_bucket(times: pd.Series, frame: Frame, width: int) -> list[float]:
+    """How many of `times` fall in each `width`-second bucket since t0, per second (whole counts at one second)."""
+    buckets = ((times.astype("int64") - frame.t0) // (fmt.NS * width)).astype("int64")
     counts = buckets.value_counts()
-    return [int(counts.get(i, 0)) for i in range(int(frame.seconds) + 1)]
+    n = int(frame.seconds) // width + 1
+    if width == 1:
+        return [int(counts.get(i, 0)) for i in range(n)]
+    return [round(int(counts.get(i, 0)) / width, 2) for i in range(n)]
 
 
 def az_of_writes(writes: pd.DataFrame, processes: pd.DataFrame) -> pd.Series:
@@ -155,24 +177,26 @@ def timeline_figure(writes: pd.DataFrame, processes: pd.DataFrame, frame: Frame,
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=heights)
     fig.update_layout(**base_layout(560 if examples else 470))
     az = az_of_writes(writes, processes)
-    x = list(range(int(frame.seconds) + 1))
+    width = bucket_seconds(frame)
+    x = [i * width for i in range(int(frame.seconds) // width + 1)]
+    where = "in second %{x}" if width == 1 else f"per second over {width} s from +%{{x}} s"
     for i, name in enumerate(sorted(set(az), key=natural_key)):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         mine = writes[az == name]
         ok = mine.loc[(mine["status"] == "ok") & mine["complete_ns"].notna(), "complete_ns"]
         bad = mine[mine["status"].isin(["fail", "info"])]
         when = bad["complete_ns"].fillna(bad["invoke_ns"]).dropna()
-        fails = _per_second(when[bad.loc[when.index, "status"] == "fail"], frame)
-        infos = _per_second(when[bad.loc[when.index, "status"] == "info"], frame)
-        fig.add_trace(go.Scatter(x=x, y=_per_second(ok, frame), name=name, legendgroup=name, mode="lines",
+        fails = per_bucket(when[bad.loc[when.index, "status"] == "fail"], frame, width)
+        infos = per_bucket(when[bad.loc[when.index, "status"] == "info"], frame, width)
+        fig.add_trace(go.Scatter(x=x, y=per_bucket(ok, frame, width), name=name, legendgroup=name, mode="lines",
                                  line={"color": color, "width": 2, "shape": "hv"},
-                                 hovertemplate=f"{name}: %{{y}} acked writes in second %{{x}}<extra></extra>"),
+                                 hovertemplate=f"{name}: %{{y}} acked writes {where}<extra></extra>"),
                       row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=[f + n for f, n in zip(fails, infos, strict=True)], name=name,
+        fig.add_trace(go.Scatter(x=x, y=[round(f + n, 2) for f, n in zip(fails, infos, strict=True)], name=name,
                                  legendgroup=name, showlegend=False, mode="lines",
                                  line={"color": color, "width": 2, "shape": "hv"},
                                  customdata=list(zip(fails, infos, strict=True)),
-                                 hovertemplate=(f"{name}: %{{y}} errors in second %{{x}}<br>"
+                                 hovertemplate=(f"{name}: %{{y}} errors {where}<br>"
                                                 "fail %{customdata[0]}, info %{customdata[1]}<extra></extra>")),
                       row=2, col=1)
     if examples:

@@ -14,7 +14,6 @@ Must never: draw a point per write or per observation (the page must stay small)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ from plotly.subplots import make_subplots
 from checkers.leadership import natural_key
 from report import fmt
 from report.faults import FaultEvent, FaultWindow
-from report.figures import SERIES_COLORS, Frame, add_faults, az_of_writes, base_layout
+from report.figures import SERIES_COLORS, Frame, add_faults, az_of_writes, base_layout, bucket_seconds
 from report.loaded_run import parse_json
 
 MAX_BUCKETS = 300
@@ -36,17 +35,14 @@ UNDER_COLOR = "#dc2626"
 PERCENTILES = (("p50", 50, "solid"), ("p99", 99, "dash"), ("max", 100, "dot"))
 
 
-def bucket_seconds(frame: Frame) -> int:
-    return max(1, math.ceil(frame.seconds / MAX_BUCKETS))
-
-
 def latency_percentiles(writes: pd.DataFrame, azs: pd.Series, frame: Frame) -> dict[str, pd.DataFrame]:
     """Per AZ, a frame indexed by bucket start (s since t0) with p50, p99 and max latency in ms."""
     done = (writes["status"] == "ok") & writes["complete_ns"].notna() & writes["invoke_ns"].notna()
     complete = writes.loc[done, "complete_ns"].astype("int64")
+    width = bucket_seconds(frame, MAX_BUCKETS)
     frame_rows = pd.DataFrame({
         "az": azs[done].astype(str),
-        "bucket": ((complete - frame.t0) // (fmt.NS * bucket_seconds(frame))) * bucket_seconds(frame),
+        "bucket": ((complete - frame.t0) // (fmt.NS * width)) * width,
         "ms": (complete - writes.loc[done, "invoke_ns"].astype("int64")) / 1e6,
     })
     out = {}
@@ -62,7 +58,7 @@ def latency_figure(writes: pd.DataFrame, processes: pd.DataFrame, frame: Frame, 
     """p50/p99/max produce latency per AZ over time, log scale, faults shaded."""
     fig = go.Figure()
     fig.update_layout(**base_layout(380))
-    width = bucket_seconds(frame)
+    width = bucket_seconds(frame, MAX_BUCKETS)
     for i, (az, table) in enumerate(latency_percentiles(writes, az_of_writes(writes, processes), frame).items()):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         for name, _, dash in PERCENTILES:

@@ -35,7 +35,7 @@ from checkers.restated import notes, restated
 from report import fmt
 from report.anomalies import Example
 from report.faults import FaultEvent, FaultWindow
-from report.figures import SERIES_COLORS, Frame, add_faults, base_layout
+from report.figures import SERIES_COLORS, Frame, add_faults, base_layout, bucket_seconds
 
 STATUS = (("ok", "committed", "#059669"), ("fail", "aborted", "#9ca3af"), ("info", "unknown", "#dc2626"))
 MAX_DRILLDOWNS = 3  # examples traced per anomaly
@@ -45,11 +45,13 @@ MAX_UNKNOWN = 20  # unknown-outcome transactions listed
 
 
 def outcomes_per_second(txns: pd.DataFrame, frame: Frame) -> dict[str, pd.DataFrame]:
-    """producer -> a frame indexed by whole seconds since t0, one column per status (ok, fail, info)."""
+    """producer -> a frame indexed by bucket start (whole seconds since t0; one second, wider for a long run, see
+    figures.bucket_seconds), one column per status (ok, fail, info): how many ended in the bucket."""
     if txns.empty:
         return {}
+    width = bucket_seconds(frame)
     when = txns["complete_ns"].where(txns["complete_ns"].notna(), txns["begin_ns"]).astype("int64")
-    second = ((when - frame.t0) // 1_000_000_000).clip(lower=0)
+    second = ((when - frame.t0) // (1_000_000_000 * width)).clip(lower=0) * width
     counted = pd.DataFrame({"process": txns["process"], "status": txns["status"], "second": second})
     out = {}
     for process in sorted(counted["process"].dropna().unique(), key=natural_key):
@@ -67,13 +69,15 @@ def outcomes_figure(txns: pd.DataFrame, frame: Frame, windows: Sequence[FaultWin
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         subplot_titles=list(per) or None)
     fig.update_layout(**base_layout(120 + 110 * rows), barmode="stack")
+    width = bucket_seconds(frame)
+    where = "second +%{x:.0f}" if width == 1 else f"the {width} s around +%{{x:.0f}} s"
     for row, (process, table) in enumerate(per.items(), 1):
         for status, label, color in STATUS:
             fig.add_trace(go.Bar(
-                x=[int(s) + 0.5 for s in table.index], y=[int(v) for v in table[status]], name=label,
-                legendgroup=status, showlegend=row == 1, marker={"color": color}, width=0.9,
-                hovertemplate=f"{process}: %{{y}} {label} in second +%{{x:.0f}}<extra></extra>"), row=row, col=1)
-        fig.update_yaxes(title_text="per s", row=row, col=1)
+                x=[int(s) + width / 2 for s in table.index], y=[int(v) for v in table[status]], name=label,
+                legendgroup=status, showlegend=row == 1, marker={"color": color}, width=0.9 * width,
+                hovertemplate=f"{process}: %{{y}} {label} in {where}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(title_text="per s" if width == 1 else f"per {width} s", row=row, col=1)
     add_faults(fig, frame, windows, events)
     fig.update_xaxes(range=[0, frame.seconds], showgrid=True)
     fig.update_xaxes(title_text="seconds since start", row=rows, col=1)

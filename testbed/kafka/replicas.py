@@ -34,7 +34,7 @@ import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +52,9 @@ from testbed.runfolder import RunFolder
 DUMP_CLASS = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 600.0
 SNAPSHOT_LIMIT_BYTES = 256 << 20  # copying more would hold the heal back noticeably
+# What all of a run's before-heal copies may hold: a soak's hundreds of faults would otherwise copy the growing
+# segments hundreds of times (and dump each copy when judged). A short run never reaches it.
+RUN_SNAPSHOT_BUDGET_BYTES = 1 << 30
 BATCH_RE = re.compile(r"^baseOffset: .*?partitionLeaderEpoch: (-?\d+) .*?isControl: (\w+) .*?isvalid: (\w+)")
 RECORD_RE = re.compile(r"^\| offset: (\d+) .*?(?: payload: (.*))?$")
 # A record as DumpLogSegments before 2.2 prints it (any message format): a line of its own, no batch line.
@@ -150,6 +153,26 @@ def snapshot_segments(cluster: KafkaCluster, label: str, limit_bytes: int = SNAP
     if failed:
         out["errors"] = failed
     return out
+
+
+class SnapshotBudget:
+    """`snapshot_segments` for one run, within RUN_SNAPSHOT_BUDGET_BYTES for all its copies: each copy takes at
+    most SNAPSHOT_LIMIT_BYTES per node and each node's share of what is left (a node holding more is skipped and
+    said, as above); once the budget is spent a snapshot copies nothing and says so. The undo goes ahead either way."""
+
+    def __init__(self, cluster: KafkaCluster, budget_bytes: int = RUN_SNAPSHOT_BUDGET_BYTES,
+                 copy: Callable[[KafkaCluster, str, int], dict[str, Any]] = snapshot_segments) -> None:
+        self.cluster, self.budget_bytes, self.copy = cluster, budget_bytes, copy
+        self.left = budget_bytes
+
+    def __call__(self, label: str) -> dict[str, Any]:
+        per_node = min(SNAPSHOT_LIMIT_BYTES, self.left // max(1, len(self.cluster.nodes)))
+        if per_node <= 0:
+            return {"label": label, "files": 0, "bytes": 0,
+                    "skipped": f"the run's {self.budget_bytes} bytes of before-heal copies are spent"}
+        out = self.copy(self.cluster, label, per_node)
+        self.left -= int(out.get("bytes", 0))
+        return out
 
 
 def snapshot_labels(folder: RunFolder) -> list[str]:

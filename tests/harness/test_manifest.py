@@ -46,6 +46,10 @@ def test_a_finished_run_has_a_manifest_with_its_settings_versions_and_outcome(
     assert m["settings"]["producers"][0]["settings"] == {"acks": "all", "enable.idempotence": False}
     assert m["settings"]["topic"]["min_insync_replicas"] == 2
     assert m["outcome"] is None and m["expected"] is None  # the spec expects nothing
+    samples = m["resources"]["samples"]  # a run shorter than a minute: the last sample, taken once judged
+    assert m["resources"]["interval_s"] == 60 and samples[-1]["phase"] == "checking"
+    assert samples[-1]["peak_rss_bytes"] > 1 << 20 and samples[-1]["history_bytes"] > 0
+    assert samples[-1]["journal_bytes"] > 0 and samples[-1]["folder_bytes"] >= samples[-1]["journal_bytes"]
 
 
 def test_a_run_that_fails_says_so_in_its_manifest(machine: FakeMachine, tmp_path: Path,
@@ -75,7 +79,10 @@ def test_recover_finishes_the_manifest_the_killed_run_left(tmp_path: Path, monke
     monkeypatch.setenv("FAULTLINE_CAMPAIGN_ID", "nightly")
     (spec,) = load_specs(REPO / "scenarios" / "isolate-az-leader.yaml", "acks1")
     run_dir = tmp_path / "isolate-az-leader" / "20261123-160000" / "acks1"
-    Manifest(spec, run_dir).write()
+    killed = Manifest(spec, run_dir)
+    killed.write()
+    series = [{"t_s": 60.0, "phase": "running", "peak_rss_bytes": 5 << 20}]
+    killed.resources(series, 60.0)  # the dead harness's last sample
     started = read_manifest(run_dir)["started_at"]
     monkeypatch.delenv("FAULTLINE_CAMPAIGN_ID")
     verdict = {"valid": False, "counts": {"lost": 3}}
@@ -84,6 +91,7 @@ def test_recover_finishes_the_manifest_the_killed_run_left(tmp_path: Path, monke
     assert (m["status"], m["started_at"], m["campaign_id"], m["recovered"]) == ("finished", started, "nightly", True)
     assert (m["exit_status"], m["valid"], m["outcome"], m["observed"]) == (1, False, "PASS", "lost = 3")
     assert m["duration_s"] >= 0
+    assert m["resources"] == {"interval_s": 60.0, "samples": series}, "the killed run's series, to its last sample"
 
 
 def test_an_ssh_runs_manifest_says_what_each_node_hosts_power_off_was(tmp_path: Path) -> None:

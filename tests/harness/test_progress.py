@@ -77,3 +77,19 @@ def test_off_a_terminal_plain_lines_every_five_seconds_and_everything_to_the_log
     assert [line.split("|")[0].strip() for line in lines[1:]] == [
         "[smoke] running   1.0 s remaining  19.0 s", "[smoke] running   6.0 s remaining  14.0 s"]
     assert records == lines, "harness.log gets the same lines"
+
+
+def test_past_an_hour_times_read_as_hours_minutes_and_seconds(tmp_path: Path, clock: Clock) -> None:
+    out = io.StringIO()
+    progress = Progress("soak", tmp_path, out)
+    progress.phase("running", 6 * 3600.0)
+    clock.now += 3599.9
+    progress.tick([])
+    clock.now += 3725.1
+    progress.tick(["kill-leader"])
+    clock.now += 3 * 3600
+    progress.phase("healing")
+    lines = out.getvalue().splitlines()
+    assert lines[1].split("|")[0].strip() == "[soak] running 3599.9 s remaining 5:00:00", "under an hour: seconds"
+    assert lines[2].split("|")[0].strip() == "[soak] running 2:02:05 remaining 3:57:55"
+    assert lines[3] == "[soak] healing (t+5:02:05)"

@@ -103,3 +103,29 @@ def test_examples_spread_over_every_difference_first_and_last_included() -> None
             "az2-node": replica("az2-node", {o: f"b-{o}" for o in range(50)})}
     offsets = [e["offset"] for e in compare_replicas("t", 0, reps)["examples"]]
     assert len(offsets) == 20 and offsets[0] == 0 and offsets[-1] == 49 and offsets == sorted(set(offsets))
+
+
+def test_a_runs_before_heal_copies_stay_within_its_budget() -> None:
+    """A soak's hundreds of faults: each copy gets at most each node's share of what is left; then none."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from testbed.kafka.replicas import SNAPSHOT_LIMIT_BYTES, SnapshotBudget
+
+    asked: list[tuple[str, int]] = []
+
+    def copy(cluster: Any, label: str, limit: int) -> dict[str, Any]:
+        asked.append((label, limit))
+        held = 3 * min(limit, 100)  # three nodes of 100 bytes of segments each, if the limit lets them
+        return {"label": label, "files": 3, "bytes": held if limit >= 100 else 0}
+
+    budget = SnapshotBudget(SimpleNamespace(nodes=["a", "b", "c"]), budget_bytes=600, copy=copy)  # type: ignore[arg-type]
+    outs = [budget(f"{i:02d}-kill") for i in range(1, 4)]
+    assert asked == [("01-kill", 200), ("02-kill", 100)], "each node's share of what is left"
+    assert [o["bytes"] for o in outs[:2]] == [300, 300] and budget.left == 0
+    assert outs[2] == {"label": "03-kill", "files": 0, "bytes": 0,
+                       "skipped": "the run's 600 bytes of before-heal copies are spent"}, "nothing copied"
+    small = SnapshotBudget(SimpleNamespace(nodes=["a", "b", "c"]), budget_bytes=280, copy=copy)  # type: ignore[arg-type]
+    assert small("04-kill")["bytes"] == 0 and small.left == 280, "a node holding more than its share is skipped"
+    assert SnapshotBudget(SimpleNamespace(nodes=["a"]), copy=copy)("x")["bytes"] == 300  # type: ignore[arg-type]
+    assert asked[-1] == ("x", SNAPSHOT_LIMIT_BYTES), "a run with budget to spare: the per-node limit as before"
