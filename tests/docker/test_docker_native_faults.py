@@ -138,6 +138,8 @@ def test_dockers_own_kill_stop_and_pause_of_the_leaders_container_move_it_and_le
     assert USER_TOPIC in before["topics"] and USER_GROUP in before["groups"], before
     assert {c["network mode"] for n, c in before["containers"].items() if "-zk-" not in n} == {
         f"container:{before['containers'][theirs.zookeeper_name(az)]['id']}" for az in (1, 2, 3)}
+    javas = {az: [int(p[1]) for p in theirs.container(az).top()["Processes"] if "kafka.Kafka" in p[-1]]
+             for az in (1, 2, 3)}  # each broker's pid as this machine numbers it
     inventory = your_inventory(own_dockerd, theirs, tmp_path / "yours.yaml")
     spec = yaml.safe_load((REPO / "scenarios" / "retry-duplicates.yaml").read_text())
     spec["configurations"] = {"idempotent": spec["configurations"]["idempotent"]}
@@ -173,6 +175,8 @@ def test_dockers_own_kill_stop_and_pause_of_the_leaders_container_move_it_and_le
         leader = detail["facts"]["partitions"]["0"]["leader"]
         assert start["fault"] == fault and targets["brokers"] == [leader], (start, targets)
         container = theirs.name(leader + 1)  # broker N is az(N+1)'s
+        if name == "kill-leader":  # the broker found listening in its container, as this machine numbers it
+            assert detail["pids"] == {f"az{leader + 1}-node/broker": javas[leader + 1][0]}, (detail, javas)
         acted.setdefault(container, set()).add(fault)
         assert down in states.seen(container, start["time_ns"], stop["time_ns"]), (name, container)
         assert states.seen(container, stop["time_ns"], stop["time_ns"] + int(2e9)) == {"running"}, name
