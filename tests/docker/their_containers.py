@@ -140,15 +140,17 @@ def _files(az: int) -> dict[str, str]:
 
 
 def _create(cluster: TheirContainers, name: str, service: str, script: str, files: dict[str, str],
-            **network: Any) -> str:
+            networking_config: Any = None, network_mode: str | None = None) -> str:
     """A container of the image running `script` (written with `files` under HOME before it starts), labelled as
-    `service` of the bed's compose project; its id (not started)."""
+    `service` of the bed's compose project, on a network (`networking_config`) or in another container's network
+    namespace (`network_mode` container:<id>, which takes that container's hostname too); its id (not started)."""
     api = cluster.client.api
     created = api.create_container(
-        cluster.image, command=["bash", f"{HOME}/start.sh"], name=name, hostname="yours-" + name.split("-yours-")[1],
+        cluster.image, command=["bash", f"{HOME}/start.sh"], name=name,
+        hostname=None if network_mode else "yours-" + name.split("-yours-")[1],
         labels={"com.docker.compose.project": cluster.project, "com.docker.compose.service": service},
-        host_config=api.create_host_config(init=True, network_mode=network.get("network_mode")),
-        networking_config=network.get("networking_config"))
+        host_config=api.create_host_config(init=True, network_mode=network_mode),
+        networking_config=networking_config)
     cluster.client.containers.get(created["Id"]).put_archive("/", tar_of(
         {f"{HOME.lstrip('/')}/{n}": text for n, text in {**files, "start.sh": script}.items()}))
     return str(created["Id"])
