@@ -14,7 +14,8 @@ docker's stop or kill of the namespace's owner is refused, before the run by the
 call). The run's topic's partition directories are read with the daemon's archive API. The client hosts are
 containers of faultline's (`faultline/client`, named `<prefix>-azN-client`, labelled with the run) on the brokers'
 network, at the highest addresses of its subnet that no other container holds, run exactly as the docker runtime
-runs its own (`DockerRuntime` for them). Teardown removes the run's chains from every container and the run's client containers.
+runs its own (`DockerRuntime` for them). Teardown removes the run's chains from every container and the run's
+client containers.
 Must never: create, stop, start, change or remove a container or network of the user's but as the inventory says
 (never stop or kill the owner of another role's network namespace); write a rule outside the run's chains, or
 into this machine's own network namespace (a container with host networking is refused).
