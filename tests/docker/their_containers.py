@@ -35,8 +35,9 @@ HOME = "/opt/theirs"
 SUBNET, GATEWAY = "198.19.0.128/26", "198.19.0.129"
 ADDRESSES = ("198.19.0.141", "198.19.0.142", "198.19.0.143")  # az1..az3
 CONTROLLER = 2
-ZOOKEEPER = ("java -Xms96m -Xmx96m -Dlog4j.configuration=file:{home}/log4j-zookeeper.properties -cp '/opt/kafka/libs/*' "
-             "org.apache.zookeeper.server.quorum.QuorumPeerMain {home}/zoo.cfg >>{home}/zookeeper.out 2>&1")
+ZOOKEEPER = ("java -Xms96m -Xmx96m -Dlog4j.configuration=file:{home}/log4j-zookeeper.properties "
+             "-cp '/opt/kafka/libs/*' org.apache.zookeeper.server.quorum.QuorumPeerMain {home}/zoo.cfg "
+             ">>{home}/zookeeper.out 2>&1")
 SERVES = ("until (exec 3<>/dev/tcp/{me}/2181 && echo srvr >&3 && grep -qE '^Mode: (leader|follower)' <&3) "
           "2>/dev/null; do sleep 0.5; done\n")  # the node's ZooKeeper serves
 BROKER = ("java -Xms320m -Xmx320m -XX:+UseG1GC -Dlog4j.configuration=file:{home}/log4j-broker.properties "
