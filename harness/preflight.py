@@ -8,8 +8,10 @@ inventory's commands the faults may run; the client hosts' venv and
 processes), the topic made and deleted, and the spec's keys the cluster does
 not take. `harness run --dry-run` prints it and stops (exit 0); a run against a
 cluster of the user's prints it before it starts.
+For a Docker inventory it also refuses (UsageError, one line) a process fault whose docker call would act on
+more than its role (`testbed.runtime.docker_yours.native_refusal`), so a run or a dry run stops before anything.
 Must never: connect to, create or change anything (it reads the specs and the inventory; for a Docker
-inventory, its containers' addresses from their daemon, read only).
+inventory, its containers' addresses and network modes from their daemon, read only).
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str],
               else f"{s.partitions} partitions, replication factor {s.replication_factor}")
     settings = ", ".join(f"{k} {v}" for k, v in topic_configs(s).items())
     docker = isinstance(inventory, DockerInventory)
+    if isinstance(inventory, DockerInventory):  # docker's own calls that would cut another role off: refused here
+        from testbed.runtime.docker_yours import check_native_calls
+
+        check_native_calls(inventory, s.nodes, [(r, a) for name, role in process for r in _roles(role)
+                                                for a in ACTIONS_OF.get(name, ())])
     hosts = "containers" if docker else "hosts"
     lines = [
         f"{path}: {first.name}{names} against a cluster of yours (inventory {inventory.path}, provision: false).",
@@ -106,7 +113,7 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str],
             entry = inventory.host(host.name)
             does.append("nothing installed")
             for name, role in process:
-                for r in ("broker", "zookeeper") if role == "both" else (role,):
+                for r in _roles(role):
                     runs = [f"{a} `{entry.command(r, a)}`" for a in ACTIONS_OF.get(name, ())]
                     does.append(f"{name} of its {r}: {', '.join(runs)}")
         else:
@@ -114,6 +121,11 @@ def _existing(path: Path, specs: Sequence[Spec], names: str, faults: list[str],
                         f"observer of broker {host.index - 1}, the final drain")
         lines.append(f"  {host.name:<{width}} {host.address:<15} {'; '.join(does)}")
     return lines
+
+
+def _roles(role: str) -> tuple[str, ...]:
+    """The inventory's roles a process fault's `role` acts on."""
+    return ("broker", "zookeeper") if role == "both" else (role,)
 
 
 def _container_lines(host: Host, inventory: DockerInventory, process: Sequence[tuple[str, str]],
@@ -128,6 +140,6 @@ def _container_lines(host: Host, inventory: DockerInventory, process: Sequence[t
     said = node.broker if node.zookeeper == node.broker else f"{node.broker} (broker), {node.zookeeper} (zookeeper)"
     does = [f"your container {said}: nothing installed or run in it"]
     for name, role in process:
-        for r in ("broker", "zookeeper") if role == "both" else (role,):
+        for r in _roles(role):
             does.append(f"{name} of its {r}: " + ", ".join(f"{a} `{node.says(r, a)}`" for a in ACTIONS_OF.get(name, ())))
     return does

@@ -9,7 +9,8 @@
     nodes:
       - az: az1
         broker: kafka-1                   # the container (or service) of az1's broker, listening on :9092
-        zookeeper: zookeeper-1            # its ZooKeeper or KRaft controller (default: the broker's container)
+        zookeeper: zookeeper-1            # its ZooKeeper or KRaft controller (default: the broker's container;
+                                          # another shares the broker's network namespace, either way round)
         commands:                         # optional, per role and action: a command line run inside that role's
           broker: {pause: "kill -STOP 1"} # container (docker exec, sh -c); default: docker's own stop, start,
                                           # kill, pause and unpause of the role's container

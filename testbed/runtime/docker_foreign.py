@@ -8,14 +8,17 @@ machine) is the control address. Nothing of faultline's goes into them: fault ru
 (`nsenter --net=/proc/<its pid>/ns/net`, so the container needs no iptables and no NET_ADMIN); process faults are
 docker's own stop, start, kill, pause and unpause of the role's container, or the inventory's command lines run
 inside it (docker exec, sh -c); a role's process is the one listening on its port in its container (`ss` run
-here in the container's namespace, as the ssh runtime finds it on a host); the run's topic's partition
-directories are read with the daemon's archive API. The client hosts are containers of faultline's
-(`faultline/client`, named `<prefix>-azN-client`, labelled with the run) on the brokers' network, at the highest
-addresses of its subnet that no other container holds, run exactly as the docker runtime runs its own
-(`DockerRuntime` for them). Teardown removes the run's chains from every container and the run's client containers.
-Must never: create, stop, start, change or remove a container or network of the user's but as the inventory says;
-write a rule outside the run's chains, or into this machine's own network namespace (a container with host
-networking is refused).
+here in the container's namespace, as the ssh runtime finds it on a host). A node's ZooKeeper may have a container
+of its own in the broker's network namespace, or the broker in the ZooKeeper's (`testbed.runtime.docker_yours`:
+docker's stop or kill of the namespace's owner is refused, before the run by the preflight screen and again at the
+call). The run's topic's partition directories are read with the daemon's archive API. The client hosts are
+containers of faultline's (`faultline/client`, named `<prefix>-azN-client`, labelled with the run) on the brokers'
+network, at the highest addresses of its subnet that no other container holds, run exactly as the docker runtime
+runs its own (`DockerRuntime` for them). Teardown removes the run's chains from every container and the run's
+client containers.
+Must never: create, stop, start, change or remove a container or network of the user's but as the inventory says
+(never stop or kill the owner of another role's network namespace); write a rule outside the run's chains, or
+into this machine's own network namespace (a container with host networking is refused).
 """
 
 from __future__ import annotations
@@ -41,32 +44,12 @@ from testbed.runtime.base import PREFIX_RE, RUN_ENV, Software, owned_names
 from testbed.runtime.docker import CLIENT_IMAGE, LABEL, DockerRuntime
 from testbed.runtime.docker_api import DEFAULT_HOST, docker_client, remove_prefixed_resources
 from testbed.runtime.docker_procs import DockerProcess
+from testbed.runtime.docker_yours import daemon, find, native_refusal, net_owner
 from testbed.runtime.ssh_foreign import PID_RE
 from testbed.state import RunState
 
 ACTIONS = {"stop": "stop", "start": "start", "kill": "kill", "pause": "pause", "resume": "unpause"}
 WAIT_S = 60
-
-
-def daemon(inventory: DockerInventory) -> docker.DockerClient:
-    """A client of the inventory's daemon (else DOCKER_HOST, else the default socket)."""
-    return docker_client(inventory.host)
-
-
-def find(client: docker.DockerClient, inventory: DockerInventory, name: str) -> Any:
-    """The container the inventory calls `name` (with compose_project: the one container of that service)."""
-    where = f"inventory {inventory.path}"
-    if inventory.compose_project is None:
-        try:
-            return client.containers.get(name)
-        except docker.errors.NotFound:
-            raise UsageError(f"{where}: no container {name!r} on the Docker daemon") from None
-    found = client.containers.list(all=True, filters={"label": [
-        f"com.docker.compose.project={inventory.compose_project}", f"com.docker.compose.service={name}"]})
-    if len(found) != 1:
-        raise UsageError(f"{where}: compose project {inventory.compose_project} has {len(found)} containers of "
-                         f"service {name!r} (one per AZ's role: name the containers instead)")
-    return client.containers.get(found[0].id)  # a listing's attributes are not the whole inspect
 
 
 def _network(inventory: DockerInventory, brokers: dict[str, Any]) -> str:
@@ -94,24 +77,24 @@ def resolve(inventory: DockerInventory, nodes: int, client: docker.DockerClient 
     for node in wanted:
         for role in ("broker", "zookeeper"):
             container = brokers[node.name] if role == "broker" else find(client, inventory, node.zookeeper)
-            mode = container.attrs["HostConfig"].get("NetworkMode", "")
+            mode = net_owner(client, container).attrs["HostConfig"].get("NetworkMode", "")
             if mode == "host":
                 raise UsageError(f"inventory {inventory.path}: {node.entry}: container {container.name} uses the "
                                  f"host's network: a fault rule in it would be this machine's")
             if container.status != "running":
                 raise UsageError(f"inventory {inventory.path}: {node.entry}: container {container.name} is "
                                  f"{container.status}, not running")
-    name = _network(inventory, brokers)
+    owners = {n: net_owner(client, c) for n, c in brokers.items()}  # where each broker's address is
+    name = _network(inventory, owners)
     network = client.networks.get(name)
     pool = ((network.attrs.get("IPAM") or {}).get("Config") or [{}])[0]
     subnet = ipaddress.IPv4Network(pool["Subnet"])
     gateway = pool.get("Gateway") or str(next(subnet.hosts()))
     hosts: list[Host] = []
     for node in wanted:
-        address = brokers[node.name].attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-        zookeeper = find(client, inventory, node.zookeeper)
-        if zookeeper.id != brokers[node.name].id and \
-                zookeeper.attrs["HostConfig"].get("NetworkMode") != f"container:{brokers[node.name].id}":
+        address = owners[node.name].attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
+        zookeeper = net_owner(client, find(client, inventory, node.zookeeper))
+        if zookeeper.id != owners[node.name].id:
             theirs = (zookeeper.attrs["NetworkSettings"].get("Networks") or {}).get(name, {}).get("IPAddress")
             if theirs != address:
                 raise UsageError(f"inventory {inventory.path}: {node.entry}: its zookeeper {node.zookeeper} is at "
@@ -178,13 +161,23 @@ class DockerForeignRuntime:
             found.append(find(self.client, self.inventory, node.zookeeper))
         return found
 
+    def namespaces(self, host: Host) -> list[Any]:
+        """The containers whose network namespaces `host`'s containers run in, each once (a node's broker and
+        ZooKeeper in one namespace: its owner's)."""
+        owners: dict[str, Any] = {}
+        for container in self.containers(host):
+            owner = net_owner(self.client, container) if host.role == "node" else container
+            owners.setdefault(owner.id, owner)
+        return list(owners.values())
+
     # -- lifecycle ---------------------------------------------------------
     def create(self) -> None:
         """Record the user's containers (id, state) and start the run's client containers on their network."""
         self.state.update(docker_host=self.inventory.host or DEFAULT_HOST, yours={
             h.name: [c.id for c in self.containers(h)] for h in self.plan.nodes})
         api = self.client.api
-        network = _network(self.inventory, {h.name: self.containers(h)[0] for h in self.plan.nodes})
+        network = _network(self.inventory, {h.name: net_owner(self.client, self.containers(h)[0])
+                                            for h in self.plan.nodes})
         try:
             for host in self.plan.clients:
                 name = self.clients.container_name(host)
@@ -253,19 +246,23 @@ class DockerForeignRuntime:
     # -- firewall: the run's chains, from this machine, in each container's namespace ----------
     def set_firewall(self, host: Host, rules: str) -> None:
         text = run_chains.restore_text(self.prefix, self.plan.control, rules)
-        for container in self.containers(host):
+        for container in self.namespaces(host):
             in_namespace(container, run_chains.install_command(self.prefix), text)
 
     def clear_firewall(self, host: Host) -> None:
-        for container in self.containers(host):
+        for container in self.namespaces(host):
             in_namespace(container, run_chains.clean_command(self.prefix), None)
 
     # -- the user's processes (ForeignHosts) ----------------------------------
     def act(self, host: Host, role: str, action: str, timeout: float = 60.0) -> None:
-        """The inventory's command line inside the role's container, else docker's own call on it."""
+        """The inventory's command line inside the role's container, else docker's own call on it (refused where
+        `native_refusal` says)."""
         node = self.inventory.node(host.name)
         container = find(self.client, self.inventory, node.container(role))
         line = node.command(role, action)
+        why = native_refusal(self.client, self.inventory, node, role, action)
+        if why is not None:
+            raise RuntimeFailure(why)
         try:
             if line is not None:
                 result = container.exec_run(["sh", "-c", line], demux=True)
@@ -319,11 +316,12 @@ class DockerForeignRuntime:
 
 
 def in_namespace(container: Any, command: str, stdin: str | None) -> str:
-    """`command` (sh) run here inside `container`'s network namespace, its output; nothing for a container that is
-    not running (its namespace, and the rules in it, went with it)."""
+    """`command` (sh) run here inside `container`'s network namespace, its output (a paused container's too: its
+    namespace stays); nothing for a container that is not running (its namespace, and the rules in it, went with
+    it)."""
     container.reload()
     pid = int(container.attrs["State"].get("Pid") or 0)
-    if container.status != "running" or pid <= 0:
+    if container.status not in ("running", "paused") or pid <= 0:
         return ""
     theirs = net_namespace(pid)
     if theirs is None or theirs == net_namespace("self"):

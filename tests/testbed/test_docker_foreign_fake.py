@@ -1,8 +1,9 @@
 """The docker-existing runtime's process side (testbed.runtime.docker_foreign, ForeignHosts) on a fake Docker client:
 an action is docker's own call on the role's container, or the inventory's command line run inside it; a role's pid
 is the one listening on its port in its container (`ss` in the container's namespace, faked here); a pause is the
-daemon's, or a stopped process's. (The partition side runs on a real daemon:
-tests/docker/test_docker_your_cluster.py.)"""
+daemon's, or a stopped process's; docker's stop or kill of a container another role's container shares the network
+namespace of is refused. (The partition side and docker's own calls run on a real daemon:
+tests/docker/test_docker_your_cluster.py, tests/docker/test_docker_native_faults.py.)"""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 import yaml
 
 from testbed.addressing import Host
-from testbed.errors import RuntimeFailure
-from testbed.runtime import docker_foreign
+from testbed.errors import RuntimeFailure, UsageError
+from testbed.runtime import docker_foreign, docker_yours
 from testbed.runtime.docker_foreign import DockerForeignRuntime
 
 
@@ -26,7 +27,8 @@ class Result:
 class FakeContainer:
     def __init__(self, name: str, calls: list[tuple[str, ...]]) -> None:
         self.name, self.id, self.calls = name, f"id-{name}", calls
-        self.attrs: dict[str, Any] = {"State": {"Running": True, "Pid": 4242, "Paused": False}}
+        self.attrs: dict[str, Any] = {"State": {"Running": True, "Pid": 4242, "Paused": False},
+                                      "HostConfig": {"NetworkMode": "bridge"}}
 
     def kill(self) -> None:
         self.calls.append(("kill", self.name))
@@ -108,3 +110,44 @@ def test_docker_calls_act_on_the_roles_container_and_command_lines_run_inside_it
     assert runtime.role_paused(AZ1, "broker", 9092)  # its process stopped (state T), the container not paused
     with pytest.raises(RuntimeFailure, match=r"^az1-node \(kafka-1\): 'fail' exited 1: no such process$"):
         runtime.act(AZ1, "broker", "resume")
+
+
+
+def test_docker_stop_or_kill_of_the_owner_of_the_other_roles_network_namespace_is_refused_in_one_line(
+        runtime: DockerForeignRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ZooKeeper in the broker's namespace: docker may not stop or kill the broker's container (the ZooKeeper would
+    lose its network), it may the ZooKeeper's; either may be paused. And the other way round. The same line refuses
+    the spec before the run (`check_native_calls`, from the preflight screen) and the call itself."""
+    calls = runtime.client.calls  # type: ignore[attr-defined]
+    by_name = runtime.client.containers.by_name  # type: ignore[attr-defined]
+    inventory, node = runtime.inventory, runtime.inventory.node("az2-node")
+    monkeypatch.setattr(docker_yours, "daemon", lambda inventory: runtime.client)
+    by_name["zk-2"].attrs["HostConfig"]["NetworkMode"] = "container:id-kafka-2"
+    by_name["id-kafka-2"] = by_name["kafka-2"]
+    for action in ("stop", "kill"):
+        said = docker_yours.native_refusal(runtime.client, inventory, node, "broker", action)
+        assert said == (f"inventory {inventory.path}: nodes[1] (az2): docker {action} kafka-2 (broker) would take "
+                        f"down the network of zk-2 (zookeeper), which runs in its network namespace: give "
+                        f"commands.broker.{action}, or run the broker in the zookeeper's namespace instead"), said
+        with pytest.raises(RuntimeFailure) as refused:
+            runtime.act(AZ2, "broker", action)
+        assert str(refused.value) == said
+        assert docker_yours.native_refusal(runtime.client, inventory, node, "zookeeper", action) is None
+    with pytest.raises(UsageError) as before_the_run:
+        docker_yours.check_native_calls(inventory, 3, [("broker", "pause"), ("broker", "kill"), ("broker", "start")])
+    assert "docker kill kafka-2 (broker)" in str(before_the_run.value)
+    docker_yours.check_native_calls(inventory, 3, [("broker", "pause"), ("zookeeper", "kill")])
+    assert calls == []  # nothing was called on either container
+    runtime.act(AZ2, "broker", "pause")
+    runtime.act(AZ2, "zookeeper", "kill")
+    assert calls == [("pause", "kafka-2"), ("kill", "zk-2")]
+    assert [c.name for c in runtime.namespaces(AZ2)] == ["kafka-2"]  # fault rules go in once, into the owner's
+
+    by_name["zk-2"].attrs["HostConfig"]["NetworkMode"] = "bridge"  # the broker in the ZooKeeper's namespace instead
+    by_name["kafka-2"].attrs["HostConfig"]["NetworkMode"] = "container:id-zk-2"
+    by_name["id-zk-2"] = by_name["zk-2"]
+    assert docker_yours.native_refusal(runtime.client, inventory, node, "broker", "kill") is None
+    assert "docker stop zk-2 (zookeeper) would take down the network of kafka-2 (broker)" in str(
+        docker_yours.native_refusal(runtime.client, inventory, node, "zookeeper", "stop"))
+    assert [c.name for c in runtime.namespaces(AZ2)] == ["zk-2"]
+    assert [c.name for c in runtime.namespaces(AZ1)] == ["kafka-1"]  # one container for both
