@@ -41,7 +41,7 @@ class GroupTerms:
     @property
     def committers(self) -> frozenset[str]:
         """The processes with a non-final commit (members of their groups even without a group read)."""
-        return frozenset(self.commits.column("process").to_pylist())
+        return frozenset(pc.unique(self.commits.column("process")).to_pylist())
 
     def final_offsets(self) -> dict[GroupPartition, int | None]:
         """C(G, t, p) for every (group, topic, partition) with a final row (None: no committed offset there)."""
@@ -115,7 +115,8 @@ def unknown_reason(terms: GroupTerms | None) -> str | None:
     """Why the verdict is unknown: a group with non-final commits and no final row (None: every group has one)."""
     if terms is None:
         return None
-    missing = sorted(set(terms.commits.column("group").to_pylist()) - set(terms.finals.column("group").to_pylist()))
+    missing = sorted(set(pc.unique(terms.commits.column("group")).to_pylist())
+                     - set(terms.finals.column("group").to_pylist()))
     if not missing:
         return None
     more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
