@@ -270,7 +270,7 @@ def live_polls(r: DataFrame, *more: SparkColumn) -> DataFrame:
 def with_prev_polls(polls: DataFrame) -> DataFrame:
     """``polls`` with each read's predecessor in its process's poll order of its partition (``prev_offset``,
     ``prev_value``, ``prev_seq``, ``prev_poll_ns``; null for the first). Needs its rows clustered by (process,
-    topic, partition) or by (topic, partition) (checkers.groups_spark shuffles them so, commits among them)."""
+    topic, partition) or by (topic, partition) (checkers.groups_spark.Plan.polls shuffles them so)."""
     order = Window.partitionBy("process", "topic", "partition").orderBy("seq", "offset", "value")
     return polls.select("*", *[F.lag(c).over(order).alias(f"prev_{c}") for c in ("offset", "value", "seq", "poll_ns")])
 
