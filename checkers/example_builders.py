@@ -63,6 +63,8 @@ class EvidenceIndex:
     def __init__(self, evidence: Evidence, txns: dict[str, Row] | None = None,
                  read_committed: frozenset[str] = frozenset(), groups: GroupTerms | None = None) -> None:
         self.groups = groups
+        # checkers.group_examples' acknowledged commits of a group's partition, sorted once per check
+        self.group_commits: dict[tuple[str, str, int], Any] = {}
         self.txns = txns or {}
         self.read_committed = read_committed
         self.writes = {w["value"]: w for w in evidence.writes}

@@ -41,7 +41,7 @@ class GroupTerms:
     @property
     def committers(self) -> frozenset[str]:
         """The processes with a non-final commit (members of their groups even without a group read)."""
-        return frozenset(self.commits.column("process").to_pylist())
+        return frozenset(pc.unique(self.commits.column("process")).to_pylist())
 
     def final_offsets(self) -> dict[GroupPartition, int | None]:
         """C(G, t, p) for every (group, topic, partition) with a final row (None: no committed offset there)."""
@@ -65,10 +65,14 @@ def _row(table: pa.Table, i: int) -> str:
 
 def validate(table: pa.Table, source: TableSource) -> None:
     """HistoryError naming the first row that breaks a rule of the `commits` table beyond its column domains."""
-    kind, status, offset = (table.column(c).to_pylist() for c in ("kind", "status", "offset"))
+    # Only a final row or a row without an offset can break one: those rows alone go to Python, in order.
+    suspect = pc.fill_null(pc.or_(pc.equal(table.column("kind"), "final"), pc.is_null(table.column("offset"))), True)
+    at = pc.indices_nonzero(suspect)
+    rows = table.take(at)
+    kind, status, offset = (rows.column(c).to_pylist() for c in ("kind", "status", "offset"))
     seen: dict[GroupPartition, int] = {}
-    keys = zip(*(table.column(c).to_pylist() for c in ("group", "topic", "partition")), strict=True)
-    for i, (k, s, o, key) in enumerate(zip(kind, status, offset, keys, strict=True)):
+    keys = zip(*(rows.column(c).to_pylist() for c in ("group", "topic", "partition")), strict=True)
+    for i, k, s, o, key in zip(at.to_pylist(), kind, status, offset, keys, strict=True):
         if k == "final" and s != "ok":
             raise HistoryError(_where(source, "status"), f"{_row(table, i)}: a final row is always ok, not {s!r}")
         if k != "final" and o is None:
@@ -115,7 +119,8 @@ def unknown_reason(terms: GroupTerms | None) -> str | None:
     """Why the verdict is unknown: a group with non-final commits and no final row (None: every group has one)."""
     if terms is None:
         return None
-    missing = sorted(set(terms.commits.column("group").to_pylist()) - set(terms.finals.column("group").to_pylist()))
+    missing = sorted(set(pc.unique(terms.commits.column("group")).to_pylist())
+                     - set(terms.finals.column("group").to_pylist()))
     if not missing:
         return None
     more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""

@@ -15,15 +15,18 @@ facts then carry spark_queries.GROUP_FACTS, and the per-value facts sieve the va
 - **group-skip**: only a value with a final read below a group's committed offset that the group never
   read live (``fbelow`` and not ``glive``) can be one.
 
-Only the sieved values go back to rows: to the live reads (a scan and a broadcast semi-join) for
-redelivered's first read, and to the cached (value, position) facts for group-skip's positions, with
-the group's lowest live offset per partition (an aggregation of the engine's cached positions, which
-carry the groups that read there). Rewound sorts the live
-group reads (ids, not names) with the acknowledged commits per (group, topic, partition) by time (the
-latest commit completed strictly before each read: commits sort after reads at equal times); lost-commit
-is the commits alone. The members' flags (whether a group starts at the beginning, the member it is
-judged by) are known before the job (checkers.group_terms.member_flags over the row-check pass's members
-and the commits) and enter as literals.
+Redelivered's first reads and rewound come from the engine's shuffle of the live reads, which v1 pays
+for its poll order (spark_queries.odd_polls): `Plan.polls` adds the acknowledged commits to it and
+shuffles both by (topic, partition), which clusters each process's polls of a partition and each group's
+reads and commits of it alike, so rewound (the latest commit completed strictly before each read: commits
+sort after reads at equal times) is one more window over the same partitions, with no shuffle of its own,
+and redelivered's sieved values are found there too (a broadcast join) rather than by another scan of the
+reads. The engine caches only the rows that are an odd pair, a rewound read or a sieved value's group read.
+Group-skip's positions come from the cached (value, position) facts, with the group's lowest live offset per
+partition (an aggregation of the engine's cached positions, which carry the groups that read there);
+lost-commit is the commits alone. The members' flags (whether a group starts at the beginning, the member
+it is judged by) are known before the job (checkers.group_terms.member_flags over the row-check pass's
+members and the commits) and enter as literals.
 
 Must never: use a Python UDF, collect() or start a job.
 """
@@ -101,49 +104,72 @@ class Plan:
         joined = r.join(F.broadcast(final), on, "left")
         return joined.withColumn("gbits", gbits).drop("c_topic", "c_partition", "c_bit", "c_offset")
 
+    def polls(self, spark: SparkSession, r: DataFrame, values: DataFrame, parts: int) -> DataFrame:
+        """The live reads' odd pairs (spark_queries.odd_polls) and the rows rewound and redelivered need, from one
+        shuffle of the live reads (``r``, with ids, as the engine's shuffle by value gets them) and the
+        acknowledged commits by (topic, partition), which clusters both windows: each group's commits and reads
+        by time (``rewound``: the group had committed past the read when it polled; commits sort after reads at
+        equal times), then each process's poll order (the pairs). ``redo``: a live group read of a value that
+        some group read twice (the per-value facts, ``values``, sieve them). Only the rows that are one of the
+        three are kept (the engine caches them)."""
+        gid = F.when(F.col("group").isNotNull(), _lookup(self.groups, F.col("group")))
+        polls = q.live_polls(r, gid.alias("gid"), F.lit(0).alias("ord"))
+        merged = polls.unionByName(self._done(spark), allowMissingColumns=True).repartition(parts, "topic", "partition")
+        running = Window.partitionBy("gid", "topic", "partition").orderBy("poll_ns", "ord").rowsBetween(
+            Window.unboundedPreceding, Window.currentRow)
+        # rewound's window first: the commits leave before the poll order's sort, which then sorts what v1 sorts
+        paired = q.with_prev_polls(merged.withColumn("passed", F.max("committed").over(running))
+                                   .filter(F.col("ord") == 0))
+        twice = F.coalesce(F.col("n_glive"), F.lit(0)) > F.bit_count(F.coalesce(F.col("glive"), F.lit(0)))
+        sieved = values.filter(twice).select("value", F.lit(True).alias("sieved"))
+        flags = {"rewound": F.coalesce(F.col("passed") > F.col("offset"), F.lit(False)),
+                 "redo": F.col("gid").isNotNull() & F.col("sieved").isNotNull()}
+        kept = paired.join(F.broadcast(sieved), "value", "left").withColumns(flags)
+        return kept.filter(q.odd_pair() | F.col("rewound") | F.col("redo")).drop("ord", "committed", "passed",
+                                                                                   "sieved")
+
+    def _done(self, spark: SparkSession) -> DataFrame:
+        """The acknowledged commits that completed, as rows of ``polls``' shuffle (their time in poll_ns)."""
+        c = read_table(spark, self.commits)
+        done = c.filter((F.col("kind") != "final") & (F.col("status") == "ok") & F.col("complete_ns").isNotNull())
+        return done.select(_lookup(self.topics, F.col("topic")).alias("topic"),
+                           "partition", F.col("complete_ns").alias("poll_ns"),
+                           _lookup(self.groups, F.col("group")).alias("gid"), F.col("offset").alias("committed"),
+                           F.lit(1).alias("ord"))
+
+    @staticmethod
+    def odd_pairs(polls: DataFrame) -> DataFrame:
+        """The odd pairs among ``polls``' rows, as spark_queries.odd_polls gives them."""
+        return polls.filter(q.odd_pair()).drop("gid", "rewound", "redo")
+
     def frames(self, spark: SparkSession, values: DataFrame, facts: DataFrame, positions: DataFrame,
-               reads: DataFrame, table: dict[str, Rule]) -> list[DataFrame]:
+               polls: DataFrame, table: dict[str, Rule]) -> list[DataFrame]:
         """Every v3 instance, as frames of the engine's instance rows. ``values`` and ``facts``: the engine's
         cached per-value and (value, position) facts with GROUP_FACTS; ``positions``: its cached per-position
-        table with ``glive`` (the groups that read there live); ``reads``: the reads as read."""
+        table with ``glive`` (the groups that read there live); ``polls``: the cached rows of `polls`."""
         c = read_table(spark, self.commits)
         acked = c.filter((F.col("kind") != "final") & (F.col("status") == "ok"))
-        live = reads.filter((F.col("phase") == "live") & F.col("group").isNotNull())
         frames = {
-            a.REDELIVERED: self._redelivered(values, live),
-            a.REWOUND: self._rewound(live, acked),
+            a.REDELIVERED: self._redelivered(polls.filter(F.col("redo"))),
+            a.REWOUND: self._rewound(polls.filter(F.col("rewound"))),
             a.LOST_COMMIT: _lost_commit(acked, c.filter(F.col("kind") == "final")),
             a.GROUP_SKIP: self._group_skip(values, facts, positions),
         }
         return [q.as_instances(f, name, table[name]) for name, f in frames.items()]
 
-    def _redelivered(self, values: DataFrame, live: DataFrame) -> DataFrame:
-        twice = F.coalesce(F.col("n_glive"), F.lit(0)) > F.bit_count(F.coalesce(F.col("glive"), F.lit(0)))
-        sieved = values.filter(twice).select("value")
-        rows = live.join(F.broadcast(sieved), "value", "left_semi")
-        per = rows.groupBy("group", "value").agg(F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"))
-        return per.filter(F.col("n") >= 2).select("group", "value", *[F.col(f"first.{k}").alias(k) for k in FIRST])
-
-    def _rewound(self, live: DataFrame, acked: DataFrame) -> DataFrame:
-        gtp = {"gid": _lookup(self.groups, F.col("group")), "topic": _lookup(self.topics, F.col("topic")),
-               "partition": F.col("partition")}
-        done = acked.filter(F.col("complete_ns").isNotNull()).select(
-            *[v.alias(k) for k, v in gtp.items()], F.col("offset").alias("committed"),
-            F.col("complete_ns").alias("at"), F.lit(1).alias("ord"))
-        polls = live.select(*[v.alias(k) for k, v in gtp.items()], F.col("poll_ns").alias("at"), F.lit(0).alias("ord"),
-                            "offset", "value", _lookup(self.processes, F.col("process")).alias("process"),
-                            "seq")
-        merged = polls.unionByName(done, allowMissingColumns=True)
-        running = Window.partitionBy(*GTP).orderBy("at", "ord").rowsBetween(Window.unboundedPreceding,
-                                                                              Window.currentRow)
-        passed = merged.withColumn("passed", F.max("committed").over(running))
-        hit = passed.filter((F.col("ord") == 0) & (F.col("passed") > F.col("offset")))
-        first_read = F.struct(*[F.col("at").alias(k) if k == "poll_ns" else F.col(k) for k in FIRST])
-        per = hit.groupBy("gid", "value").agg(F.min(first_read).alias("first"))
-        first = {k: F.col(f"first.{k}") for k in FIRST}
+    def _named(self, per: DataFrame, first: str) -> DataFrame:
+        """``per``'s (gid, value) and its struct ``first`` of FIRST, with the names back."""
+        cols = {k: F.col(f"{first}.{k}") for k in FIRST}
         return per.select(_pick(self.groups, F.col("gid")).alias("group"), "value",
                           *[(_pick(self.processes, v) if k == "process" else _pick(self.topics, v) if k == "topic"
-                             else v).alias(k) for k, v in first.items()])
+                             else v).alias(k) for k, v in cols.items()])
+
+    def _redelivered(self, rows: DataFrame) -> DataFrame:
+        per = rows.groupBy("gid", "value").agg(F.count(F.lit(1)).alias("n"), F.min(F.struct(*FIRST)).alias("first"))
+        return self._named(per.filter(F.col("n") >= 2), "first")
+
+    def _rewound(self, hits: DataFrame) -> DataFrame:
+        return self._named(hits.groupBy("gid", "value").agg(F.min(F.struct(*FIRST)).alias("first")), "first")
 
     def _group_skip(self, values: DataFrame, facts: DataFrame, positions: DataFrame) -> DataFrame:
         miss = F.col("fbelow").bitwiseAND(F.bitwise_not(F.coalesce(F.col("glive"), F.lit(0).cast("long"))))

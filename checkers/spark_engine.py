@@ -193,7 +193,7 @@ class SparkEngine:
         gplan = groups_spark.prepare(gterms, sources.get("commits"), read_summary, configs, names.processes,
                                      names.topics)
         encoded = gplan.reads(self.spark, names.encode(r)) if gplan else names.encode(r)
-        flagged, cached = self._flagged(names.encode(w), encoded, table, names, plan, gplan, r)
+        flagged, cached = self._flagged(names.encode(w), encoded, table, names, plan, gplan)
         if gterms is not None and gplan is None:  # past MAX_GROUPS groups: its own shuffles, in the one job
             flagged = flagged.unionByName(
                 groups_spark_general.instances(self.spark, r, sources["commits"], configs, table))
@@ -244,13 +244,13 @@ class SparkEngine:
 
     def _flagged(
         self, w: DataFrame, r: DataFrame, table: dict[str, Rule], names: Names, plan: txn_spark.Plan | None,
-        gplan: groups_spark.Plan | None, reads: DataFrame,
+        gplan: groups_spark.Plan | None,
     ) -> tuple[DataFrame, list[DataFrame]]:
         """Every anomaly instance (plus duplicate writes), and the DataFrames cached for it.
 
         ``w`` and ``r`` carry process and topic ids; instances get the names back. With a
         contract v2 ``plan``, they carry its columns too, and its anomalies join the instances; the
-        same with a contract v3 ``gplan`` (``reads``: the reads as read, for its look-ups).
+        same with a contract v3 ``gplan``.
         """
         parts = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "8")
         v2, v3 = plan is not None, gplan is not None
@@ -266,7 +266,9 @@ class SparkEngine:
                     *(["glive"] if v3 else []))
             .persist(CACHE_LEVEL)
         )
-        odd_polls = q.odd_polls(r).persist(CACHE_LEVEL)
+        # contract v3: the live reads' one shuffle and sort serve rewound and redelivered too (Plan.polls)
+        polls = (gplan.polls(self.spark, r, values, parts) if gplan else q.odd_polls(r)).persist(CACHE_LEVEL)
+        odd_polls = gplan.odd_pairs(polls) if gplan else polls
         restated = plan is not None and plan.terms.has_transactions
         found = {
             a.DIVERGENCE: positions.filter(F.col("n_values") >= 2),
@@ -279,10 +281,10 @@ class SparkEngine:
         if plan is not None:
             frames += plan.frames(self.spark, decoded, facts, table, names.topics)
         if gplan is not None:
-            frames += gplan.frames(self.spark, values, facts, positions, reads, table)
+            frames += gplan.frames(self.spark, values, facts, positions, polls, table)
         dup = values.filter(F.col("n_writes") > 1)
         frames.append(_instances(dup, DUPLICATE_WRITE, Rule("error"), names))
-        return reduce(DataFrame.unionByName, frames), [facts, values, positions, odd_polls]
+        return reduce(DataFrame.unionByName, frames), [facts, values, positions, polls]
 
     def evidence(self, values: Collection[str], positions: Collection[Position]) -> Evidence:
         assert self.writes is not None and self.reads is not None, "evidence() before analyse()"

@@ -261,16 +261,28 @@ def reordered(v: DataFrame) -> DataFrame:
     return pairs.filter(F.col("offset") < F.col("prev_offset"))
 
 
+def live_polls(r: DataFrame, *more: SparkColumn) -> DataFrame:
+    """The live reads with the columns odd_polls keeps (and ``rc``, contract v2, where ``r`` has it), and ``more``."""
+    extra = ["rc"] if "rc" in r.columns else []  # contract v2: read by a read_committed process
+    return r.filter(F.col("phase") == "live").select("process", *POS, "seq", "value", "poll_ns", *extra, *more)
+
+
+def with_prev_polls(polls: DataFrame) -> DataFrame:
+    """``polls`` with each read's predecessor in its process's poll order of its partition (``prev_offset``,
+    ``prev_value``, ``prev_seq``, ``prev_poll_ns``; null for the first). Needs its rows clustered by (process,
+    topic, partition) or by (topic, partition) (checkers.groups_spark.Plan.polls shuffles them so)."""
+    order = Window.partitionBy("process", "topic", "partition").orderBy("seq", "offset", "value")
+    return polls.select("*", *[F.lag(c).over(order).alias(f"prev_{c}") for c in ("offset", "value", "seq", "poll_ns")])
+
+
+def odd_pair() -> SparkColumn:
+    """Whether a row of with_prev_polls does not advance its predecessor by exactly one offset."""
+    return F.col("prev_offset").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1)
+
+
 def odd_polls(r: DataFrame) -> DataFrame:
     """Adjacent live-read pairs that do not advance by exactly one offset (usually few)."""
-    order = Window.partitionBy("process", "topic", "partition").orderBy("seq", "offset", "value")
-    extra = ["rc"] if "rc" in r.columns else []  # contract v2: read by a read_committed process
-    live = r.filter(F.col("phase") == "live").select("process", *POS, "seq", "value", "poll_ns", *extra)
-    pairs = live.select(
-        "*",
-        *[F.lag(c).over(order).alias(f"prev_{c}") for c in ("offset", "value", "seq", "poll_ns")],
-    )
-    return pairs.filter(F.col("prev_offset").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1))
+    return with_prev_polls(live_polls(r)).filter(odd_pair())
 
 
 def poll_anomalies(pairs: DataFrame, positions: DataFrame, restated: bool = False) -> dict[str, DataFrame]:

@@ -111,3 +111,30 @@ def test_poll_skip_of_a_group_reader_is_an_error_without_group_commits(tmp_path:
     del tables["commits"]
     verdict = check(write(tmp_path, tables), engine="pandas")
     assert verdict["counts"]["poll-skip"] == 1 and verdict["errors"] == {"poll-skip": 1}
+
+
+def test_an_examples_commit_is_the_first_in_commit_order() -> None:
+    """The commit an example names (checkers.group_examples): the first acknowledged one past the record by
+    completion (an uncompleted one after every completed one), then invocation and process; for rewound,
+    completed strictly before the read; for lost-commit, the first of the greatest offset."""
+    import pyarrow as pa
+
+    from checkers import group_examples as ge
+    from checkers.engine import Evidence
+    from checkers.example_builders import EvidenceIndex
+    from checkers.group_terms import GroupTerms
+    from checkers.schema import arrow_schema
+
+    rows = [cm(9, "m3", 50, done_ms=None), cm(7, "m2", 10, done_ms=30), cm(7, "m1", 10, done_ms=30),
+            cm(9, "m1", 5, done_ms=40), cm(3, "m1", 1, done_ms=2), cm(9, "m4", 60, status="fail"),
+            cm(8, "m2", 70, partition=1)]
+    table = pa.Table.from_pylist(rows, schema=arrow_schema("commits"))
+    idx = EvidenceIndex(Evidence(writes=[], reads=[]), groups=GroupTerms(commits=table, finals=table.slice(0, 0)))
+    inst = {"value": "v", "group": "g", "topic": "t", "partition": 0, "offset": 5, "process": "m1", "seq": 1,
+            "poll_ns": rows[3]["complete_ns"]}
+    assert ge.group_skip(inst, idx)[0]["commit"]["process"] == "m1"  # (30 ms, m1) before (30 ms, m2)
+    assert ge.group_skip(inst, idx)[0]["commit"]["offset"] == 7
+    assert ge.rewound({**inst, "offset": 7}, idx)[0]["commit"] is None  # 9 completed at 40 ms, not before it
+    assert ge.rewound({**inst, "offset": 7, "poll_ns": inst["poll_ns"] + 1}, idx)[0]["commit"]["offset"] == 9
+    best = ge.lost_commit(inst, idx)[0]["commit"]
+    assert (best["process"], best["offset"]) == ("m1", 9)  # completed (40 ms) before the uncompleted m3

@@ -4,6 +4,7 @@ synthetic group histories with planted skips, rewinds and lost commits on which 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,28 @@ def test_past_max_groups_the_general_plan_judges_the_cases_alike(tmp_path: Path,
     assert_spark_judges_cases_together(tmp_path, GROUP_CASES, "parquet")
     assert calls, "the general plan did not judge the history"
 
+
+
+def test_rewound_and_redelivered_take_no_shuffle_of_their_own(tmp_path: Path, spark: object,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan.polls shuffles the live reads and the commits once, by (topic, partition): the poll order's window and
+    rewound's both run on that one shuffle, and redelivered's look-up is a broadcast join on it, not a scan."""
+    from checkers import groups_spark
+
+    plans: list[str] = []
+    polls = groups_spark.Plan.polls
+
+    def recorded(*args: Any) -> Any:
+        frame = polls(*args)
+        plans.append(frame._jdf.queryExecution().executedPlan().toString())
+        return frame
+
+    monkeypatch.setattr(groups_spark.Plan, "polls", recorded)
+    history = write(tmp_path, GROUP_CASES["rewound"].tables(), "parquet")
+    assert check(history, engine="spark")["counts"]["rewound"] == GROUP_CASES["rewound"].counts["rewound"]
+    (plan,) = plans
+    # the cached per-value facts' plan shows too, with v1's shuffle by value; every other shuffle is the polls' own
+    shuffles = [line for line in plan.splitlines()
+                if "Exchange hashpartitioning(" in line and "hashpartitioning(value#" not in line]
+    assert len(shuffles) == 1 and "hashpartitioning(topic#" in shuffles[0] and "partition#" in shuffles[0], plan
+    assert plan.count("Window [") == 2 and "BroadcastHashJoin [value#" in plan, plan
