@@ -31,14 +31,13 @@ def test_replace_broker_moves_every_partition_onto_the_new_broker_and_retires_th
     move = nemesis[nemesis["fault"] == "reassign"]
     start = json.loads(move[move["type"] == "start"].iloc[0]["detail"])
     assert start["before"] == {"0": [0, 1, 2], "1": [1, 2, 0], "2": [2, 0, 1]}, start
-    done = [json.loads(d) for d in move[move["type"] == "info"]["detail"] if json.loads(d).get("done_ns")]
-    assert done and "cancelled_ns" not in done[-1], "the move to [0, 1, 3] completed before the stop"
+    done = [json.loads(d) for d in move[move["type"] == "info"]["detail"] if "done_ns" in json.loads(d)]
+    assert done and done[-1]["replicas_now"] == {"0": [0, 1, 3], "1": [0, 1, 3], "2": [0, 1, 3]}, done
     retire = nemesis[(nemesis["fault"] == "graceful-stop") & (nemesis["type"] == "start")]
     assert [json.loads(t)["brokers"] for t in retire["targets"]] == [[3], [2]]  # the new one held back, the old retired
-    # Broker-2 led partition 2 before the move: its leadership moved to another replica, none was lost for it.
+    # After the move no observer names broker-2 the leader of anything: the partition it led moved to the ISR.
     observations = pd.read_parquet(folder / "history" / "observations.parquet")
-    late = observations[observations["time_ns"] > int(json.loads(done[-1]["done_ns"]) if isinstance(
-        done[-1]["done_ns"], str) else done[-1]["done_ns"])]
+    late = observations[observations["time_ns"] > done[-1]["done_ns"] + 2_000_000_000]
     assert not late.empty and set(late["leader"].dropna().astype(int)) <= {0, 1, 3}
 
 
@@ -61,5 +60,5 @@ def test_client_upgrade_rolls_each_process_onto_the_new_client_and_nothing_is_lo
     reads = pd.read_parquet(folder / "history" / "reads.parquet")
     members = reads[(reads["phase"] == "live") & reads["process"].str.endswith("-u1")]
     assert set(members["group"].dropna()) == {"upgrade"}, "the upgraded members rejoined the same group"
-    old_client = json.loads((folder / "run.json").read_text())
-    assert "1.9.2" in json.dumps(old_client.get("client_under_test") or old_client)
+    run = json.loads((folder / "run.json").read_text())
+    assert run["versions"]["client_under_test"]["confluent_kafka"] == "1.9.2"  # what the first processes ran
