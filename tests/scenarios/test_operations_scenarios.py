@@ -60,5 +60,5 @@ def test_client_upgrade_rolls_each_process_onto_the_new_client_and_nothing_is_lo
     reads = pd.read_parquet(folder / "history" / "reads.parquet")
     members = reads[(reads["phase"] == "live") & reads["process"].str.endswith("-u1")]
     assert set(members["group"].dropna()) == {"upgrade"}, "the upgraded members rejoined the same group"
-    run = json.loads((folder / "run.json").read_text())
-    assert run["versions"]["client_under_test"]["confluent_kafka"] == "1.9.2"  # what the first processes ran
+    manifest = json.loads((folder / "run.json").read_text())
+    assert manifest["versions"]["client_under_test"]["confluent_kafka"] == "1.9.2"  # what the first processes ran
