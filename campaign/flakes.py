@@ -132,8 +132,9 @@ def trends(rows: Iterable[dict[str, Any]], name: str, window: int | None,
         for cid, outcome in pairs:
             grouped.setdefault(cid, []).append(outcome)
         by_key[key] = Trend(*key, list(grouped.items()))
-    ids = [c for c in order if any(c == cid for pairs in seen.values() for cid, _ in pairs)] if runs else \
-        [c for c in order if c in shown]
+    if runs:  # the campaigns some case's last runs came from
+        shown = {cid for pairs in seen.values() for cid, _ in pairs}
+    ids = [c for c in order if c in shown]
     return ids, [by_key[k] for k in sorted(by_key)]
 
 
