@@ -24,11 +24,17 @@ def parse_client_under_test(raw: dict[str, Any] | None, runtime: str) -> str | N
         parse_client(version)
     except DistributionError as exc:
         raise fail("clients.confluent_kafka", str(exc).removeprefix(f"confluent_kafka {version}: ")) from None
-    refusal = kind(runtime).no_client_venvs
+    refusal = venv_refusal(runtime)
     if refusal is not None:
-        raise fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal} "
-                    f"(use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})")
+        raise fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal}")
     return str(version)
+
+
+def venv_refusal(runtime: str) -> str | None:
+    """Why `runtime` cannot run a client venv and which runtimes can, or None when it can."""
+    refusal = kind(runtime).no_client_venvs
+    return None if refusal is None else \
+        f"{refusal} (use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})"
 
 
 UPGRADE_CLIENT = "upgrade-client"
@@ -41,8 +47,8 @@ def client_upgrades(schedule: Schedule) -> list[str]:
 
 def check_client_upgrades(schedule: Schedule, runtime: str) -> None:
     """SpecError naming the fault when an `upgrade-client` runs on a runtime that cannot run a client venv."""
-    refusal = kind(runtime).no_client_venvs
+    refusal = venv_refusal(runtime)
     for i, fault in schedule.faults():
         if fault.fault == UPGRADE_CLIENT and refusal is not None:
             raise fail(f"nemesis[{i}].fault", f"upgrade-client: the {runtime} runtime cannot run another client: "
-                       f"{refusal} (use --runtime {' or '.join(k.name for k in KINDS if k.no_client_venvs is None)})")
+                       f"{refusal}")

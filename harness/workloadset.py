@@ -265,13 +265,21 @@ class WorkloadSet:
         w = self.running.get(process)
         if w is None or not isinstance(w.config, ProducerConfig):
             raise FaultError(f"replace-workload: {process} is not a running producer of this run")
-        n = 1 + sum(1 for name in self.running if name.startswith(f"{process}-r"))
-        name = f"{process}-r{n}"
-        config = dataclasses.replace(w.config, process=name, journal=self.folder.journal(name), value_prefix=f"{name}-")
-        if config.proxy is not None:  # the loopback ports are the first one's: the replacement connects directly
-            config = dataclasses.replace(config, proxy=None, bootstrap=self.cluster.bootstrap)
-        self.start([Workload(name, w.host, w.role, config)])
-        return name
+        successor = self._successor(w, "r")
+        assert isinstance(successor.config, ProducerConfig)
+        if successor.config.proxy is not None:  # the loopback ports are the first one's: it connects directly
+            successor.config = dataclasses.replace(successor.config, proxy=None, bootstrap=self.cluster.bootstrap)
+        self.start([successor])
+        return successor.name
+
+    def _successor(self, w: Workload, tag: str) -> Workload:
+        """`w`'s configuration under the next free name `<name>-<tag><n>`: its own journal and, a producer's, values."""
+        assert w.config is not None
+        name = f"{w.name}-{tag}{1 + sum(1 for n in self.running if n.startswith(f'{w.name}-{tag}'))}"
+        renamed: dict[str, Any] = {"process": name, "journal": self.folder.journal(name)}
+        if isinstance(w.config, ProducerConfig):
+            renamed["value_prefix"] = f"{name}-"
+        return Workload(name, w.host, w.role, dataclasses.replace(w.config, **renamed))
 
     def upgrade(self, process: str, version: str) -> dict[str, Any]:
         """upgrade-client: stop `process` cleanly (SIGTERM: a producer flushes, a group member leaves its group) and
@@ -288,12 +296,9 @@ class WorkloadSet:
             raise FaultError(f"upgrade-client: {process} did not stop within {UPGRADE_STOP_S:.0f} s of SIGTERM")
         code = self._check_exit_codes([w], ok=(0, FENCED))[process]
         stopped_ns = time.time_ns()
-        name = f"{process}-u{1 + sum(1 for n in self.running if n.startswith(f'{process}-u'))}"
-        renamed: dict[str, Any] = {"process": name, "journal": self.folder.journal(name)}
-        if isinstance(w.config, ProducerConfig):
-            renamed["value_prefix"] = f"{name}-"
-        self.start([Workload(name, w.host, w.role, dataclasses.replace(w.config, **renamed))], client=env)
-        return {"replacement": name, "stop_ns": stop_ns, "stopped_ns": stopped_ns, "exit_status": code,
+        successor = self._successor(w, "u")
+        self.start([successor], client=env)
+        return {"replacement": successor.name, "stop_ns": stop_ns, "stopped_ns": stopped_ns, "exit_status": code,
                 "started_ns": time.time_ns(), "client": env.versions}
 
     def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
