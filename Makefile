@@ -360,9 +360,11 @@ nightly: $(IMAGES)
 chaos-quick: $(IMAGES)
 	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/quick.yaml $(CAMPAIGN_FLAGS)
 
-# Every netns catalogue configuration 5 times (campaigns/stability.yaml: hours; SHARD=I/N and SEED= as nightly).
+# Every netns catalogue configuration 5 times (campaigns/stability.yaml: hours; SHARD=I/N and SEED= as nightly), in
+# parts: the runs already in the lake and the kept campaigns (campaigns/lake/) count, so each part plans only the rest.
 stability: $(IMAGES)
-	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/stability.yaml $(CAMPAIGN_FLAGS)
+	$(WITH_RUNTIME) $(PY) -m harness campaign campaigns/stability.yaml $(CAMPAIGN_FLAGS) --resume $(LAKE) \
+	  --resume $(KEPT_LAKE)
 
 campaign-merge:
 	@test -n "$(SHARDS)" || { echo 'campaign-merge: give the shards: make campaign-merge SHARDS="DIR..."'; exit 3; }

@@ -27,7 +27,7 @@ from campaign.campaign_report import CampaignReport, change_lines
 from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
 from campaign.outputs import INDEX_FILE, SUMMARY_FILE, write_outputs
-from campaign.plan import Case, date_seed, plan_cases
+from campaign.plan import Case, date_seed, plan_cases, without_recorded
 from campaign.records import CaseResult
 from campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs
 from campaign.shards import Shard, deal, shard_record
@@ -56,6 +56,7 @@ class Options:
     kafka_version: str | None = None
     overhead_s: float | None = None  # a run's time on top of its duration until one is measured (default: the runner's)
     shard: Shard | None = None  # run only this share of the plan (campaign.shards)
+    resume: tuple[Path, ...] = ()  # lakes whose runs of this campaign count: plan only what they lack (--resume)
 
 
 def cli_overrides(options: Options) -> dict[str, object]:
@@ -110,6 +111,13 @@ def make_plan(options: Options) -> Plan:
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
     cases, refused = plan_cases(campaign, seed)
+    if options.resume:
+        try:
+            rows = flakes.read_lakes(options.resume)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--resume: the campaigns table of {', '.join(map(str, options.resume))} cannot be "
+                             f"read ({exc})") from None
+        cases = without_recorded(cases, flakes.recorded_runs(rows, campaign.name))
     return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S)
 
 

@@ -144,6 +144,8 @@ def build_parser() -> Parser:
     campaign.add_argument("--results", type=Path, help="results folder (default: results/); the campaign goes "
                           "into RESULTS/campaigns/<timestamp>/")
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
+    campaign.add_argument("--resume", type=Path, action="append", default=[], metavar="LAKE", help="plan only the "
+                          "runs this campaign's runs in LAKE (repeatable) lack: a campaign run in parts")
     campaign.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the file's, "
                           "else each spec's)")
     campaign.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help("each spec's"))
@@ -291,7 +293,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise UsageError("campaign: one campaign file (DIR... and --out are for `harness campaign merge`)")
     options = Options(Path(args.campaign).resolve(), args.budget, args.seed, args.results, args.lake, args.engine,
                       args.runtime, args.kafka_version, args.overhead,
-                      parse_shard(args.shard) if args.shard is not None else None)
+                      parse_shard(args.shard) if args.shard is not None else None, tuple(args.resume))
     if args.plan:
         print_plan(options)
         return 0

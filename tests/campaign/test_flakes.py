@@ -187,3 +187,32 @@ def test_a_flake_rate_needs_exactly_one_window(tmp_path: Path, rate: dict[str, A
     write_scenario(tmp_path, "s")
     with pytest.raises(Exception, match=re.escape(said)):
         load_campaign(write_campaign(tmp_path, [{"scenario": "s.yaml"}], name="w", flake_rate=rate))
+
+
+def test_resume_plans_only_the_runs_the_lakes_lack(tmp_path: Path) -> None:
+    """`harness campaign --resume LAKE`: each configuration's runs on record in the campaigns of the name (a FLAKE is
+    one run, a SKIPPED case none, another campaign's not at all) count toward its `repeat`; the plan keeps the rest,
+    so the parts of a campaign too long for one day add up to its repeat and no further."""
+    from campaign.command import Options, make_plan
+
+    write_scenario(tmp_path, "s", configurations={"one": {}, "two": {}})
+    write_scenario(tmp_path, "t")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}, {"scenario": "t.yaml"}], repeat=3)
+    here, kept = tmp_path / "here", tmp_path / "kept"
+    night(here, 1, {("s", "one"): ["PASS", "FLAKE"], ("t", "default"): ["SKIPPED"]})
+    night(kept, 2, {("s", "one"): ["PASS", "PASS"], ("s", "two"): ["INCONCLUSIVE"]})  # s [one]: 4 on record, past 3
+    night(kept, 3, {("s", "two"): ["PASS", "PASS", "PASS"]}, name="other")  # another campaign's runs: not counted
+    whole = make_plan(Options(path, seed=0)).cases
+    plan = make_plan(Options(path, seed=0, resume=(here, kept))).cases
+    assert len(whole) == 9
+    assert sorted(c.key for c in plan) == [("s", "two"), ("s", "two"), ("t", "default"), ("t", "default"),
+                                           ("t", "default")]
+    assert [c.entry for c in plan if c.key == ("s", "two")] == sorted(c.entry for c in plan if c.key == ("s", "two"))
+    assert [c for c in whole if c in plan] == plan  # the plan's order kept
+    assert make_plan(Options(path, seed=0, resume=(tmp_path / "none",))).cases == whole  # an empty lake: all of it
+
+
+def test_make_stability_resumes_from_the_lake_and_the_kept_campaigns() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    recipe = makefile.split("\nstability: ", 1)[1].split("\n\n", 1)[0]
+    assert "--resume $(LAKE)" in recipe and "--resume $(KEPT_LAKE)" in recipe
