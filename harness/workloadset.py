@@ -188,6 +188,7 @@ class WorkloadSet:
         self.cluster = cluster
         self.processes = ProcessGroup(runtime, lambda name: folder.client_log(name.removeprefix(PROCESS_PREFIX)))
         self.running: dict[str, Workload] = {}
+        self.stopping: set[str] = set()  # being stopped on purpose by the nemesis's thread: its exit is no death
         self._restarts: dict[str, int] = {}
         self._orders = 0  # the last order given to a producer's proxy (hold-request)
 
@@ -223,7 +224,7 @@ class WorkloadSet:
         Except an observer whose host lost power (a runtime that can cut a whole host's power kills it with
         the broker it watches): it starts again, with a journal of its own, once its host is back."""
         for w in list(self.running.values()):
-            if self.processes.running(PROCESS_PREFIX + w.name) is not None:
+            if self.processes.running(PROCESS_PREFIX + w.name) is not None or w.name in self.stopping:
                 continue
             if w.role == "observer" and self._lost_power(w):
                 self._restart_observer(w)
@@ -290,8 +291,10 @@ class WorkloadSet:
         if env is None:
             raise FaultError(f"upgrade-client: no client venv of confluent-kafka {version} was made for this run")
         stop_ns = time.time_ns()
+        self.stopping.add(process)  # check_alive, on the run's thread, may look while it exits
         stuck = self.processes.stop_within({PROCESS_PREFIX + process: UPGRADE_STOP_S})
         self.running.pop(process, None)
+        self.stopping.discard(process)
         if stuck:
             raise FaultError(f"upgrade-client: {process} did not stop within {UPGRADE_STOP_S:.0f} s of SIGTERM")
         code = self._check_exit_codes([w], ok=(0, FENCED))[process]

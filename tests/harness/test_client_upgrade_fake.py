@@ -65,6 +65,26 @@ def test_the_process_is_stopped_cleanly_and_started_again_on_the_new_client(tmp_
     assert all(p.argv[1] != "/venvs/2.16.1/bin/python" for n, p in runtime.processes.items() if "observer" in n)
 
 
+def test_the_run_looking_while_the_old_process_exits_sees_no_death(tmp_path: Path) -> None:
+    """The nemesis's thread stops the process while the run's thread checks every workload is alive: between the
+    process's exit and the upgrade's end, check_alive must not call the exit a death (stability campaign
+    2026-11-28: "workload producer-az2-0 died mid-run" 0.01 s after upgrade-client's SIGTERM)."""
+    _, workloads = world(tmp_path)
+    stop_within = workloads.processes.stop_within
+    looked = []
+
+    def stop_then_look(timeouts: dict, signum: int = 15) -> list[str]:
+        stuck = stop_within(timeouts, signum)
+        workloads.check_alive()  # the run's thread, in between: must not raise WorkloadError
+        looked.append(sorted(timeouts))
+        return stuck
+
+    workloads.processes.stop_within = stop_then_look  # type: ignore[method-assign]
+    workloads.upgrade("producer-az1-0", "2.16.1")
+    assert looked == [["workload/producer-az1-0"]] and not workloads.stopping
+    workloads.check_alive()
+
+
 def test_an_upgrade_it_cannot_do_is_a_fault_error(tmp_path: Path) -> None:
     _, workloads = world(tmp_path)
     with pytest.raises(FaultError, match="no client venv of confluent-kafka 2.2.0 was made for this run"):
