@@ -58,10 +58,10 @@ def check_quorum_changes(schedule: Schedule, cluster: ClusterSettings) -> None:
         raise fail(f"nemesis[{drawn[0]}].faults", "remove-controller and add-controller cannot be drawn by random "
                    "chaos: the voters they leave depend on their order; schedule them")
     if starts and cluster.kraft_quorum != "dynamic":
-        where, fault = f"nemesis[{starts[0][1]}].fault", starts[0][2].fault.fault
+        where, kind = f"nemesis[{starts[0][1]}].fault", starts[0][2].fault.fault
         if not cluster.kraft:
-            raise fail(where, f"{fault}: a ZooKeeper-mode cluster has no KRaft controller quorum")
-        raise fail(where, f"{fault}: the quorum is static (controller.quorum.voters); set cluster.kraft_quorum: "
+            raise fail(where, f"{kind}: a ZooKeeper-mode cluster has no KRaft controller quorum")
+        raise fail(where, f"{kind}: the quorum is static (controller.quorum.voters); set cluster.kraft_quorum: "
                    "dynamic")
     voters, count, known = set(range(cluster.nodes)), cluster.nodes, True
     for _, i, event in starts:

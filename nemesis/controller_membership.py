@@ -25,7 +25,7 @@ touch a broker, or empty a directory other than the target controller's metadata
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nemesis.fault_base import FaultEnv, Injected
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
     from nemesis.targets import Resolver
     from testbed.addressing import Host
-    from testbed.kafka.cluster import KafkaCluster
+    from testbed.kafka.cluster import KafkaCluster, NodeRole
 
-ROLE = "controller"
+ROLE: NodeRole = "controller"
 SHUTDOWNS = ("after", "before", "none")
 ASK_S = 30.0  # how long a change is asked for again while the leader moves or finishes the previous change
 POLL_S = 0.5
@@ -146,7 +146,7 @@ class RemoveController(MembershipChange):
         return Injected(key, spec.fault, targets, {"voters_before": before.to_json(), "shutdown": opts["shutdown"]})
 
     def _remove(self, running: Running, env: FaultEnv, fault: str, key: str, node: Host, voter: wire.Replica,
-                opts: dict[str, Any]) -> None:
+                opts: Mapping[str, Any]) -> None:
         cluster, node_id = env.cluster, voter.node_id
         if opts["shutdown"] == "before":
             cluster.stop(node, ROLE, GRACEFUL_STOP_S)
@@ -189,7 +189,7 @@ class AddController(MembershipChange):
                         {"voters_before": before.to_json()})
 
     def _add(self, running: Running, env: FaultEnv, fault: str, key: str, node: Host, node_id: int,
-             opts: dict[str, Any]) -> None:
+             opts: Mapping[str, Any]) -> None:
         cluster = env.cluster
         directory = self._fresh(cluster, node)
         cluster.start(node, ROLE)
@@ -201,9 +201,9 @@ class AddController(MembershipChange):
                 return
             raise FaultError(f"{fault}: controller {node_id} (directory {directory}) did not catch up as an "
                              f"observer within {opts['wait_s']:g} s")
+        seen = caught.observer(node_id, directory)
         self.note(env, fault, key, node, node_id, {"step": "caught-up", "caught_up_ns": time.time_ns(),
-                                                   "observer": caught.observer(node_id, directory).to_json()
-                                                   if caught.observer(node_id, directory) else None})
+                                                   "observer": None if seen is None else seen.to_json()})
         endpoint = (node.address, kcfg.CONTROLLER_PORT)
         asked = _change(cluster, fault, lambda a: wire.add_voter(a, kcfg.CONTROLLER_PORT, node_id, directory,
                                                                  endpoint),

@@ -35,7 +35,7 @@ from tests.fakes import FakeRuntime
 
 PLAN = make_plan("198.18.0.0/24", 3)
 DIRS = {100: "AAAAAAAAAAAAAAAAAAAAAQ", 101: "AAAAAAAAAAAAAAAAAAAAAg", 102: "AAAAAAAAAAAAAAAAAAAAAw"}
-DYNAMIC = {"metadata": "kraft", "kafka_version": "3.9.1", "kraft_quorum": "dynamic"}
+DYNAMIC: dict[str, Any] = {"metadata": "kraft", "kafka_version": "3.9.1", "kraft_quorum": "dynamic"}
 
 
 def _cstr(s: str | None) -> bytes:
@@ -77,12 +77,14 @@ def test_the_requests_are_kafkas_flexible_encoding() -> None:
     assert (r.take(">h"), r.take(">h"), r.take(">i")) == (55, 2, 5)
     r = FlexReader(wire.remove_voter_request(3, None, 100, DIRS[100])[4:])
     assert (r.take(">h"), r.take(">h"), r.take(">i")) == (81, 0, 3)
-    r.string(), r.skip_tags()  # client id, header tags
+    r.string()  # client id
+    r.skip_tags()  # the header's tags
     assert r.compact_string() is None and r.take(">i") == 100
     assert base64.urlsafe_b64encode(r.data[r.pos:r.pos + 16]).decode().rstrip("=") == DIRS[100]
     r = FlexReader(wire.add_voter_request(4, "cid", 14000, 100, DIRS[100], "198.18.0.11", 9093)[4:])
     assert (r.take(">h"), r.take(">h"), r.take(">i")) == (80, 0, 4)
-    r.string(), r.skip_tags()
+    r.string()
+    r.skip_tags()
     assert (r.compact_string(), r.take(">i"), r.take(">i")) == ("cid", 14000, 100)
     r.pos += 16
     assert r.uvarint() == 2 and (r.compact_string(), r.compact_string(), r.take(">H")) == \
