@@ -40,6 +40,7 @@ from harness.spec_consumers import ConsumerGroup, parse_consumers
 from harness.spec_existing import check_existing, existing_inventory
 from harness.spec_groups import check_group_protocols, check_group_targets
 from harness.spec_keys import CLUSTER, PRODUCER, SPEC
+from harness.spec_quorum import check_quorum_changes
 from harness.spec_sets import SpecSet, apply_sets
 from harness.spec_targets import check_proxies, check_workload_targets
 from harness.spec_transformers import TransformerGroup, parse_transformers
@@ -160,7 +161,7 @@ def parse_cluster(raw: dict[str, Any] | None) -> ClusterSettings:
                     f"{runtime} runtime's nodes do not have (use --runtime netns)")
     return ClusterSettings(
         nodes=nodes, runtime=runtime, kafka_version=v("kafka_version"), metadata=metadata,
-        kraft_controllers=v("kraft_controllers"),
+        kraft_controllers=v("kraft_controllers"), kraft_quorum=v("kraft_quorum"),
         network=raw.get("network", default_network(runtime)), topic=v("topic"),
         extra_topics=tuple(raw.get("extra_topics") or ()),
         partitions=len(assignment) if assignment else v("partitions"), replication_factor=rf,
@@ -299,6 +300,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     if shifts_clocks(nemesis):
         cluster = dataclasses.replace(cluster, shifted_clocks=shifts_clocks(nemesis))
     check_metadata_can(resolved, nemesis, cluster)
+    check_quorum_changes(nemesis, cluster)
     upgrades = check_upgrades(nemesis, cluster)
     if upgrades:
         cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)

@@ -43,6 +43,7 @@ from workloads.config import AIM_LIMIT_S
 _d = ClusterSettings()
 CONSUMER_MODES = ("assign", "group")
 KRAFT_CONTROLLERS = ("separate", "combined")
+KRAFT_QUORUMS = ("static", "dynamic")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECKERS = ("auto", "spark", "pandas")  # auto: pandas or Spark by the history's size (checkers.auto)
 AZ = Scalar(("string",), "an availability zone: az1, az2, ... up to the number of nodes",
@@ -63,6 +64,10 @@ CLUSTER = Section({
                                 "place of ZooKeeper) or combined (each broker JVM is also a controller, "
                                 "process.roles broker,controller)", _d.kraft_controllers,
                                 what="controller layout"),
+    "kraft_quorum": Choice(KRAFT_QUORUMS, "KRaft: static (controller.quorum.voters) or dynamic (KIP-853, Kafka 3.9 "
+                           "on, separate controllers: controller.quorum.bootstrap.servers, every controller formatted "
+                           "as an initial voter; what the remove-controller and add-controller faults need)",
+                           _d.kraft_quorum, what="quorum kind"),
     "network": Str("the hosts' IPv4 network, e.g. 198.18.0.0/24 (default: the runtime's: "
                    + networks_text() + ")"),
     "topic": Str("the topic every client writes and reads (a transformer's output by default)", _d.topic),

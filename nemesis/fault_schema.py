@@ -78,7 +78,12 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                             "pause this many seconds"},
     "wait_s": {"type": "number", "exclusiveMinimum": 0,
                "description": "rolling-restart, rolling-upgrade: the longest ISR wait per broker (default 120); reassign: how long "
-                              "its stop waits for the move before cancelling it (default 300)"},
+                              "its stop waits for the move before cancelling it (default 300); remove-controller, "
+                              "add-controller: how long for the new voter set (and the observer's catching up), "
+                              "default 60"},
+    "shutdown": {"enum": ["after", "before", "none"], "default": "after",
+                 "description": "remove-controller: when the removed controller's process is stopped (SIGTERM): once "
+                                "it is no longer a voter, before it is removed, or never"},
     "to_version": {"type": "string", "pattern": VERSION_RE.pattern,
                    "description": "rolling-upgrade: the Kafka version each broker is started on (a later one; "
                                   "ZooKeeper stays on the cluster's)"},

@@ -111,6 +111,16 @@ def reassigned(t: dict[str, Any]) -> str:
     return f"{'partition' if len(parts) == 1 else 'partitions'} {listed(parts)} of {t.get('topic', '?')} reassigned to brokers {listed(t.get('replicas') or [])}"
 
 
+def controller_removed(t: dict[str, Any]) -> str:
+    active = " (the active one)" if t.get("was_leader") else ""
+    return f"KRaft controller {t.get('controller', '?')} of {listed(t.get('nodes') or [])}{active} removed from the voters"
+
+
+def controller_added(t: dict[str, Any]) -> str:
+    return f"KRaft controller {t.get('controller', '?')} of {listed(t.get('nodes') or [])} formatted afresh and added " \
+           f"to the voters"
+
+
 def clock(what: str, verb: str, after: str) -> Words:
     """"clock of az1-node/broker stepped by -30 s", from the processes a clock fault shifted."""
     def words(t: dict[str, Any]) -> str:

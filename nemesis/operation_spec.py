@@ -19,6 +19,12 @@ its stop waits for it to end (`nemesis.operations`). Its keys:
   second), `wait_s` (how long the stop waits for the move to complete before cancelling it, journaled;
   default 300).
 
+- `remove-controller` (`nemesis.controller_membership`): `target` (the node whose controller is removed;
+  `controller`: the active one), `shutdown` (`after`, the default: its process stopped once it is no longer a
+  voter; `before`: stopped first; `none`: left running), `wait_s` (how long to wait for the new voter set, default 60).
+- `add-controller`: `target` (default: the one node whose controller is not a voter), `wait_s` (how long the new
+  observer may take to catch up, and the new voter set to show it, default 60).
+
 Must never: reach a cluster (whether the brokers exist, and whether the runtime and the cluster's version can take
 the new version, are the harness's checks, against the cluster).
 """
@@ -34,6 +40,10 @@ from testbed.errors import SpecError
 ROLL_KEYS = ("controller_at", "wait", "wait_s")
 UPGRADE_KEYS = (*ROLL_KEYS, "to_version", "bump")
 REASSIGN_KEYS = ("topic", "partitions", "replicas", "throttle_kbit", "wait_s")
+REMOVE_CONTROLLER_KEYS = ("target", "shutdown", "wait_s")
+ADD_CONTROLLER_KEYS = ("target", "wait_s")
+SHUTDOWNS = ("after", "before", "none")  # remove-controller: when the removed controller's process is stopped
+MEMBERSHIP_WAIT_S = 60.0
 TOPICS = ("test", "__consumer_offsets", "__transaction_state")  # `test`: the topic under test
 ROLL_WAIT_S = 120.0
 REASSIGN_WAIT_S = 300.0
@@ -94,3 +104,12 @@ def parse_reassign(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
             "throttle_kbit": None if throttle is None else int(throttle),
             "wait_s": _number(f"{path}.wait_s", raw.get("wait_s", REASSIGN_WAIT_S), 0, strict=True)}
 
+
+
+def parse_membership(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`remove-controller`'s and `add-controller`'s options: shutdown (remove only, default after), wait_s."""
+    shutdown = raw.get("shutdown", "after")
+    if shutdown not in SHUTDOWNS:
+        raise SpecError(f"{path}.shutdown: expected one of {', '.join(SHUTDOWNS)}, got {shutdown!r}")
+    return {"shutdown": shutdown,
+            "wait_s": _number(f"{path}.wait_s", raw.get("wait_s", MEMBERSHIP_WAIT_S), 0, strict=True)}

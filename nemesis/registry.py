@@ -28,6 +28,7 @@ from typing import Any
 
 from nemesis import fault_words, faults, operation_spec
 from nemesis.clock_faults import CLOCK_JUMP, CLOCK_SKEW, CLOCK_STROBE
+from nemesis.controller_membership import ADD_CONTROLLER, REMOVE_CONTROLLER
 from nemesis.disk_faults import DISK_FAULT
 from nemesis.fault_base import Fault
 from nemesis.fault_spec import Category, FaultSpec, TargetRole
@@ -232,6 +233,21 @@ _KINDS += (
               "where it was", CLOCK_STROBE, (*CLOCK_KEYS, "rate"), ("target", "offset_ms", "rate"),
               (*ROLES, "both"), needs=CLOCK_NEEDS,
               words=fault_words.clock("clock of", "strobed by", ", on and off until it stops")),
+)
+# -- KRaft controller membership (nemesis.controller_membership, KIP-853): a dynamic quorum's voters changed --------
+_KINDS += (
+    FaultKind("remove-controller", "operation", "remove the `target` node's KRaft controller (`controller`: the "
+              "active one) from a dynamic quorum's voters (`cluster.kraft_quorum: dynamic`, RemoveRaftVoter to the "
+              "active controller; a removed leader resigns), its process stopped `shutdown` after (default), before "
+              "or never; `info` rows with the voter set before and after. The stop waits for it",
+              REMOVE_CONTROLLER, operation_spec.REMOVE_CONTROLLER_KEYS, ("target",), single_target=True,
+              words=fault_words.controller_removed, options=operation_spec.parse_membership, since=(3, 9)),
+    FaultKind("add-controller", "operation", "make the `target` node's KRaft controller (default: the one node "
+              "whose controller is not a voter) a new voter of a dynamic quorum: its metadata directory formatted "
+              "afresh (a new directory id), started as an observer and, once caught up, added (AddRaftVoter); `info` "
+              "rows with the voter set before and after. The stop waits for it", ADD_CONTROLLER,
+              operation_spec.ADD_CONTROLLER_KEYS, single_target=True, words=fault_words.controller_added,
+              options=operation_spec.parse_membership, since=(3, 9)),
 )
 _BY_NAME: dict[str, FaultKind] = {kind.name: kind for kind in _KINDS}  # the registry: read it at call time
 

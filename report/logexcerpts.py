@@ -30,7 +30,7 @@ MAX_TRACE_LINES = 8  # lines kept of a stack trace (the lines without a timestam
 MAX_EXCERPTS = 24
 MAX_CHARS, MIN_LINES = 90_000, 6  # all excerpts together: past MAX_CHARS each keeps fewer lines
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
-_BROKER_ID = re.compile(r"^\s*broker\.id\s*=\s*(\d+)\s*$", re.M)
+_BROKER_ID = re.compile(r"^\s*(?:broker|node)\.id\s*=\s*(\d+)\s*$", re.M)  # node.id: a KRaft broker's
 
 
 @dataclass

@@ -44,6 +44,9 @@ class ClusterSettings:
     # controller per node, or, with kraft_controllers "combined", the broker JVM is also the controller).
     metadata: str = "zookeeper"
     kraft_controllers: str = "separate"
+    # KRaft: "static" (controller.quorum.voters) or "dynamic" (KIP-853, 3.9 on: controller.quorum.bootstrap.servers,
+    # the voters formatted in with --initial-controllers, and changed by the remove/add-controller faults).
+    kraft_quorum: str = "static"
     network: str = default_network(DEFAULT_KIND)
     topic: str = "faultline"
     # Further topics (a consume-transform-produce pipeline's input), made like `topic`: created at bring-up,
@@ -112,6 +115,8 @@ class ClusterSettings:
             del out["provision"]
         if not self.upgrade_versions:  # a run without an upgrade keeps its manifest as it was
             del out["upgrade_versions"]
+        if self.kraft_quorum == "static":
+            del out["kraft_quorum"]
         return out
 
     @property
@@ -271,14 +276,21 @@ def quorum_voters(plan: AddressPlan, settings: ClusterSettings) -> str:
     return ",".join(f"{controller_id(settings, n.broker_id)}@{n.address}:{CONTROLLER_PORT}" for n in plan.nodes)
 
 
+def quorum_bootstrap(plan: AddressPlan) -> str:
+    """A dynamic quorum's way in (KIP-853): every node's controller listener, whichever of them are voters now."""
+    return ",".join(f"{n.address}:{CONTROLLER_PORT}" for n in plan.nodes)
+
+
 def _kraft_common(plan: AddressPlan, settings: ClusterSettings) -> dict[str, str]:
-    """Keys every KRaft process gets: the static quorum (controller.quorum.voters works from 3.3 to 4.x), the
+    """Keys every KRaft process gets: the static quorum (controller.quorum.voters works from 3.3 to 4.x) or a
+    dynamic one's bootstrap servers, the
     CONTROLLER listener's name, and the fencing timeout, which the active controller applies: the
     counterpart of zookeeper.session.timeout.ms (a broker cut off from it this long is fenced and loses its
     leaderships), its heartbeat a third of it (Kafka's 2 s at most)."""
     session = settings.zookeeper_session_timeout_ms
-    return {"controller.quorum.voters": quorum_voters(plan, settings),
-            "controller.listener.names": "CONTROLLER",
+    quorum = ({"controller.quorum.bootstrap.servers": quorum_bootstrap(plan)} if settings.kraft_quorum == "dynamic"
+              else {"controller.quorum.voters": quorum_voters(plan, settings)})
+    return {**quorum, "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "broker.session.timeout.ms": str(session),
             "broker.heartbeat.interval.ms": str(max(500, min(2000, session // 3)))}

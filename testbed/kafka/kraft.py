@@ -55,36 +55,51 @@ def new_cluster_id() -> str:
 
 def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
     """`StorageTool format` every KRaft process's configuration on its host, all at once (one JVM each), then
-    fsync what it wrote."""
+    fsync what it wrote. A dynamic quorum's controllers are formatted as its initial voters (`--initial-controllers`,
+    each with a directory id drawn here: every controller must be given the same list); brokers need no flag."""
     jobs = [(node, role) for node in cluster.nodes for role in cluster.roles]
+    initial = initial_controllers(cluster) if cluster.settings.kraft_quorum == "dynamic" else None
 
     def run(job: tuple[Host, str]) -> None:
         node, role = job
-        sw = cluster.software(node)
-        config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
-        argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-                "-c", config, "--ignore-formatted"]
-        try:
-            done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
-        except RuntimeFailure as exc:
-            raise ClusterError(f"formatting {node.name}'s {role} storage: {exc}") from exc
-        if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
-            said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
-            raise ClusterError(f"formatting {node.name}'s {role} storage ({STORAGE_TOOL} format): exit "
-                               f"{done.returncode}: {said}")
-        # StorageTool writes bootstrap.checkpoint without fsync: on unsyncfs a power cut seconds after the start
-        # left it empty and the node could not start again ("No FeatureLevelRecord for metadata.version"). A
-        # freshly formatted disk is on disk long before its cluster's first fault on any real host (the kernel
-        # writes dirty pages back within ~30 s), so the format is made durable here: every file and directory
-        # fsynced (`sync FILE...`).
-        data = cluster.runtime.host_path(node, cluster.node_folder(node).data(role))
-        try:
-            cluster.runtime.execute(node, ["find", data, "-exec", "sync", "{}", "+"], timeout=FORMAT_TIMEOUT_S)
-        except RuntimeFailure as exc:
-            raise ClusterError(f"making {node.name}'s formatted {role} storage durable: {exc}") from exc
+        format_process(cluster, node, role, cluster_id,
+                       ["--initial-controllers", initial] if initial is not None and role == "controller" else [])
 
     with ThreadPoolExecutor(len(jobs)) as pool:
         list(pool.map(run, jobs))
+
+
+def initial_controllers(cluster: KafkaCluster) -> str:
+    """--initial-controllers' value: every node's controller as id@host:port:directory-id, a fresh directory id
+    each (the form `kafka-storage random-uuid` prints, which new_cluster_id draws)."""
+    return ",".join(f"{kcfg.controller_id(cluster.settings, n.broker_id)}@{n.address}:{kcfg.CONTROLLER_PORT}:"
+                    f"{new_cluster_id()}" for n in cluster.nodes)
+
+
+def format_process(cluster: KafkaCluster, node: Host, role: str, cluster_id: str, flags: list[str]) -> None:
+    """`StorageTool format` one process's storage with `flags`, then make what it wrote durable."""
+    sw = cluster.software(node)
+    config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
+    argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
+            "-c", config, "--ignore-formatted", *flags]
+    try:
+        done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
+    except RuntimeFailure as exc:
+        raise ClusterError(f"formatting {node.name}'s {role} storage: {exc}") from exc
+    if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
+        said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
+        raise ClusterError(f"formatting {node.name}'s {role} storage ({STORAGE_TOOL} format): exit "
+                           f"{done.returncode}: {said}")
+    # StorageTool writes bootstrap.checkpoint without fsync: on unsyncfs a power cut seconds after the start
+    # left it empty and the node could not start again ("No FeatureLevelRecord for metadata.version"). A
+    # freshly formatted disk is on disk long before its cluster's first fault on any real host (the kernel
+    # writes dirty pages back within ~30 s), so the format is made durable here: every file and directory
+    # fsynced (`sync FILE...`).
+    data = cluster.runtime.host_path(node, cluster.node_folder(node).data(role))
+    try:
+        cluster.runtime.execute(node, ["find", data, "-exec", "sync", "{}", "+"], timeout=FORMAT_TIMEOUT_S)
+    except RuntimeFailure as exc:
+        raise ClusterError(f"making {node.name}'s formatted {role} storage durable: {exc}") from exc
 
 
 def quorum_views(cluster: KafkaCluster, timeout: float = 2.0) -> dict[str, QuorumView | None]:

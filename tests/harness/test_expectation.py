@@ -175,3 +175,20 @@ def test_harness_run_exits_4_when_nothing_failed_but_a_configuration_was_inconcl
     assert exit_status(specs, [case(True), case(False, "precondition not shown: x")]) == EXIT_INCONCLUSIVE
     assert exit_status(specs, [case(False), case(False, "precondition not shown: x")]) == EXIT_INVALID
     assert worst([EXIT_VALID, EXIT_INCONCLUSIVE]) == EXIT_INCONCLUSIVE and worst([EXIT_INCONCLUSIVE, 2]) == 2
+
+
+def test_a_kraft_nodes_logs_are_found_by_its_brokers_node_id(tmp_path: Path) -> None:
+    """A KRaft broker's server.properties names it by node.id (no broker.id): `nodes: broker-1` still finds that
+    node's logs, its controller's too (the controller-membership run on 3.9.1 was INCONCLUSIVE for want of this)."""
+    folder = RunFolder(tmp_path / "run").make()
+    folder.nemesis_journal.write_text("".join(json.dumps({"time_ns": t, "type": kind, "fault": fault, "targets": "{}",
+                                                          "detail": json.dumps(detail)}) + "\n"
+                                              for t, kind, fault, detail in journal()))
+    node = folder.node("az2-node")
+    node.config_dir.mkdir(parents=True, exist_ok=True)
+    node.config("broker").write_text("process.roles=broker\nnode.id=1\n")
+    for role in ("broker", "controller"):
+        node.logs(role).mkdir(parents=True, exist_ok=True)
+        (node.logs(role) / "server.log").write_text(f"{stamp(T0 + 20 * S)} [RaftManager] AlterIsr seen by {role}\n")
+    (found,) = gather(evidence_spec(nodes="broker-1", file="server.log"), folder).logs
+    assert found.problem is None and found.count == 2, found

@@ -74,6 +74,14 @@ KINDS = {
         {"topic": "test", "partitions": [0], "replicas": [1, 2]},
         "partition 0 of test reassigned to brokers 1 and 2",
     ),
+    "remove-controller": (
+        {"nodes": ["az1-node"], "controller": 100, "directory_id": "AAAAAAAAAAAAAAAAAAAAAQ", "was_leader": True},
+        "KRaft controller 100 of az1-node (the active one) removed from the voters",
+    ),
+    "add-controller": (
+        {"nodes": ["az1-node"], "controller": 100},
+        "KRaft controller 100 of az1-node formatted afresh and added to the voters",
+    ),
     "heal-all": ({"resumed": ["broker-1"], "restarted": []}, "healed everything: resumed broker-1"),
     "disk-error": (
         {"nodes": ["az1-node"], "brokers": [0], "path": "partition", "paths": {"az1-node": "kafka-data/faultline-0"}},
