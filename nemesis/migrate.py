@@ -61,6 +61,7 @@ class ZkToKraft(RollingRestart):
             return {"phase": "migrating", "broker_mode": "migrating"}
 
         began = time.time_ns()
+        cluster.migration_phase = "migrating"
         if not self._roll(running, env, FAULT, key, order, opts, to_migrating):
             return
         where = self._wait_migrated(running, cluster, opts["wait_s"])
@@ -69,14 +70,17 @@ class ZkToKraft(RollingRestart):
                 "aborted": f"no controller's server.log said {migration.MIGRATED_LINE!r} within {opts['wait_s']:g} s "
                            f"of the last broker's start"})
             return
+        cluster.migration_phase = "migrated"
         self._phase(env, key, "migrated", began, [], {}, {"controller_node": where})
 
         def to_kraft(node: Host) -> dict[str, Any]:
             cluster.set_broker(node, version, {}, kraft=True)
             return {"phase": "kraft", "broker_mode": "kraft"}
 
+        cluster.migration_phase = "kraft"
         if not self._roll(running, env, FAULT, key, order, opts, to_kraft):
             return
+        cluster.migration_phase = "finalized"
         self._finalize(running, env, key, opts["wait_s"])
 
     @staticmethod

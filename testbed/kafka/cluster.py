@@ -72,9 +72,9 @@ class KafkaCluster:
         self.on_power_on: list[Callable[[Host], None]] = []
         self._powered_off: set[str] = set()
         self.unsettled = ""  # what `settled` found missing at its last look ('' once settled)
-        # A ZooKeeper cluster migrating to KRaft (nemesis.migrate): once ZooKeeper's /controller names a KRaft
-        # controller, the views take the active controller from the quorum, as a KRaft cluster's.
-        self.migrating = False
+        # A ZooKeeper cluster's migration to KRaft (nemesis.migrate): the phase it has reached (None: none); once
+        # the quorum leads (`migration.kraft_leads`) the views take the active controller from it, as KRaft's do.
+        self.migration_phase: str | None = None
 
     # -- layout ------------------------------------------------------------
     @property
@@ -289,7 +289,8 @@ class KafkaCluster:
         return self.settings.replication_factor
 
     def views(self) -> dict[str, BrokerView | None]:
-        """Each broker's own view, asked from the control plane (never cut off); KRaft: `kraft.with_active_controller`."""
+        """Each broker's own view, asked from the control plane (never cut off); KRaft, or once a migration has
+        handed the cluster to the quorum: `kraft.with_active_controller`."""
         def ask(node: Host) -> BrokerView | None:
             try:
                 return broker_view(node.address, kcfg.BROKER_PORT, list(self.settings.topics), timeout=2.0)
@@ -297,7 +298,7 @@ class KafkaCluster:
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             views = dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
-        kraft_led = self.settings.kraft or (self.migrating and migration.kraft_leads(self))
+        kraft_led = self.settings.kraft or migration.kraft_leads(self)
         return kraft.with_active_controller(self, views) if kraft_led else views
 
     def transactional_id(self, process: str) -> str:

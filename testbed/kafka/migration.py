@@ -85,8 +85,13 @@ def zookeeper_cluster_id(cluster: KafkaCluster) -> str:
 
 
 def kraft_leads(cluster: KafkaCluster) -> bool:
-    """Whether ZooKeeper's /controller names a KRaft controller (its `kraftControllerEpoch`): the migration has
-    handed the cluster to the quorum. False when ZooKeeper does not say."""
+    """Whether the KRaft quorum is the cluster's controller: from the `migrated` phase on, and before it once
+    ZooKeeper's /controller names a KRaft controller (its `kraftControllerEpoch`; False when ZooKeeper does not
+    say). Never before a migration started."""
+    if cluster.migration_phase is None:
+        return False
+    if cluster.migration_phase not in ("controllers", "migrating"):
+        return True
     try:
         with zk_session(cluster.zk_connect, 2.0) as zk:
             data, _ = zk.get("/controller")
@@ -118,7 +123,7 @@ def start_controllers(cluster: KafkaCluster, timeout: float, interval: float = 0
         write_controller_config(cluster, node, migrating=True)
     kraft.format_storage(cluster, cluster_id, roles=("controller",))
     cluster.roles = ROLES  # type: ignore[assignment]  # from here collect, power and liveness checks see them
-    cluster.migrating = True
+    cluster.migration_phase = "controllers"
     for node in cluster.nodes:
         cluster.start(node, "controller")
     return kraft.wait_quorum(cluster, timeout, interval)

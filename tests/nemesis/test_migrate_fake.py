@@ -108,6 +108,12 @@ def test_the_phases_in_turn_controllers_migrating_migrated_kraft_finalized(world
     assert [s["node.id"] for s in last] == ["100", "102", "101"]
     assert all("zookeeper.metadata.migration.enable" not in s and "zookeeper.connect" not in s for s in last)
     assert cluster.roles == ("zookeeper", "controller", "broker")
+    assert cluster.migration_phase == "finalized" and migration.kraft_leads(cluster)  # the views ask the quorum
+
+
+def test_before_a_migration_the_views_never_ask_the_quorum(world: Any) -> None:
+    _, cluster, _, _ = world
+    assert cluster.migration_phase is None and not migration.kraft_leads(cluster)  # no ZooKeeper asked either
 
 
 def kraft_voters(cluster: KafkaCluster) -> str:
