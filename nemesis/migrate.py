@@ -108,7 +108,7 @@ class ZkToKraft(RollingRestart):
                 if cluster.process(node, "controller") is None:
                     cluster.start(node, "controller")
             try:
-                leader = kraft.wait_quorum(cluster, wait_s, POLL_S)
+                leader = migration.wait_rejoined(cluster, node, wait_s, POLL_S)
             except ClusterError as exc:
                 self._phase(env, key, "finalized", began, [node], {"controller_mode": "kraft"},
                             {"aborted": str(exc)})

@@ -36,6 +36,7 @@ from testbed.dist.versions import protocol_version
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
 from testbed.kafka import kraft
+from testbed.kafka.waiting import wait_for
 from testbed.kafka.zk import zk_session
 
 if TYPE_CHECKING:
@@ -127,6 +128,18 @@ def start_controllers(cluster: KafkaCluster, timeout: float, interval: float = 0
     for node in cluster.nodes:
         cluster.start(node, "controller")
     return kraft.wait_quorum(cluster, timeout, interval)
+
+
+def wait_rejoined(cluster: KafkaCluster, node: Host, timeout: float, interval: float) -> int:
+    """Once `node`'s controller, started again, answers DescribeQuorum and the quorum has an active controller with
+    every voter caught up: that controller's broker id. (The quorum alone would say ready at once: the leader
+    still counts the restarted voter's offset from before its stop.)"""
+    def rejoined() -> int | None:
+        if kraft.quorum_views(cluster, 1.0).get(node.name) is None:
+            return None
+        return kraft.quorum_ready(cluster)
+    found: int = wait_for(f"{node.name}'s KRaft controller back in the quorum", rejoined, timeout, interval)
+    return found
 
 
 def migrated(cluster: KafkaCluster) -> str | None:

@@ -175,3 +175,14 @@ def test_harness_run_exits_4_when_nothing_failed_but_a_configuration_was_inconcl
     assert exit_status(specs, [case(True), case(False, "precondition not shown: x")]) == EXIT_INCONCLUSIVE
     assert exit_status(specs, [case(False), case(False, "precondition not shown: x")]) == EXIT_INVALID
     assert worst([EXIT_VALID, EXIT_INCONCLUSIVE]) == EXIT_INCONCLUSIVE and worst([EXIT_INCONCLUSIVE, 2]) == 2
+
+
+def test_a_kraft_brokers_logs_are_found_by_its_node_id(tmp_path: Path) -> None:
+    """A KRaft broker's server.properties has node.id, not broker.id (a migrated one too): `nodes: broker-1` still
+    finds its node, and not the node whose controller is node 101."""
+    folder = run_folder(tmp_path, journal(), {(1, "server.log"): [(T0 + 15 * S, "sent AlterIsr")],
+                                              (2, "server.log"): [(T0 + 15 * S, "sent AlterIsr")]})
+    folder.node("az2-node").config("broker").write_text("process.roles=broker\nnode.id=1\n")
+    folder.node("az3-node").config("broker").write_text("process.roles=broker\nnode.id=2\n")
+    (found,) = gather(evidence_spec(nodes="broker-1"), folder).logs
+    assert found.count == 1 and found.lines[0].startswith("az2-node/server.log: ")

@@ -27,6 +27,7 @@ from testbed.errors import SpecError
 from testbed.kafka import kraft, migration
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
+from testbed.kafka.quorum import QuorumView
 from testbed.runfolder import RunFolder
 from tests.fakes import FakeRuntime
 
@@ -48,7 +49,10 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Nem
     monkeypatch.setattr(nemesis.nemesis, "observe", lambda cluster: ClusterFacts(controller=1))
     monkeypatch.setattr(migration, "zookeeper_cluster_id", lambda cluster: CLUSTER_ID)
     monkeypatch.setattr(kraft, "wait_quorum", lambda cluster, timeout, interval: 1)
-    monkeypatch.setattr(kraft, "quorum_views", lambda cluster, timeout=2.0: {})
+    monkeypatch.setattr(kraft, "quorum_ready", lambda cluster: 1)
+    # every controller answers DescribeQuorum (a follower with an error), once its process runs
+    monkeypatch.setattr(kraft, "quorum_views", lambda cluster, timeout=2.0: {
+        n.name: (QuorumView(6) if cluster.process(n, "controller") is not None else None) for n in cluster.nodes})
     monkeypatch.setattr(kraft, "active_controller", lambda settings, views: 1)
     starts: list[dict[str, str]] = []
     runtime = FakeRuntime(behaviours={"": lambda argv, log: None})
