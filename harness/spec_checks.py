@@ -111,8 +111,9 @@ def check_migrations(schedule: Schedule, cluster: ClusterSettings) -> None:
     for i in mine:
         where = f"nemesis[{i}].fault"
         if cluster.kraft:
-            raise fail(where, "zk-to-kraft: this spec runs metadata kraft, which has no ZooKeeper to migrate from "
-                       "(use metadata: zookeeper)")
+            raise fail(where, f"zk-to-kraft: this spec's cluster is KRaft already (Kafka {cluster.kafka_version}, "
+                       f"metadata kraft; 4.0 on has no ZooKeeper mode): nothing to migrate (use metadata: zookeeper, "
+                       f"Kafka 3.4 to 3.9)")
         if hosts.no_migration is not None:
             raise fail(where, f"zk-to-kraft on the {hosts.name} runtime: {hosts.no_migration} (use --runtime netns)")
         if cluster.log_dirs > 1 and parse(cluster.kafka_version) < (3, 7):

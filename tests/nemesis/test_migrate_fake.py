@@ -164,8 +164,10 @@ def spec_with(*faults: dict[str, Any], **cluster: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("faults, cluster, refusal", [
-    ([{"fault": "zk-to-kraft"}], {"metadata": "kraft"}, r"nemesis\[0\]\.fault: zk-to-kraft: this spec runs "
-                                                        r"metadata kraft, which has no ZooKeeper to migrate from"),
+    ([{"fault": "zk-to-kraft"}], {"metadata": "kraft"}, r"nemesis\[0\]\.fault: zk-to-kraft: this spec's cluster is "
+                                                        r"KRaft already \(Kafka 3\.9\.1, metadata kraft"),
+    ([{"fault": "zk-to-kraft"}], {"kafka_version": "4.0.0"}, r"KRaft already \(Kafka 4\.0\.0, metadata kraft; 4\.0 "
+                                                             r"on has no ZooKeeper mode\): nothing to migrate"),
     ([{"fault": "zk-to-kraft"}], {"kafka_version": "3.3.2"}, r"zk-to-kraft needs Kafka 3\.4 or later"),
     ([{"fault": "zk-to-kraft"}], {"runtime": "docker"}, r"zk-to-kraft on the docker runtime: not built"),
     ([{"fault": "zk-to-kraft"}], {"kafka_version": "3.6.2", "log_dirs": 2},
