@@ -28,6 +28,7 @@ from checkers.verdict import PASSED, expectation_state
 from harness.spec import Spec
 from harness.versions import commit, software_versions
 from nemesis.journal import read_journal
+from nemesis.migrate import modes_over_time
 from nemesis.upgrade import versions_over_time
 from testbed.errors import UsageError
 from testbed.files import write_json_atomic
@@ -148,12 +149,15 @@ class Manifest:
         ended = time.time()
         power = power_offs(self.path.parent)
         versions = node_versions(self.path.parent, self.spec.cluster.kafka_version, self.started)
+        modes = node_modes(self.path.parent, self.started)
         with self._lock:
             self._finished(ended, verdict, expectation, exit_status, failed)
             if power:
                 self.doc["power_offs"] = power
             if versions:
                 self.doc["node_versions"] = versions
+            if modes:
+                self.doc["node_modes"] = modes
         self.write()
 
     def _finished(self, ended: float, verdict: dict[str, Any] | None, expectation: dict[str, Any] | None,
@@ -191,6 +195,19 @@ def node_versions(run_dir: Path, version: str, started: float) -> dict[str, list
     return {node: [{"from": iso_utc(v["from_ns"] / 1e9), "version": v["version"],
                     "inter_broker_protocol": v["inter_broker_protocol"]} for v in steps]
             for node, steps in over_time.items()} or None
+
+
+def node_modes(run_dir: Path, started: float) -> dict[str, list[dict[str, Any]]] | None:
+    """After a ZooKeeper to KRaft migration: what each node's broker and controller ran from each moment on (`from`
+    an ISO instant; broker `zookeeper`, `migrating` or `kraft`, controller null, `migrating` or `kraft`), read from
+    the nemesis journal (`nemesis.migrate.modes_over_time`); None without one or when unreadable."""
+    try:
+        rows = read_journal(RunFolder(run_dir).nemesis_journal)
+    except (OSError, ValueError):
+        return None
+    over_time = modes_over_time(rows, int(started * 1e9))
+    return {node: [{"from": iso_utc(m["from_ns"] / 1e9), "broker": m["broker"], "controller": m["controller"]}
+                   for m in steps] for node, steps in over_time.items()} or None
 
 
 def finish_recovered(spec: Spec, run_dir: Path, verdict: dict[str, Any], expectation: dict[str, Any] | None,

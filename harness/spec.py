@@ -29,6 +29,7 @@ from harness.spec_checks import (
     check_faults_can,
     check_log_dirs,
     check_metadata_can,
+    check_migrations,
     check_runtime_can,
     check_upgrades,
     check_version_can,
@@ -302,6 +303,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_metadata_can(resolved, nemesis, cluster)
     check_quorum_changes(nemesis, cluster)
     upgrades = check_upgrades(nemesis, cluster)
+    check_migrations(nemesis, cluster)
     if upgrades:
         cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)
     check_log_dirs(nemesis, cluster)

@@ -101,6 +101,32 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
     return tuple(dict.fromkeys(versions))
 
 
+def check_migrations(schedule: Schedule, cluster: ClusterSettings) -> None:
+    """Refuse a `zk-to-kraft` the cluster cannot do (its `since`, 3.4, is `check_faults_can`'s): a KRaft cluster
+    (nothing to migrate), a runtime whose nodes cannot host the controllers, several log directories before 3.7
+    (Kafka refuses a JBOD migration below that protocol), a second migration, or one beside a rolling upgrade (the
+    migration restarts the brokers on the cluster's version; the notes advise against both at once)."""
+    hosts = kind(cluster.runtime)
+    mine = [i for i, fault in schedule.faults() if fault.fault == "zk-to-kraft"]
+    for i in mine:
+        where = f"nemesis[{i}].fault"
+        if cluster.kraft:
+            raise fail(where, f"zk-to-kraft: this spec's cluster is KRaft already (Kafka {cluster.kafka_version}, "
+                       f"metadata kraft; 4.0 on has no ZooKeeper mode): nothing to migrate (use metadata: zookeeper, "
+                       f"Kafka 3.4 to 3.9)")
+        if hosts.no_migration is not None:
+            raise fail(where, f"zk-to-kraft on the {hosts.name} runtime: {hosts.no_migration} (use --runtime netns)")
+        if cluster.log_dirs > 1 and parse(cluster.kafka_version) < (3, 7):
+            raise fail(where, f"zk-to-kraft with {cluster.log_dirs} log directories needs Kafka 3.7 or later (JBOD "
+                       f"migration); this spec runs {cluster.kafka_version}")
+        if i != mine[0]:
+            raise fail(where, f"a second zk-to-kraft: the cluster migrates once (nemesis[{mine[0]}])")
+        upgrade = next((j for j, f in schedule.faults() if f.fault == "rolling-upgrade"), None)
+        if upgrade is not None:
+            raise fail(where, f"zk-to-kraft beside a rolling-upgrade (nemesis[{upgrade}]) is not built: the "
+                       f"migration restarts the brokers on the cluster's {cluster.kafka_version}")
+
+
 def powers_off(schedule: Schedule) -> bool:
     """Whether the nemesis may power a node off (a `power-off` event, or random chaos that can draw one)."""
     return any(fault_kind(f.fault).powers_off for _, f in schedule.faults())

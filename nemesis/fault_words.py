@@ -128,3 +128,14 @@ def clock(what: str, verb: str, after: str) -> Words:
         by = f" {verb} {offset / 1000:+g} s" if isinstance(offset, int | float) else ""
         return f"{what} {listed(t.get('processes') or []) or 'nothing'}{by}{after}"
     return words
+
+
+def migrated(t: dict[str, Any]) -> str:
+    phase = t.get("phase")
+    if phase is None:  # the start row
+        return (f"migration from ZooKeeper to KRaft of brokers {listed(t.get('brokers') or [], 'then')} (Kafka "
+                f"{t.get('version', '?')}, ZooKeeper's controller {t.get('controller', '?')}): KRaft controllers "
+                f"started, the brokers rolled into migration, then into KRaft, the controllers finalized")
+    nodes = listed(t.get("nodes") or []) or "the cluster"
+    modes = ", ".join(f"{role} {t[f'{role}_mode']}" for role in ("broker", "controller") if f"{role}_mode" in t)
+    return f"ZooKeeper to KRaft, phase {phase}: {nodes}" + (f" now runs {modes}" if modes else "")

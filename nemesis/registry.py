@@ -34,6 +34,8 @@ from nemesis.fault_base import Fault
 from nemesis.fault_spec import Category, FaultSpec, TargetRole
 from nemesis.fault_words import Words
 from nemesis.links import needs_shaper
+from nemesis.migrate import FAULT as MIGRATE_FAULT
+from nemesis.migrate import ZK_TO_KRAFT
 from nemesis.operations import ROLLING_RESTART
 from nemesis.reassign import REASSIGN
 from nemesis.stray import STRAY_FAULT
@@ -198,6 +200,14 @@ _KINDS: tuple[FaultKind, ...] = (
               "runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it (journaled)",
               REASSIGN, operation_spec.REASSIGN_KEYS, ("replicas",), words=fault_words.reassigned,
               options=operation_spec.parse_reassign, since=(2, 4)),
+    FaultKind(MIGRATE_FAULT, "operation", "migrate a ZooKeeper cluster to KRaft (KIP-866, Kafka 3.4 to 3.9) as 3.9's "
+              "notes prescribe: a KRaft controller per node formatted with ZooKeeper's cluster id and started in "
+              "migration mode; a roll with the migration enabled on each broker (`rolling-restart`'s keys); a wait "
+              "(at most `wait_s`) for the active controller's \"Completed migration of metadata\"; a roll into "
+              "KRaft brokers; each controller restarted without the migration. Each phase and step an `info` row "
+              "naming what each node's broker and controller run. The stop waits for it", ZK_TO_KRAFT,
+              operation_spec.ROLL_KEYS, words=fault_words.migrated, options=operation_spec.parse_roll,
+              since=(3, 4)),
 )
 # -- disk faults (nemesis.disk_faults): one rule on each target node's unsyncfs mount, start to stop --------------
 DISK_NEEDS = (Need(Ability.DISK_FAULTS),)  # and the data on unsyncfs: harness.spec_checks.check_runtime_can

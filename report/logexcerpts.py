@@ -66,7 +66,8 @@ def parse_stamp(line: str) -> int | None:
 
 
 def broker_id(node: NodeFolder) -> int | None:
-    """The broker id the node's server.properties gives, or None where it has none (or it cannot be read)."""
+    """The broker id the node's server.properties gives (`broker.id`; a KRaft broker's `node.id`, the same number),
+    or None where it has none (or it cannot be read)."""
     try:
         found = _BROKER_ID.search(node.config("broker").read_text(encoding="utf-8", errors="replace"))
     except OSError:

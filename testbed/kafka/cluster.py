@@ -26,7 +26,7 @@ from typing import Any, Literal
 from testbed.addressing import AddressPlan, Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.journal_names import POWER_CUT, POWER_OFF
-from testbed.kafka import bringup, kraft
+from testbed.kafka import bringup, kraft, migration
 from testbed.kafka import config as kcfg
 from testbed.kafka.node_files import java_argv, render_node_configs
 from testbed.kafka.readiness import Readiness
@@ -72,6 +72,9 @@ class KafkaCluster:
         self.on_power_on: list[Callable[[Host], None]] = []
         self._powered_off: set[str] = set()
         self.unsettled = ""  # what `settled` found missing at its last look ('' once settled)
+        # A ZooKeeper cluster's migration to KRaft (nemesis.migrate): the phase it has reached (None: none); once
+        # the quorum leads (`migration.kraft_leads`) the views take the active controller from it, as KRaft's do.
+        self.migration_phase: str | None = None
 
     # -- layout ------------------------------------------------------------
     @property
@@ -115,14 +118,17 @@ class KafkaCluster:
         """The Kafka version `node`'s broker runs (or runs at its next start)."""
         return self.broker_versions.get(node.name, self.settings.kafka_version)
 
-    def set_broker(self, node: Host, version: str, overrides: dict[str, str]) -> None:
+    def set_broker(self, node: Host, version: str, overrides: dict[str, str], kraft: bool = False) -> None:
         """From its next start, `node`'s broker runs Kafka `version` with `overrides` on top of the spec's keys (its
-        server.properties rendered again and put on the host): a rolling upgrade's step, the broker stopped."""
+        server.properties rendered again and put on the host): a rolling upgrade's step, the broker stopped.
+        `kraft`: as a KRaft broker of separate controllers (a migration's last roll, testbed.kafka.migration)."""
         if self.process(node, "broker") is not None:
             raise ClusterError(f"{self.process_name(node, 'broker')} is running: its version changes only while down")
         self.software(node, version)  # first: a version the host cannot run fails here, its files untouched
         settings = replace(self.settings, kafka_version=version,
                            broker_overrides={**self.settings.broker_overrides, **overrides})
+        if kraft:
+            settings = replace(settings, metadata="kraft", kraft_controllers="separate")
         f = self.node_folder(node)
         on_host = partial(self.runtime.host_path, node)
         f.config("broker").write_text(kcfg.server_properties(self.plan, node, settings, on_host(f.data("broker"))))
@@ -283,7 +289,8 @@ class KafkaCluster:
         return self.settings.replication_factor
 
     def views(self) -> dict[str, BrokerView | None]:
-        """Each broker's own view, asked from the control plane (never cut off); KRaft: `kraft.with_active_controller`."""
+        """Each broker's own view, asked from the control plane (never cut off); KRaft, or once a migration has
+        handed the cluster to the quorum: `kraft.with_active_controller`."""
         def ask(node: Host) -> BrokerView | None:
             try:
                 return broker_view(node.address, kcfg.BROKER_PORT, list(self.settings.topics), timeout=2.0)
@@ -291,7 +298,8 @@ class KafkaCluster:
                 return None
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             views = dict(zip([n.name for n in self.nodes], pool.map(ask, self.nodes), strict=True))
-        return kraft.with_active_controller(self, views) if self.settings.kraft else views
+        kraft_led = self.settings.kraft or migration.kraft_leads(self)
+        return kraft.with_active_controller(self, views) if kraft_led else views
 
     def transactional_id(self, process: str) -> str:
         """The transactional.id of a transactional workload process: the same for its every instance, no other run's."""

@@ -53,11 +53,12 @@ def new_cluster_id() -> str:
             return found
 
 
-def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
-    """`StorageTool format` every KRaft process's configuration on its host, all at once (one JVM each), then
-    fsync what it wrote. A dynamic quorum's controllers are formatted as its initial voters (`--initial-controllers`,
-    each with a directory id drawn here: every controller must be given the same list); brokers need no flag."""
-    jobs = [(node, role) for node in cluster.nodes for role in cluster.roles]
+def format_storage(cluster: KafkaCluster, cluster_id: str, roles: tuple[str, ...] | None = None) -> None:
+    """`StorageTool format` every KRaft process's configuration on its host (`roles`: those roles' only, default
+    the cluster's), all at once (one JVM each), then fsync what it wrote. A dynamic quorum's controllers are formatted
+    as its initial voters (`--initial-controllers`, each with a directory id drawn here: every controller must be given
+    the same list); brokers need no flag."""
+    jobs = [(node, role) for node in cluster.nodes for role in (roles or cluster.roles)]
     initial = initial_controllers(cluster) if cluster.settings.kraft_quorum == "dynamic" else None
 
     def run(job: tuple[Host, str]) -> None:
@@ -159,6 +160,13 @@ def quorum_ready(cluster: KafkaCluster) -> int | None:
     return active_controller(cluster.settings, views)
 
 
+def wait_quorum(cluster: KafkaCluster, timeout: float, interval: float) -> int:
+    """The active controller's broker id, once one leads with every voter caught up (`quorum_ready`)."""
+    found: int = wait_for("a KRaft controller quorum (one active controller, every voter caught up)",
+                          lambda: quorum_ready(cluster), timeout, interval)
+    return found
+
+
 def start_quorum(cluster: KafkaCluster, wanted: int | None, deadline: float, interval: float) -> int:
     """Start the quorum's processes (the wanted node's first) and wait for a leader; the wanted one where asked."""
     role = cluster.roles[0]  # the controller, or (combined) the broker that is one
@@ -169,8 +177,7 @@ def start_quorum(cluster: KafkaCluster, wanted: int | None, deadline: float, int
         if i == 0 and wanted is not None:
             time.sleep(FIRST_ALONE_S)
     for attempt in range(STEER_ATTEMPTS + 1):
-        leader = wait_for("a KRaft controller quorum (one active controller, every voter caught up)",
-                          lambda: quorum_ready(cluster), deadline - time.monotonic(), interval)
+        leader = wait_quorum(cluster, deadline - time.monotonic(), interval)
         if wanted is None or leader == wanted or attempt == STEER_ATTEMPTS:
             break
         # Every other controller goes, so the wanted one campaigns alone (its epoch rising past theirs, its log as

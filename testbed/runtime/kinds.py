@@ -84,6 +84,9 @@ class RuntimeKind:
     # version's jars and Java are this machine's files).
     no_second_version: str | None = None
     no_clock_shifts: str | None = None  # why it cannot shift a process's clock (without SHIFT_CLOCKS)
+    # Why its nodes cannot host a KRaft controller beside ZooKeeper and the broker mid-run (`zk-to-kraft`); None:
+    # they can (netns: a node is a namespace of this machine, any number of JVMs).
+    no_migration: str | None = None
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -235,7 +238,8 @@ KINDS: tuple[RuntimeKind, ...] = (
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
         no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
-        no_second_version="its node containers run one image, faultline/kafka:<version>, for their whole life"),
+        no_second_version="its node containers run one image, faultline/kafka:<version>, for their whole life",
+        no_migration="not built: a KRaft controller as a third JVM in each node container is untried there"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",
@@ -247,7 +251,9 @@ KINDS: tuple[RuntimeKind, ...] = (
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,
         no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse",
-        no_second_version="its node hosts get one version's jars at the run's start (not built: a second upload)"),
+        no_second_version="its node hosts get one version's jars at the run's start (not built: a second upload)",
+        no_migration="not built: its node hosts get the spec's roles' files at the run's start (a controller's "
+                     "would be a second upload)"),
     RuntimeKind(
         name="docker-existing", hosts="a container of yours on a Docker daemon, from a Docker inventory",
         implementation="testbed.runtime.docker_foreign:DockerForeignRuntime",
@@ -257,6 +263,7 @@ KINDS: tuple[RuntimeKind, ...] = (
         _preflight=_docker_existing_preflight, _inventory_plan=_docker_existing_plan,
         no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
         no_second_version="a cluster of yours runs the versions you installed (faultline changes none)",
+        no_migration="a cluster of yours is migrated by you (faultline starts none of its processes)",
         no_clock_shifts="faultline starts none of your containers' processes, so it cannot preload libfaketime in them"),
 )
 _BY_NAME = {k.name: k for k in KINDS}

@@ -192,3 +192,14 @@ def test_a_kraft_nodes_logs_are_found_by_its_brokers_node_id(tmp_path: Path) -> 
         (node.logs(role) / "server.log").write_text(f"{stamp(T0 + 20 * S)} [RaftManager] AlterIsr seen by {role}\n")
     (found,) = gather(evidence_spec(nodes="broker-1", file="server.log"), folder).logs
     assert found.problem is None and found.count == 2, found
+
+
+def test_a_kraft_brokers_logs_are_found_by_its_node_id(tmp_path: Path) -> None:
+    """A KRaft broker's server.properties has node.id, not broker.id (a migrated one too): `nodes: broker-1` still
+    finds its node, and not the node whose controller is node 101."""
+    folder = run_folder(tmp_path, journal(), {(1, "server.log"): [(T0 + 15 * S, "sent AlterIsr")],
+                                              (2, "server.log"): [(T0 + 15 * S, "sent AlterIsr")]})
+    folder.node("az2-node").config("broker").write_text("process.roles=broker\nnode.id=1\n")
+    folder.node("az3-node").config("broker").write_text("process.roles=broker\nnode.id=2\n")
+    (found,) = gather(evidence_spec(nodes="broker-1"), folder).logs
+    assert found.count == 1 and found.lines[0].startswith("az2-node/server.log: ")

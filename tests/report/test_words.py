@@ -82,6 +82,11 @@ KINDS = {
         {"nodes": ["az1-node"], "controller": 100},
         "KRaft controller 100 of az1-node formatted afresh and added to the voters",
     ),
+    "zk-to-kraft": (
+        {"brokers": [0, 2, 1], "controller": 1, "version": "3.9.1", "phases": ["controllers", "migrating"]},
+        "migration from ZooKeeper to KRaft of brokers 0, 2 then 1 (Kafka 3.9.1, ZooKeeper's controller 1): KRaft "
+        "controllers started, the brokers rolled into migration, then into KRaft, the controllers finalized",
+    ),
     "heal-all": ({"resumed": ["broker-1"], "restarted": []}, "healed everything: resumed broker-1"),
     "disk-error": (
         {"nodes": ["az1-node"], "brokers": [0], "path": "partition", "paths": {"az1-node": "kafka-data/faultline-0"}},
