@@ -77,7 +77,8 @@ FAULT_KEYS: dict[str, JsonSchema] = {
              "description": "rolling-restart, rolling-upgrade: before the next broker, wait until the ISR is full again (isr), or "
                             "pause this many seconds"},
     "wait_s": {"type": "number", "exclusiveMinimum": 0,
-               "description": "rolling-restart, rolling-upgrade: the longest ISR wait per broker (default 120); reassign: how long "
+               "description": "rolling-restart, rolling-upgrade: the longest ISR wait per broker (default 120; zk-to-kraft: also "
+                              "the quorum's and the migration's waits); reassign: how long "
                               "its stop waits for the move before cancelling it (default 300); remove-controller, "
                               "add-controller: how long for the new voter set (and the observer's catching up), "
                               "default 60"},
