@@ -127,7 +127,7 @@ test-transactions: $(IMAGES)
 # the halted broker restarted; the coordinator's clock stepped in its own log and transaction log), then the other disk
 # scenarios in one process (~7 minutes in all on 2 cores). `make test` runs one short configuration of each (marker
 # `faults_short`). test-disks is the same target under its old name.
-DISK_SCENARIOS := disk-full-leader disk-full-az slow-fsync-follower jbod-dir-failure
+DISK_SCENARIOS := disk-full-leader disk-full-az slow-fsync-follower slow-fsync-leader jbod-dir-failure
 test-disks-clocks: $(UNSYNCFS)
 	cd testbed/unsyncfs && $(GO) test ./...
 	$(PY) -m pytest -m "disks or clocks" $(PYTEST_FLAGS)

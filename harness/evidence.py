@@ -28,12 +28,12 @@ MAX_LINE_CHARS = 300
 
 def gather(expect: Expectation, folder: RunFolder) -> Evidence:
     """The evidence `expect` asks of the run in `folder` (nothing read where it asks none)."""
-    if not expect.faults and not expect.logs:
+    if not expect.faults and not expect.logs and not expect.counted:
         return Evidence()
     rows = read_journal(folder.nemesis_journal) if folder.nemesis_journal.is_file() else []
     faults = {name: fault_outcome(rows, name) for name, _ in expect.faults}
     logs = tuple(find_lines(folder, rows, ev) for ev in expect.logs)
-    return Evidence(faults, logs)
+    return Evidence(faults, logs, {name: disk_counts(rows, name) for name, _ in expect.counted})
 
 
 def fault_outcome(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
@@ -45,6 +45,19 @@ def fault_outcome(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | Non
             outcome = row["detail"].get(outcome_keys[row["fault"]])
             return dict(outcome) if isinstance(outcome, dict) else None
     return None
+
+
+def disk_counts(rows: list[dict[str, Any]], name: str) -> dict[str, int] | None:
+    """The calls the disk fault called `name` failed or delayed, summed over its nodes (its stop row's `counts`:
+    node -> {path, counts, files}); None if it never stopped."""
+    row = next((r for r in rows if r["type"] == "stop" and r["detail"].get("name") == name), None)
+    if row is None:
+        return None
+    total: dict[str, int] = {}
+    for node in (row["detail"].get("counts") or {}).values():
+        for what, n in ((node or {}).get("counts") or {}).items():
+            total[what] = total.get(what, 0) + int(n)
+    return total
 
 
 def moment_ns(rows: list[dict[str, Any]], anchor: Anchor) -> int | None:

@@ -6,7 +6,8 @@ Beside the verdict's counts, `valid` and the observed facts, an expectation can 
   leaders and ISRs), so an unknown for another cause fails the expectation, and with it the campaign's PASS;
 - `faults`: the Kafka error a named fault's own request must get (`stray-transactional-produce`'s batch: 48
   INVALID_TXN_STATE when the leader verifies it, NONE when it takes it), so a refusal for another cause (a
-  timeout, NOT_LEADER) fails;
+  timeout, NOT_LEADER) fails; or, for a disk fault, a kind of call its stop row must count (`counted:
+  delayed-fsync`: the slow disk was really in a broker's path, not merely set);
 - `logs`: a pattern that must (or must not) appear in the nodes' logs within a window of the run, the window's ends
   a fault's start or stop, or the story's start, give or take seconds. A `precondition` line is the evidence that the
   run hit what it is about (a race window): without it the run is INCONCLUSIVE, neither passed nor failed, unless it
@@ -83,10 +84,12 @@ class LogFinding:
 @dataclass(frozen=True)
 class Evidence:
     """What a run folder showed beyond its verdict: each named fault's outcome (`status`, `error_code`, `error`;
-    None where the fault never started or journaled none) and a LogFinding per `expect.logs` entry, in order."""
+    None where the fault never started or journaled none), a LogFinding per `expect.logs` entry, in order, and each
+    named disk fault's counts (summed over its nodes; None where it never stopped)."""
 
     faults: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     logs: tuple[LogFinding, ...] = ()
+    counts: dict[str, dict[str, int] | None] = field(default_factory=dict)  # a disk fault's stop row, over its nodes
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,12 @@ class Expectation:
     reason: str | None = None  # with valid "unknown": a pattern the unknown verdict's reason must match
     faults: tuple[tuple[str, str], ...] = ()  # (fault name, the Kafka error name its request must get)
     logs: tuple[LogEvidence, ...] = ()
+    counted: tuple[tuple[str, str], ...] = ()  # (disk fault name, the kind of call its stop row must count)
 
     @property
     def empty(self) -> bool:
         return not (self.absent or self.present or self.observed or self.valid is not None or self.faults
-                    or self.logs)
+                    or self.logs or self.counted)
 
 
 def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectation:
@@ -115,11 +119,17 @@ def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectati
             raise SpecError(f"{where}.reason: only with valid: unknown (it is matched against an unknown verdict's "
                             f"reason), got valid: {raw.get('valid')!r}")
         _regex(f"{where}.reason", reason)
+    outcomes = raw.get("faults") or {}
+    for name, outcome in outcomes.items():
+        if ("error" in outcome) == ("counted" in outcome):
+            raise SpecError(f"{where}.faults.{name}: one of error (a client fault's answer) and counted (a disk "
+                            f"fault's calls), got {', '.join(outcome) or 'neither'}")
     faults = tuple((name, _kafka_error(f"{where}.faults.{name}.error", outcome["error"]))
-                   for name, outcome in (raw.get("faults") or {}).items())
+                   for name, outcome in outcomes.items() if "error" in outcome)
+    counted = tuple((name, outcome["counted"]) for name, outcome in outcomes.items() if "counted" in outcome)
     logs = tuple(_log_evidence(f"{where}.logs[{i}]", item) for i, item in enumerate(raw.get("logs") or []))
     return Expectation(tuple(absent), tuple(present), raw.get("valid"), tuple(raw.get("observed", [])), reason,
-                       faults, logs)
+                       faults, logs, counted)
 
 
 def _regex(where: str, pattern: str) -> None:
@@ -177,6 +187,12 @@ def check_names(expect: Expectation, schedule: Schedule, brokers: int, where: st
         if fault_kind(starts[name]).outcome is None:
             raise SpecError(f"{where}.faults.{name}: a {starts[name]} fault sends no request of its own, so it has "
                             f"no error to expect")
+    for name, _ in expect.counted:
+        if name not in starts or name not in stops:
+            raise SpecError(f"{where}.faults.{name}: no fault of the nemesis timeline is named {name!r} and stopped "
+                            f"(its counts are in its stop row; named: {', '.join(starts) or 'none'})")
+        if fault_kind(starts[name]).category != "disk":
+            raise SpecError(f"{where}.faults.{name}: a {starts[name]} fault is no disk fault, so it counts no calls")
     for i, ev in enumerate(expect.logs):
         for key, anchor in (("from", ev.start), ("to", ev.end)):
             if anchor is None or anchor.fault is None:
@@ -220,6 +236,12 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
         observed.append(f"{name}: {got}")
         if got != error:
             unmet.append((f"{name} error {error}", f"{name} got {got} (expected {error})"))
+    for name, what in expect.counted:
+        counts = evidence.counts.get(name)
+        seen = "no stop row (the fault never stopped)" if counts is None else f"{what} {counts.get(what, 0)}"
+        observed.append(f"{name}: {seen}")
+        if not counts or counts.get(what, 0) <= 0:
+            unmet.append((f"{name} counted {what}", f"{name} counted {seen} (expected > 0)"))
     missing: list[tuple[str, str]] = []
     for ev, finding in zip(expect.logs, evidence.logs or [LogFinding(problem="not looked for")] * len(expect.logs),
                            strict=True):
@@ -234,7 +256,8 @@ def compare(expect: Expectation, verdict: dict[str, Any], facts: dict[str, bool]
     expected = ", ".join([*(f"no {a}" for a in expect.absent), *(f"{a} > 0" for a in expect.present),
                           *expect.observed] + ([f"valid = {expect.valid}"] if expect.valid is not None else [])
                          + ([f"reason ~ /{expect.reason}/"] if expect.reason else [])
-                         + [f"{name} error {error}" for name, error in expect.faults] + [ev.text for ev in expect.logs])
+                         + [f"{name} error {error}" for name, error in expect.faults]
+                         + [f"{name} counted {what}" for name, what in expect.counted] + [ev.text for ev in expect.logs])
     result: dict[str, Any] = {"expected": expected, "observed": ", ".join(observed), "passed": not unmet and not missing,
                               "mismatches": [shown for _, shown in unmet], "unmet": [wanted for wanted, _ in unmet],
                               "facts": facts}

@@ -38,6 +38,7 @@ from nemesis.schedule import parse_schedule
 from testbed.dist.versions import METADATA_MODES
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KIND_NAMES, networks_text
+from testbed.runtime.unsynced import DISK_COUNTS
 from workloads.config import AIM_LIMIT_S
 
 _d = ClusterSettings()
@@ -218,10 +219,13 @@ def _anomalies(doc: str) -> AnyOf:
 
 
 FAULT_OUTCOME = Section({
-    "error": AnyOf((Int("a Kafka error code, e.g. 48", low=0), Str("")), "the Kafka error the fault's own request must "
-                   "get: a code (48) or its name (INVALID_TXN_STATE); 0 or NONE: the request was taken"),
-}, doc="what a fault that acts as a client (`stray-transactional-produce`) must get back", title="expect.faults",
-    required=("error",), ref="fault_outcome")
+    "error": AnyOf((Int("a Kafka error code, e.g. 48", low=0), Str("")), "a fault that acts as a client: the Kafka "
+                   "error its own request must get: a code (48) or its name (INVALID_TXN_STATE); 0 or NONE: the "
+                   "request was taken"),
+    "counted": Choice(DISK_COUNTS, "a disk fault: a kind of call its stop row must count at least once over its "
+                      "nodes (delayed-fsync: a slow-disk fault's fsyncs that waited; enospc-write, eio-write...)"),
+}, doc="what a fault must show: the answer to a client fault's request (`stray-transactional-produce`), or the calls "
+    "a disk fault acted on; one of `error` and `counted`", title="expect.faults", ref="fault_outcome")
 LOG_EVIDENCE = Section({
     "pattern": Str("a regular expression a log line must match"),
     "nodes": ListOf(Scalar(("string",), pattern=r"broker-\d+", pattern_text="a broker like broker-0"),
@@ -247,7 +251,8 @@ EXPECT = Section({
     "reason": Scalar(("string",), "with `valid: unknown`: a regular expression the unknown verdict's reason must "
                      "match (the stalled partition, its leader and ISR), so an unknown for another cause fails"),
     "faults": MapOf(FAULT_OUTCOME, "per fault name of the timeline: the error its own request must get (a fault "
-                    "that acts as a client)", what="a mapping of fault names to outcomes"),
+                    "that acts as a client), or a kind of call it acted on (a disk fault)",
+                    what="a mapping of fault names to outcomes"),
     "logs": ListOf(LOG_EVIDENCE, doc="evidence lines in the nodes' logs (docs/spec.md, \"Evidence in the logs\")"),
 }, doc="what the run must show for the scenario to pass", title="expect", nullable=True, ref="expect")
 

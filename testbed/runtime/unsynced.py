@@ -39,6 +39,9 @@ FSTYPE = "fuse.unsyncfs"
 MOUNT_WAIT_S = 10.0
 UNMOUNT_WAIT_S = 30.0  # a clean unmount writes every unsynced byte to the disk first
 FAULTS_WAIT_S = 5.0  # a control file is applied within milliseconds of its SIGHUP
+# The calls a disk fault's rule counts in its status (faults.go: `r.count`): failed with EIO per op, refused with
+# ENOSPC, delayed per op (each delayed call also adds its wait to `delay-ms`).
+DISK_COUNTS = ("eio-write", "eio-fsync", "eio-read", "enospc-write", "delayed-fsync", "delayed-write")
 
 
 def binary() -> Path:

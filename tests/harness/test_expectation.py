@@ -87,8 +87,44 @@ def test_bad_fault_expectations_are_one_line_spec_errors() -> None:
         parse_spec({**SPEC, "expect": {"faults": {"stray": {"error": 48}}}})
     with pytest.raises(SpecError, match=r"^expect\.faults\.kill-controller: a kill fault sends no request"):
         parse_spec({**SPEC, "expect": {"faults": {"kill-controller": {"error": 48}}}})
-    with pytest.raises(SpecError, match=r"^expect\.faults\.stray-hang\.error: required"):
+    with pytest.raises(SpecError, match=r"^expect\.faults\.stray-hang: one of error .* and counted .*, got neither"):
         parse_spec({**SPEC, "expect": {"faults": {"stray-hang": {}}}})
+    with pytest.raises(SpecError, match=r"^expect\.faults\.kill-controller: a kill fault is no disk fault"):
+        parse_spec({**SPEC, "expect": {"faults": {"kill-controller": {"counted": "delayed-fsync"}}}})
+
+
+DISK_SPEC = {**SPEC, "nemesis": [{"at": 8, "fault": "slow-disk", "target": "leader", "path": "partition",
+                                  "fsync_delay_ms": 2000, "name": "slow-leader"}, {"at": 24, "stop": "slow-leader"}]}
+
+
+def disk_journal(counts: dict[str, int] | None) -> list[tuple[int, str, str, dict[str, Any]]]:
+    rows = [(T0 + 8 * S, "start", "slow-disk", {"name": "slow-leader", "at_s": 8, "late_ms": 0.0,
+                                                 "invoked_ns": T0 + 8 * S})]
+    if counts is not None:
+        node = {"path": "kafka-data/faultline-0", "counts": counts, "files": {}}
+        rows.append((T0 + 24 * S, "stop", "slow-disk", {"name": "slow-leader", "counts": {"az1-node": node},
+                                                        "restarted": []}))
+    return rows
+
+
+def test_a_disk_fault_must_have_counted_the_calls_the_expectation_names(tmp_path: Path) -> None:
+    expect = parse_spec({**DISK_SPEC, "expect": {"faults": {"slow-leader": {"counted": "delayed-fsync"}}}}).expect
+    assert expect.counted == (("slow-leader", "delayed-fsync"),) and not expect.faults
+    hit = compare(expect, VALID, {}, gather(expect, run_folder(tmp_path / "hit", disk_journal(
+        {"delayed-fsync": 6, "delay-ms": 12000}), {})))
+    assert hit is not None and hit["passed"], hit
+    assert "slow-leader counted delayed-fsync" in hit["expected"] and "slow-leader: delayed-fsync 6" in hit["observed"]
+    # Set but never in a broker's path (no fsync came while it was on), or never stopped: the run fails.
+    for label, counts, seen in (("idle", {}, "delayed-fsync 0"), ("open", None, "no stop row (the fault never stopped)")):
+        missed = compare(expect, VALID, {}, gather(expect, run_folder(tmp_path / label, disk_journal(counts), {})))
+        assert missed is not None and missed["mismatches"] == [f"slow-leader counted {seen} (expected > 0)"]
+        assert expectation_state(missed) == FAILED
+    with pytest.raises(SpecError, match=r"^expect\.faults\.slow-leader: a slow-disk fault sends no request"):
+        parse_spec({**DISK_SPEC, "expect": {"faults": {"slow-leader": {"error": 0}}}})
+    with pytest.raises(SpecError, match=r"^expect\.faults\.slow-leader: one of error .* got error, counted"):
+        parse_spec({**DISK_SPEC, "expect": {"faults": {"slow-leader": {"error": 0, "counted": "delayed-fsync"}}}})
+    with pytest.raises(SpecError, match=r"^expect\.faults\.slow-leader\.counted: .*delayed-fsync"):
+        parse_spec({**DISK_SPEC, "expect": {"faults": {"slow-leader": {"counted": "slow"}}}})
 
 
 def evidence_spec(**item: Any) -> Any:
