@@ -14,7 +14,15 @@ from nemesis.fault_spec import FaultSpec
 from nemesis.registry import fault_kind
 from nemesis.schedule import Schedule
 from testbed.dist.metadata_versions import Level, downgrade_problem, release_level
-from testbed.dist.versions import FORMAT_KEY, PROTOCOL_KEY, parse, protocol_version, release, upgrade_pins
+from testbed.dist.versions import (
+    FORMAT_KEY,
+    PROTOCOL_KEY,
+    parse,
+    protocol_order,
+    protocol_version,
+    release,
+    upgrade_pins,
+)
 from testbed.errors import DistributionError
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import Ability, RuntimeKind, can, kind
@@ -125,7 +133,7 @@ def _zookeeper_pins(where: str, running: str, to: str, pins: dict[str, str], dow
     """The pins in force after a roll from `running` to `to`; a downgrade refused while they are above `to`'s
     (Kafka's upgrade notes: a downgrade is possible only while the protocol and format are still pinned)."""
     if down:
-        above = [f"{k} {v}" for k, v in pins.items() if parse(v) > parse(protocol_version(to))]
+        above = [f"{k} {v}" for k, v in pins.items() if protocol_order(v) > protocol_order(protocol_version(to))]
         if above:
             raise fail(where, f"a downgrade from {running} to {to} with {' and '.join(above)} in force: Kafka allows "
                        f"a downgrade only while the protocol and message format are pinned at or below the older "

@@ -130,6 +130,12 @@ def protocol_version(version: str) -> str:
     return ".".join(map(str, parts[:3] if parts < (1, 0) else parts[:2]))
 
 
+def protocol_order(value: str) -> tuple[int, ...]:
+    """An `inter.broker.protocol.version` or `log.message.format.version` value ("2.7", "0.10.2", "2.7-IV2") as
+    numbers to compare: its release part (an IV suffix orders within a release, which the pins never need)."""
+    return tuple(int(p) for p in re.findall(r"\d+", value.split("-")[0]))
+
+
 def upgrade_pins(from_version: str) -> dict[str, str]:
     """The broker keys a ZooKeeper-mode rolling upgrade from `from_version` pins to it on its first roll, as Kafka's
     upgrade notes prescribe (docs/upgrade.html, "Upgrading ZooKeeper-based clusters", 3.9's: "If you are upgrading
