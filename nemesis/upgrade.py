@@ -36,6 +36,7 @@ from nemesis.fault_base import FaultEnv, Injected
 from nemesis.operations import RollingRestart, Running, roll_order
 from testbed.dist.metadata_versions import named, release_level
 from testbed.dist.versions import FORMAT_KEY, PROTOCOL_KEY, protocol_version, upgrade_pins
+from testbed.errors import ClusterError
 from testbed.kafka.features import TOOL_TIMEOUT_S, finalized_metadata_version, set_metadata_version
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class RollingUpgrade(RollingRestart):
         old, new = cluster.broker_version(order[0]), opts["to_version"]
         rolls = plan(cluster, order[0], new, opts, self.down)
         metadata = cluster.settings.kraft and (self.down or opts["bump"])
-        self.launch(key, self.per_roll_s(cluster, opts, order) * len(rolls) + 2 * TOOL_TIMEOUT_S * metadata,
+        self.launch(key, self.per_roll_s(cluster, opts, order) * len(rolls) + 3 * TOOL_TIMEOUT_S * metadata,
                     lambda running: self._change(running, env, key, order, opts, rolls))
         targets: dict[str, Any] = {"brokers": [n.broker_id for n in order], "controller": controller,
                                    "from_version": old, "to_version": new, "down": self.down}
@@ -136,7 +137,8 @@ class RollingUpgrade(RollingRestart):
 
     def _metadata(self, env: FaultEnv, key: str, node: Host, version: str) -> None:
         """Set the finalized metadata.version to `version`'s release level (raise it, or lower it where above),
-        journaled as one `info` row with the level the cluster names afterwards; ClusterError if Kafka refuses."""
+        journaled as one `info` row with the level the cluster names afterwards; ClusterError if Kafka refuses or
+        the cluster then names another level."""
         cluster, want = env.cluster, release_level(version)
         before = finalized_metadata_version(cluster, node)
         asked = time.time_ns()
@@ -150,6 +152,10 @@ class RollingUpgrade(RollingRestart):
                                                    "down": self.down, "nodes": [node.name]},
                               {"name": key, "before": before, "finalized": finalized, "asked_ns": asked,
                                "done_ns": time.time_ns()})
+        reached = named(finalized) if finalized is not None else None
+        if reached is None or (reached.level > want.level if self.down else reached.level != want.level):
+            raise ClusterError(f"metadata.version is {finalized} after asking Kafka for {want.name} "
+                               f"(feature level {want.level})")
 
 
 ROLLING_UPGRADE = RollingUpgrade(FAULT)

@@ -43,6 +43,7 @@ class FeatureTool:
 
     def __init__(self, level: int) -> None:
         self.level, self.calls = level, []  # type: list[list[str]]
+        self.deaf = False  # answers a change with success and changes nothing
 
     def __call__(self, host: Host, argv: list[str], _: str | None) -> subprocess.CompletedProcess[str] | None:
         if FEATURE_TOOL not in argv:
@@ -56,7 +57,7 @@ class FeatureTool:
                 return subprocess.CompletedProcess(argv, 1, "", "Could not downgrade metadata.version to "
                                                    f"{want}. Invalid metadata.version {want}. Refusing to perform the "
                                                    "requested downgrade because it might delete metadata information.")
-            self.level = want
+            self.level = self.level if self.deaf else want
             return subprocess.CompletedProcess(argv, 0, f"metadata.version was {args[0]}d to {want}.\n", "")
         name = _level(self.level).name
         return subprocess.CompletedProcess(argv, 0, f"Feature: metadata.version\tSupportedMinVersion: 3.0-IV1\t"
@@ -165,6 +166,18 @@ def test_a_downgrade_kafka_refuses_fails_the_operation_with_its_words_and_rolls_
     assert all("/fake/kafka-3.7.2/libs/*" in runtime.process(f"{n.name}/broker").argv  # type: ignore[union-attr]
                for n in cluster.nodes)  # never left: nothing was rolled
     assert not [r for r in rows(cluster) if r["type"] == "info" and "version" in r["targets"]]
+
+
+def test_a_level_the_cluster_does_not_name_afterwards_fails_the_operation(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool]) -> None:
+    nem, cluster, _, tool = kraft_world
+    tool.deaf = True
+    nem.start({"fault": "rolling-upgrade", "to_version": "3.9.1"}, "up")
+    with pytest.raises(FaultError, match=r"metadata.version is 3.7-IV4 after asking Kafka for 3.9-IV0 "
+                                         r"\(feature level 21\)"):
+        nem.stop("up")
+    (bump,) = [r for r in rows(cluster) if "level" in r["targets"]]
+    assert bump["detail"]["finalized"] == "3.7-IV4"  # journaled before the failure
 
 
 def test_a_zookeeper_downgrade_keeps_the_pins_in_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
