@@ -3,7 +3,7 @@
 The tool (`org.apache.kafka.tools.FeatureCommand`, 3.5 on) runs on one node with the Kafka version its broker runs
 now, against the cluster's brokers (the Admin API's UpdateFeatures and DescribeFeatures); the level is given as
 `--feature metadata.version=<level>`, which 3.x and 4.x both take (4.x deprecates `--metadata`). A refusal comes back
-in the tool's own words (the controller's: "Refusing to perform the requested downgrade ...").
+in the tool's own words (`testbed.kafka.kafka_tools`; the controller's: "Refusing to perform the requested downgrade ...").
 Must never: ask for an unsafe downgrade (`--unsafe`), or set any feature but metadata.version.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from testbed.errors import ClusterError, RuntimeFailure
+from testbed.kafka.kafka_tools import run_tool
 
 if TYPE_CHECKING:
     from testbed.addressing import Host
@@ -24,17 +24,9 @@ FINALIZED_RE = re.compile(r"Feature: metadata\.version\s.*FinalizedVersionLevel:
 
 
 def _run(cluster: KafkaCluster, node: Host, args: list[str]) -> str:
-    sw = cluster.software(node, cluster.broker_version(node))
-    argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, FEATURE_TOOL, "--bootstrap-server", cluster.bootstrap,
-            *args]
-    try:
-        done = cluster.runtime.execute(node, argv, timeout=TOOL_TIMEOUT_S, check=False)
-    except RuntimeFailure as exc:
-        raise ClusterError(f"kafka-features {' '.join(args)} on {node.name}: {exc}") from exc
-    if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
-        said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
-        raise ClusterError(f"kafka-features {' '.join(args)} on {node.name}: exit {done.returncode}: {said}")
-    return done.stdout
+    return run_tool(cluster, node, cluster.broker_version(node), FEATURE_TOOL,
+                    ["--bootstrap-server", cluster.bootstrap, *args], TOOL_TIMEOUT_S,
+                    f"kafka-features {' '.join(args)} on {node.name}")
 
 
 def finalized_metadata_version(cluster: KafkaCluster, node: Host) -> str | None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from testbed.addressing import Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
+from testbed.kafka.kafka_tools import run_tool
 from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView
@@ -60,18 +61,10 @@ def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
 
     def run(job: tuple[Host, str]) -> None:
         node, role = job
-        sw = cluster.software(node)
         config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
-        argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-                "-c", config, "--ignore-formatted"]
-        try:
-            done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
-        except RuntimeFailure as exc:
-            raise ClusterError(f"formatting {node.name}'s {role} storage: {exc}") from exc
-        if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
-            said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
-            raise ClusterError(f"formatting {node.name}'s {role} storage ({STORAGE_TOOL} format): exit "
-                               f"{done.returncode}: {said}")
+        run_tool(cluster, node, cluster.settings.kafka_version, STORAGE_TOOL,
+                 ["format", "-t", cluster_id, "-c", config, "--ignore-formatted"], FORMAT_TIMEOUT_S,
+                 f"formatting {node.name}'s {role} storage")
         # StorageTool writes bootstrap.checkpoint without fsync: on unsyncfs a power cut seconds after the start
         # left it empty and the node could not start again ("No FeatureLevelRecord for metadata.version"). A
         # freshly formatted disk is on disk long before its cluster's first fault on any real host (the kernel
