@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from nemesis.fault_base import FaultEnv, Injected
 from nemesis.faults import GRACEFUL_STOP_S, STALE_GRACE_S, start_again
 from testbed.errors import FaultError, HarnessError
-from testbed.kafka.kraft import quorum_ready
+from testbed.kafka.kraft import controller_caught_up
 
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
@@ -165,22 +165,23 @@ class RollingRestart(Operation):
             finally:
                 start_again(cluster, [(node, role)])  # never leave it down, whatever happened
             step["started_ns"] = time.time_ns()
-            full = self._wait(running, cluster, opts, step, role)
+            full = self._wait(running, cluster, opts, step, node, role)
             step["leaders_after"] = leaders(cluster)
             self._note(env, fault, key, node, step, changed)
             if not full:
                 what = (f"the ISR was not full {opts['wait_s']:g} s after broker {node.broker_id} started: "
-                        f"{cluster.unsettled}" if role == "broker" else f"the KRaft quorum had no leader with every "
-                        f"voter caught up {opts['wait_s']:g} s after {cluster.process_name(node, role)} started")
+                        f"{cluster.unsettled}" if role == "broker" else f"{cluster.process_name(node, role)} had not caught up "
+                        f"with the KRaft quorum's leader {opts['wait_s']:g} s after it started")
                 self._note(env, fault, key, node, {"step": index, "aborted": what}, changed)
                 return False
         return True
 
     @staticmethod
-    def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any],
+    def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any], node: Host,
               role: NodeRole = "broker") -> bool:
-        """The wait before the next process: a fixed pause, or until the ISR is full (a KRaft controller's: until
-        one controller leads with every voter caught up), False if not within wait_s."""
+        """The wait before the next process: a fixed pause, or until the ISR is full (a KRaft controller's: until it
+        answers again and the quorum's leader has it caught up, `kraft.controller_caught_up`), False if not within
+        wait_s."""
         if opts["wait"] != "isr":
             running.sleep(float(opts["wait"]))
             step["paused_s"] = opts["wait"]
@@ -188,7 +189,7 @@ class RollingRestart(Operation):
         mark = "isr_full_ns" if role == "broker" else "quorum_ready_ns"
         deadline = time.monotonic() + opts["wait_s"]
         while time.monotonic() < deadline and not running.cancel.is_set():
-            if (cluster.settled() if role == "broker" else quorum_ready(cluster)) is not None:
+            if (cluster.settled() if role == "broker" else controller_caught_up(cluster, node)) is not None:
                 step[mark] = time.time_ns()
                 return True
             running.sleep(POLL_S)

@@ -137,6 +137,24 @@ def quorum_ready(cluster: KafkaCluster) -> int | None:
     return active_controller(cluster.settings, views)
 
 
+def controller_caught_up(cluster: KafkaCluster, node: Host) -> int | None:
+    """After `node`'s controller started again: the active controller's broker id once that controller answers
+    DescribeQuorum itself (its listener is up; a follower answers NOT_LEADER), the quorum is ready, and the leader
+    has it at or past the high watermark. The leader's figure for a voter may date from before the restart, so the
+    answer of the restarted process is what tells its start apart."""
+    cluster.readiness.check_processes()
+    views = quorum_views(cluster, 1.0)
+    if views.get(node.name) is None:
+        return None
+    leading = [v for v in views.values() if v is not None and v.leading]
+    if len(leading) != 1 or leading[0].high_watermark is None:
+        return None
+    lead, mine = leading[0], kcfg.controller_id(cluster.settings, node.broker_id)
+    if len(lead.voters) != len(cluster.nodes) or lead.voters.get(mine, -1) < lead.high_watermark:
+        return None
+    return active_controller(cluster.settings, views)
+
+
 def start_quorum(cluster: KafkaCluster, wanted: int | None, deadline: float, interval: float) -> int:
     """Start the quorum's processes (the wanted node's first) and wait for a leader; the wanted one where asked."""
     role = cluster.roles[0]  # the controller, or (combined) the broker that is one

@@ -28,9 +28,11 @@ from nemesis.upgrade import versions_over_time
 from testbed.addressing import Host
 from testbed.dist.metadata_versions import LEVELS, Level, downgrade_problem, named, release_level
 from testbed.errors import FaultError, SpecError
+from testbed.kafka import kraft
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.features import FEATURE_TOOL
+from testbed.kafka.quorum import QuorumView
 from testbed.runfolder import RunFolder
 from tests.fakes import FakeRuntime
 
@@ -72,7 +74,7 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Cluste
                tool: FeatureTool | None = None) -> tuple[Nemesis, KafkaCluster, FakeRuntime]:
     monkeypatch.setattr(nemesis.faults, "_wait_unregistered", lambda cluster, node: None)
     monkeypatch.setattr(nemesis.nemesis, "observe", lambda cluster: ClusterFacts(controller=1))
-    monkeypatch.setattr(nemesis.operations, "quorum_ready", lambda cluster: 1)
+    monkeypatch.setattr(nemesis.operations, "controller_caught_up", lambda cluster, node: 1)
     runtime = FakeRuntime(execute=tool)
     runtime.create()
     cluster = KafkaCluster(runtime, settings, RunFolder(tmp_path).make())
@@ -255,3 +257,19 @@ def test_the_levels_as_the_jars_have_them() -> None:
     assert three_nine and three_seven and three_six
     assert downgrade_problem(three_nine, three_seven) is None  # 3.9.1's checkIfMetadataChanged: false
     assert "3.7-IV0, 3.7-IV2" in (downgrade_problem(three_nine, three_six) or "")  # and true here
+
+
+def test_a_restarted_controller_counts_as_caught_up_once_it_answers_and_the_leader_has_it_at_the_watermark(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, cluster, _, _ = kraft_world
+    node = cluster.nodes[0]  # controller 100
+    leader = QuorumView(0, leader_id=101, leader_epoch=3, high_watermark=50, voters={100: 50, 101: 50, 102: 50})
+    follower = QuorumView(6)  # NOT_LEADER: it answers, it does not lead
+    answers: dict[str, QuorumView | None] = {"az1-node": None, "az2-node": leader, "az3-node": follower}
+    monkeypatch.setattr(kraft, "quorum_views", lambda cluster, timeout=2.0: answers)
+    assert kraft.controller_caught_up(cluster, node) is None  # the leader's figure is old: the process is not up
+    answers["az1-node"] = follower
+    leader.voters[100] = 49
+    assert kraft.controller_caught_up(cluster, node) is None  # up, behind the watermark
+    leader.voters[100] = 50
+    assert kraft.controller_caught_up(cluster, node) == 1  # the active controller: broker 1's node
