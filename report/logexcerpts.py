@@ -30,7 +30,7 @@ MAX_TRACE_LINES = 8  # lines kept of a stack trace (the lines without a timestam
 MAX_EXCERPTS = 24
 MAX_CHARS, MIN_LINES = 90_000, 6  # all excerpts together: past MAX_CHARS each keeps fewer lines
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
-_BROKER_ID = re.compile(r"^\s*broker\.id\s*=\s*(\d+)\s*$", re.M)
+_BROKER_ID = re.compile(r"^\s*(?:broker|node)\.id\s*=\s*(\d+)\s*$", re.M)  # node.id: a KRaft broker's
 
 
 @dataclass
@@ -66,7 +66,8 @@ def parse_stamp(line: str) -> int | None:
 
 
 def broker_id(node: NodeFolder) -> int | None:
-    """The broker id the node's server.properties gives, or None where it has none (or it cannot be read)."""
+    """The broker id the node's server.properties gives (`broker.id`, a KRaft broker's `node.id`), or None where it
+    has none (or it cannot be read)."""
     try:
         found = _BROKER_ID.search(node.config("broker").read_text(encoding="utf-8", errors="replace"))
     except OSError:

@@ -25,6 +25,7 @@ from nemesis.journal import read_journal
 from nemesis.nemesis import Nemesis
 from nemesis.targets import ClusterFacts
 from nemesis.upgrade import versions_over_time
+from report.logexcerpts import broker_id
 from testbed.addressing import Host
 from testbed.dist.metadata_versions import LEVELS, Level, downgrade_problem, named, release_level
 from testbed.errors import FaultError, SpecError
@@ -273,3 +274,11 @@ def test_a_restarted_controller_counts_as_caught_up_once_it_answers_and_the_lead
     assert kraft.controller_caught_up(cluster, node) is None  # up, behind the watermark
     leader.voters[100] = 50
     assert kraft.controller_caught_up(cluster, node) == 1  # the active controller: broker 1's node
+
+
+def test_a_kraft_nodes_logs_are_found_by_its_broker_id(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool]) -> None:
+    """`expect.logs[].nodes: broker-N` on KRaft: its server.properties has node.id, not broker.id (the first KRaft
+    upgrade run found "no log file in the run folder for broker-0")."""
+    _, cluster, _, _ = kraft_world
+    assert [broker_id(cluster.node_folder(n)) for n in cluster.nodes] == [0, 1, 2]
