@@ -147,10 +147,11 @@ def controller_caught_up(cluster: KafkaCluster, node: Host) -> int | None:
     if views.get(node.name) is None:
         return None
     leading = [v for v in views.values() if v is not None and v.leading]
-    if len(leading) != 1 or leading[0].high_watermark is None:
+    watermark = leading[0].high_watermark if len(leading) == 1 else None
+    if watermark is None:
         return None
     lead, mine = leading[0], kcfg.controller_id(cluster.settings, node.broker_id)
-    if len(lead.voters) != len(cluster.nodes) or lead.voters.get(mine, -1) < lead.high_watermark:
+    if len(lead.voters) != len(cluster.nodes) or lead.voters.get(mine, -1) < watermark:
         return None
     return active_controller(cluster.settings, views)
 
