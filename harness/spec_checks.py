@@ -113,6 +113,12 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
         if hosts.node_javas is not None and row.java not in hosts.node_javas:
             raise fail(where, f"Kafka {to} runs on Java {row.java}, which the {hosts.name} runtime's nodes do not have")
         if metadata is not None and level is not None:
+            formatted = release_level(cluster.kafka_version)
+            if down and formatted.level > level.level:
+                raise fail(where, f"a KRaft downgrade to {to} on nodes formatted by Kafka {cluster.kafka_version}: "
+                           f"their bootstrap.checkpoint holds metadata.version {formatted.name}, which every start "
+                           f"reads and Kafka {to} does not know (\"No MetadataVersion with metadata version "
+                           f"{formatted.level}\"); start the cluster on {to} or older and roll up and back")
             metadata = _kraft_metadata(where, running, to, metadata, level, down, fault.options.get("bump", True))
         else:
             pins = _zookeeper_pins(where, running, to, pins, down, fault.options.get("bump", True))

@@ -219,9 +219,14 @@ KRAFT = {"kafka_version": "3.7.2", "metadata": "kraft"}
          r"log.message.format.version 3.0 in force"),
     ([{"fault": "rolling-downgrade", "to_version": "3.9.1"}], {},
      r"nemesis\[0\].to_version: 3.9.1 is not older than the brokers' 2.7.2 then \(use rolling-upgrade"),
-    ([{"fault": "rolling-downgrade", "to_version": "3.7.2"}], {"kafka_version": "4.1.1", "metadata": "kraft"},
-     r"nemesis\[0\].to_version: a KRaft downgrade from 4.1.1 to 3.7.2 needs metadata.version at 3.7-IV4 or below: "
-     r"metadata.version 4.1-IV1 cannot be lowered to 3.7-IV4: 4.0-IV1 changed the metadata's form"),
+    ([{"fault": "rolling-upgrade", "to_version": "4.1.1"}, {"fault": "rolling-downgrade", "to_version": "3.7.2"}],
+     KRAFT, r"nemesis\[1\].to_version: a KRaft downgrade from 4.1.1 to 3.7.2 needs metadata.version at 3.7-IV4 or "
+            r"below: metadata.version 4.1-IV1 cannot be lowered to 3.7-IV4: 4.0-IV1 changed the metadata's form"),
+    # measured: 3.9.1 -> 3.7.2, the controller lowered the level, the first 3.7.2 broker exited at its start
+    ([{"fault": "rolling-downgrade", "to_version": "3.7.2"}], {"kafka_version": "3.9.1", "metadata": "kraft"},
+     r"nemesis\[0\].to_version: a KRaft downgrade to 3.7.2 on nodes formatted by Kafka 3.9.1: their "
+     r"bootstrap.checkpoint holds metadata.version 3.9-IV0, which every start reads and Kafka 3.7.2 does not know "
+     r"\(\"No MetadataVersion with metadata version 21\"\)"),
     ([{"fault": "rolling-upgrade", "to_version": "4.1.1"}, {"fault": "rolling-downgrade", "to_version": "3.9.1"}],
      KRAFT, r"nemesis\[1\].to_version: a KRaft downgrade from 4.1.1 to 3.9.1 needs metadata.version at 3.9-IV0"),
     ([{"fault": "rolling-upgrade", "to_version": "3.7.2"}], KRAFT,
