@@ -13,7 +13,16 @@ from harness.spec_types import fail
 from nemesis.fault_spec import FaultSpec
 from nemesis.registry import fault_kind
 from nemesis.schedule import Schedule
-from testbed.dist.versions import parse, release
+from testbed.dist.metadata_versions import Level, downgrade_problem, release_level
+from testbed.dist.versions import (
+    FORMAT_KEY,
+    PROTOCOL_KEY,
+    parse,
+    protocol_order,
+    protocol_version,
+    release,
+    upgrade_pins,
+)
 from testbed.errors import DistributionError
 from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import Ability, RuntimeKind, can, kind
@@ -69,34 +78,51 @@ def check_faults_can(schedule: Schedule, cluster: ClusterSettings) -> None:
 
 
 def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, ...]:
-    """Refuse a `rolling-upgrade` the cluster cannot do: a version the table has no row for, not later than the
-    cluster's (a rolling downgrade is not built), on KRaft (its metadata.version bump is not built) or to a version
-    without ZooKeeper, on a runtime whose nodes cannot run a second version or that version's Java. Returns the
-    versions the run upgrades to (their jars are fetched before anything starts)."""
+    """Refuse a `rolling-upgrade` or `rolling-downgrade` the cluster cannot do, taken in the schedule's order from the
+    version, protocol and metadata.version in force: a version the table has no row for, not later (earlier) than the
+    brokers' then, without the cluster's metadata mode, a ZooKeeper-mode downgrade while the protocol or message
+    format in force is above the older version's, a KRaft downgrade across a metadata.version Kafka will not lower,
+    a runtime whose nodes cannot run a second version or that version's Java. Returns the versions the run rolls to
+    (their jars are fetched before anything starts)."""
     hosts, versions = kind(cluster.runtime), []
+    running = cluster.kafka_version
+    pins = _pins_in_force(cluster.broker_overrides, running)
+    metadata = release_level(running) if cluster.kraft else None
     for i, fault in schedule.faults():
-        if fault.fault != "rolling-upgrade":
+        if fault.fault not in ("rolling-upgrade", "rolling-downgrade"):
             continue
-        where, to = f"nemesis[{i}].to_version", fault.options["to_version"]
+        down, where, to = fault.fault == "rolling-downgrade", f"nemesis[{i}].to_version", fault.options["to_version"]
         try:
             row = release(to)
+            level = release_level(to) if cluster.kraft else None
         except DistributionError as exc:
             raise fail(where, str(exc).removeprefix(f"kafka_version {to}: ")) from None
-        if "zookeeper" not in row.metadata_modes:
-            raise fail(where, f"Kafka {to} runs only on KRaft: a ZooKeeper-mode cluster cannot roll onto it (3.9 "
-                       f"is the last version with ZooKeeper)")
-        if parse(to) <= parse(cluster.kafka_version):
-            raise fail(where, f"{to} is not later than the cluster's {cluster.kafka_version} (a rolling downgrade "
-                       f"is not built)")
-        if cluster.kraft:
-            raise fail(f"nemesis[{i}].fault", "rolling-upgrade on KRaft is not built (its metadata.version bump); "
-                       "this spec runs metadata kraft: use metadata: zookeeper")
+        if parse(to) == parse(running):
+            raise fail(where, f"{to} is the version the brokers run then: a {fault.fault} needs another")
+        if (parse(to) < parse(running)) != down:
+            raise fail(where, f"{to} is not {'older' if down else 'later'} than the brokers' {running} then (use "
+                       f"rolling-{'upgrade' if down else 'downgrade'} for that way)")
+        mode = "kraft" if cluster.kraft else "zookeeper"
+        if mode not in row.metadata_modes:
+            raise fail(where, f"Kafka {to} runs only on KRaft: a ZooKeeper-mode cluster cannot roll onto it (3.9 is "
+                       f"the last version with ZooKeeper)" if mode == "zookeeper" else f"Kafka {to} has no "
+                       f"production KRaft (from 3.3, KIP-833): a KRaft cluster cannot roll onto it")
         if hosts.no_second_version is not None:
-            raise fail(f"nemesis[{i}].fault", f"rolling-upgrade on the {hosts.name} runtime is not built: "
+            raise fail(f"nemesis[{i}].fault", f"{fault.fault} on the {hosts.name} runtime is not built: "
                        f"{hosts.no_second_version} (use --runtime netns)")
         if hosts.node_javas is not None and row.java not in hosts.node_javas:
-            raise fail(where, f"Kafka {to} runs on Java {row.java}, which the {hosts.name} runtime's nodes do "
-                       f"not have")
+            raise fail(where, f"Kafka {to} runs on Java {row.java}, which the {hosts.name} runtime's nodes do not have")
+        if metadata is not None and level is not None:
+            formatted = release_level(cluster.kafka_version)
+            if down and formatted.level > level.level:
+                raise fail(where, f"a KRaft downgrade to {to} on nodes formatted by Kafka {cluster.kafka_version}: "
+                           f"their bootstrap.checkpoint holds metadata.version {formatted.name}, which every start "
+                           f"reads and Kafka {to} does not know (\"No MetadataVersion with metadata version "
+                           f"{formatted.level}\"); start the cluster on {to} or older and roll up and back")
+            metadata = _kraft_metadata(where, running, to, metadata, level, down, fault.options.get("bump", True))
+        else:
+            pins = _zookeeper_pins(where, running, to, pins, down, fault.options.get("bump", True))
+        running = to
         versions.append(to)
     return tuple(dict.fromkeys(versions))
 
@@ -125,6 +151,44 @@ def check_migrations(schedule: Schedule, cluster: ClusterSettings) -> None:
         if upgrade is not None:
             raise fail(where, f"zk-to-kraft beside a rolling-upgrade (nemesis[{upgrade}]) is not built: the "
                        f"migration restarts the brokers on the cluster's {cluster.kafka_version}")
+
+
+def _pins_in_force(overrides: dict[str, str], version: str) -> dict[str, str]:
+    """The inter-broker protocol and message format a ZooKeeper-mode broker of `version` runs: the spec's pins, or
+    its version's own (the format key is ignored from a 3.0 protocol on: 3.0 stands for any later one)."""
+    own = protocol_version(version)
+    return {PROTOCOL_KEY: overrides.get(PROTOCOL_KEY, own),
+            FORMAT_KEY: overrides.get(FORMAT_KEY, own if parse(version) < (3, 0) else "3.0")}
+
+
+def _zookeeper_pins(where: str, running: str, to: str, pins: dict[str, str], down: bool, bump: bool) -> dict[str, str]:
+    """The pins in force after a roll from `running` to `to`; a downgrade refused while they are above `to`'s
+    (Kafka's upgrade notes: a downgrade is possible only while the protocol and format are still pinned)."""
+    if down:
+        above = [f"{k} {v}" for k, v in pins.items() if protocol_order(v) > protocol_order(protocol_version(to))]
+        if above:
+            raise fail(where, f"a downgrade from {running} to {to} with {' and '.join(above)} in force: Kafka allows "
+                       f"a downgrade only while the protocol and message format are pinned at or below the older "
+                       f"version's {protocol_version(to)} (a rolling-upgrade with bump: false before it)")
+        return pins
+    if bump:
+        return _pins_in_force({}, to)
+    return {**pins, **upgrade_pins(running)}
+
+
+def _kraft_metadata(where: str, running: str, to: str, metadata: Level, level: Level, down: bool,
+                    bump: bool) -> Level:
+    """The finalized metadata.version after a KRaft roll from `running` to `to`; a downgrade refused where Kafka will
+    not lower the level in force to `to`'s (testbed.dist.metadata_versions)."""
+    if not down:
+        return level if bump else metadata
+    if metadata.level <= level.level:
+        return metadata
+    problem = downgrade_problem(metadata, level)
+    if problem is not None:
+        raise fail(where, f"a KRaft downgrade from {running} to {to} needs metadata.version at {level.name} or below: "
+                   f"{problem}")
+    return level
 
 
 def powers_off(schedule: Schedule) -> bool:

@@ -72,12 +72,12 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                                       "and forward the held one just before it (its late answer awaited first); "
                                       "default: at once"},
     "controller_at": {"anyOf": [{"enum": ["last", "first"]}, {"type": "integer", "minimum": 0}], "default": "last",
-                      "description": "rolling-restart, rolling-upgrade: where the controller's broker comes in the roll"},
+                      "description": "rolling-restart, rolling-upgrade, rolling-downgrade: where the controller's broker comes in the roll"},
     "wait": {"anyOf": [{"const": "isr"}, {"type": "number", "minimum": 0}], "default": "isr",
-             "description": "rolling-restart, rolling-upgrade: before the next broker, wait until the ISR is full again (isr), or "
+             "description": "rolling-restart, rolling-upgrade, rolling-downgrade: before the next broker, wait until the ISR is full again (isr), or "
                             "pause this many seconds"},
     "wait_s": {"type": "number", "exclusiveMinimum": 0,
-               "description": "rolling-restart, rolling-upgrade: the longest ISR wait per broker (default 120; zk-to-kraft: also "
+               "description": "rolling-restart, rolling-upgrade, rolling-downgrade: the longest ISR wait per broker (default 120; zk-to-kraft: also "
                               "the quorum's and the migration's waits); reassign: how long "
                               "its stop waits for the move before cancelling it (default 300); remove-controller, "
                               "add-controller: how long for the new voter set (and the observer's catching up), "
@@ -86,11 +86,13 @@ FAULT_KEYS: dict[str, JsonSchema] = {
                  "description": "remove-controller: when the removed controller's process is stopped (SIGTERM): once "
                                 "it is no longer a voter, before it is removed, or never"},
     "to_version": {"type": "string", "pattern": VERSION_RE.pattern,
-                   "description": "rolling-upgrade: the Kafka version each broker is started on (a later one; "
-                                  "ZooKeeper stays on the cluster's)"},
+                   "description": "rolling-upgrade, rolling-downgrade: the Kafka version each broker (KRaft: and "
+                                  "controller) is started on, a later one or an older one (ZooKeeper stays on the "
+                                  "cluster's)"},
     "bump": {"type": "boolean", "default": True,
              "description": "rolling-upgrade: a second roll bumping inter.broker.protocol.version to the new "
-                            "version's (false: the cluster stays on the old protocol)"},
+                            "version's, on KRaft metadata.version raised to the new release's level (false: the "
+                            "cluster stays on the old protocol or level)"},
     "topic": {"enum": ["test", "__consumer_offsets", "__transaction_state"], "default": "test",
               "description": "reassign: the topic whose partitions move (test: the topic under test)"},
     "partitions": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True,

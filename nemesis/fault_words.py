@@ -93,17 +93,34 @@ def rolled(t: dict[str, Any]) -> str:
 
 
 def upgraded(t: dict[str, Any]) -> str:
-    brokers = t.get("brokers") or []
-    if "controller" not in t:  # one step's row: the version and protocol the broker started on
-        return (f"rolling upgrade, roll {t.get('roll', '?')}: broker {listed(brokers)} stopped cleanly and started "
-                f"on Kafka {t.get('version', '?')}, inter.broker.protocol.version {t.get('inter_broker_protocol', '?')}")
+    """A rolling upgrade's (downgrade's) words: its start row's, one step's, or its metadata.version change's."""
+    brokers, what = t.get("brokers") or [], "rolling downgrade" if t.get("down") else "rolling upgrade"
+    if "level" in t:  # the KRaft metadata.version change
+        return (f"{what}: metadata.version {'lowered' if t.get('down') else 'raised'} to {t.get('metadata_version')} "
+                f"(feature level {t.get('level')})")
+    if "controller" not in t:  # one step's row: the version and protocol the process started on
+        who = f"broker {listed(brokers)}" + ("" if t.get("role", "broker") == "broker" else "'s KRaft controller")
+        protocol = t.get("inter_broker_protocol")
+        return (f"{what}, roll {t.get('roll', '?')}: {who} stopped cleanly and started on Kafka "
+                f"{t.get('version', '?')}" + (f", inter.broker.protocol.version {protocol}" if protocol else ""))
+    head = (f"{what} of brokers {listed(brokers, 'then')} (controller {t.get('controller', '?')}) from Kafka "
+            f"{t.get('from_version', '?')} to {t.get('to_version', '?')}")
+    down = bool(t.get("down"))
+    if "metadata_version" in t:  # KRaft
+        level = t.get("metadata_version")
+        if not level:
+            change = ", metadata.version left where it was"
+        else:
+            change = f", metadata.version first lowered to {level}" if down else f", then metadata.version raised to {level}"
+        rolled = "the brokers then the controllers" if down else "the controllers then the brokers"
+        return f"{head}: {rolled} stopped cleanly and started on the {'older' if down else 'new'} version{change}"
     pinned = t.get("pinned") or {}
     pins = listed([f"{k} {v}" for k, v in pinned.items()]) if isinstance(pinned, dict) else "?"
+    if down:
+        return f"{head}: each stopped cleanly and started on the older version with {pins} kept"
     bump = (f", then a second roll bumping inter.broker.protocol.version to {t['bumped_to']}" if t.get("bumped_to")
             else ", the protocol left pinned")
-    return (f"rolling upgrade of brokers {listed(brokers, 'then')} (controller {t.get('controller', '?')}) from Kafka "
-            f"{t.get('from_version', '?')} to {t.get('to_version', '?')}: each stopped cleanly and started on the new "
-            f"version with {pins}{bump}")
+    return f"{head}: each stopped cleanly and started on the new version with {pins}{bump}"
 
 
 def reassigned(t: dict[str, Any]) -> str:

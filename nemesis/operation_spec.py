@@ -1,4 +1,4 @@
-"""The keys of the operation faults (`rolling-restart`, `rolling-upgrade`, `reassign`), validated into `FaultSpec.options`.
+"""The keys of the operation faults (`rolling-restart`, `rolling-upgrade`, `rolling-downgrade`, `reassign`), validated into `FaultSpec.options`.
 
 An operation is an operator's action that runs on its own once started (a roll of every broker, a
 partition reassignment) while the schedule goes on, so other faults can start and stop during it;
@@ -11,7 +11,11 @@ its stop waits for it to end (`nemesis.operations`). Its keys:
 - `rolling-upgrade`: `rolling-restart`'s keys, and `to_version` (the Kafka version each broker is started on,
   required; ZooKeeper stays on the cluster's) and `bump` (default true: a second roll bumps
   `inter.broker.protocol.version` to the new version's once every broker runs it; false: the cluster stays on the
-  pinned protocol, as an operator who has not bumped it yet).
+  pinned protocol, as an operator who has not bumped it yet). On KRaft: a roll of the controllers, then of the
+  brokers; `bump` then raises the finalized `metadata.version` to the new release's level (false: left at the old).
+- `rolling-downgrade`: `rolling-restart`'s keys, and `to_version` (the older Kafka version each broker, and on KRaft
+  each controller, is started on, required): ZooKeeper mode keeps the protocol in force; KRaft first lowers
+  `metadata.version` to the older release's level (a safe downgrade only).
 - `reassign`: `topic` (`test`, the topic under test, the default; `__consumer_offsets`;
   `__transaction_state`), `partitions` (default: every partition of the topic under test; required for
   an internal topic), `replicas` (the broker ids each partition moves to, the first its preferred
@@ -39,6 +43,7 @@ from testbed.errors import SpecError
 
 ROLL_KEYS = ("controller_at", "wait", "wait_s")
 UPGRADE_KEYS = (*ROLL_KEYS, "to_version", "bump")
+DOWNGRADE_KEYS = (*ROLL_KEYS, "to_version")
 REASSIGN_KEYS = ("topic", "partitions", "replicas", "throttle_kbit", "wait_s")
 REMOVE_CONTROLLER_KEYS = ("target", "shutdown", "wait_s")
 ADD_CONTROLLER_KEYS = ("target", "wait_s")
@@ -76,16 +81,22 @@ def parse_roll(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
                                                                   0, strict=True)}
 
 
-def parse_upgrade(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """`rolling-upgrade`'s options: the roll's, to_version (a version's form; the table's row and what runs it
-    are `harness.spec_checks`'), bump (a second roll bumping the inter-broker protocol, default true)."""
+def parse_downgrade(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`rolling-downgrade`'s options: the roll's and to_version (a version's form; the table's row, whether the
+    versions and metadata allow it and what runs it are `harness.spec_checks`')."""
     version = raw["to_version"]
     if not isinstance(version, str) or not VERSION_RE.match(version):
         raise SpecError(f"{path}.to_version: expected a Kafka version such as 3.9.1, got {version!r}")
+    return {**parse_roll(path, raw), "to_version": version}
+
+
+def parse_upgrade(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`rolling-upgrade`'s options: `rolling-downgrade`'s, and bump (a second roll bumping the inter-broker
+    protocol, on KRaft the metadata.version raised; default true)."""
     bump = raw.get("bump", True)
     if not isinstance(bump, bool):
         raise SpecError(f"{path}.bump: expected true or false, got {bump!r}")
-    return {**parse_roll(path, raw), "to_version": version, "bump": bump}
+    return {**parse_downgrade(path, raw), "bump": bump}
 
 
 def parse_reassign(path: str, raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 from nemesis.fault_base import FaultEnv, Injected
 from nemesis.faults import GRACEFUL_STOP_S, STALE_GRACE_S, start_again
 from testbed.errors import FaultError, HarnessError
+from testbed.kafka.kraft import controller_caught_up
 
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
     from nemesis.targets import Resolver
     from testbed.addressing import Host
-    from testbed.kafka.cluster import KafkaCluster
+    from testbed.kafka.cluster import KafkaCluster, NodeRole
 
 POLL_S = 0.5
 CANCEL_WAIT_S = 180.0  # once cancelled, how long the current step may take to end (a stop, a start)
@@ -143,10 +144,11 @@ class RollingRestart(Operation):
         return (per_broker + (opts["wait_s"] if opts["wait"] == "isr" else opts["wait"])) * len(order)
 
     def _roll(self, running: Running, env: FaultEnv, fault: str, key: str, order: list[Host],
-              opts: Mapping[str, Any], while_down: Callable[[Host], dict[str, Any]] | None = None) -> bool:
-        """Roll `order`; True once every broker was restarted and waited for. `while_down(node)`, called once the
-        node's broker has exited and before its start (a rolling upgrade's change of version), returns what the
-        step's row adds to its targets."""
+              opts: Mapping[str, Any], while_down: Callable[[Host], dict[str, Any]] | None = None,
+              role: NodeRole = "broker") -> bool:
+        """Roll `order`'s `role` processes (brokers; a rolling upgrade's KRaft controllers); True once every one was
+        restarted and waited for. `while_down(node)`, called once the node's process has exited and before its start
+        (a rolling upgrade's change of version), returns what the step's row adds to its targets."""
         cluster = env.cluster
         for index, node in enumerate(order):
             if running.cancel.is_set():
@@ -155,38 +157,43 @@ class RollingRestart(Operation):
             step: dict[str, Any] = {"step": index, "leaders_before": leaders(cluster), "stop_ns": time.time_ns()}
             changed: dict[str, Any] = {}
             try:
-                cluster.stop(node, "broker", GRACEFUL_STOP_S)
+                cluster.stop(node, role, GRACEFUL_STOP_S)
                 step["stopped_ns"] = time.time_ns()
                 step["leaders_down"] = leaders(cluster)
                 if while_down is not None:
                     changed = while_down(node)
             finally:
-                start_again(cluster, [(node, "broker")])  # never leave it down, whatever happened
+                start_again(cluster, [(node, role)])  # never leave it down, whatever happened
             step["started_ns"] = time.time_ns()
-            full = self._wait(running, cluster, opts, step)
+            full = self._wait(running, cluster, opts, step, node, role)
             step["leaders_after"] = leaders(cluster)
             self._note(env, fault, key, node, step, changed)
             if not full:
-                self._note(env, fault, key, node, {"step": index, "aborted": f"the ISR was not full "
-                                                   f"{opts['wait_s']:g} s after broker {node.broker_id} started: "
-                                                   f"{cluster.unsettled}"}, changed)
+                what = (f"the ISR was not full {opts['wait_s']:g} s after broker {node.broker_id} started: "
+                        f"{cluster.unsettled}" if role == "broker" else f"{cluster.process_name(node, role)} had not caught up "
+                        f"with the KRaft quorum's leader {opts['wait_s']:g} s after it started")
+                self._note(env, fault, key, node, {"step": index, "aborted": what}, changed)
                 return False
         return True
 
     @staticmethod
-    def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any]) -> bool:
-        """The wait before the next broker: a fixed pause, or until the ISR is full (False: not within wait_s)."""
+    def _wait(running: Running, cluster: KafkaCluster, opts: Mapping[str, Any], step: dict[str, Any], node: Host,
+              role: NodeRole = "broker") -> bool:
+        """The wait before the next process: a fixed pause, or until the ISR is full (a KRaft controller's: until it
+        answers again and the quorum's leader has it caught up, `kraft.controller_caught_up`), False if not within
+        wait_s."""
         if opts["wait"] != "isr":
             running.sleep(float(opts["wait"]))
             step["paused_s"] = opts["wait"]
             return True
+        mark = "isr_full_ns" if role == "broker" else "quorum_ready_ns"
         deadline = time.monotonic() + opts["wait_s"]
         while time.monotonic() < deadline and not running.cancel.is_set():
-            if cluster.settled() is not None:
-                step["isr_full_ns"] = time.time_ns()
+            if (cluster.settled() if role == "broker" else controller_caught_up(cluster, node)) is not None:
+                step[mark] = time.time_ns()
                 return True
             running.sleep(POLL_S)
-        step["isr_full_ns"] = None
+        step[mark] = None
         step["unsettled"] = cluster.unsettled
         return running.cancel.is_set()  # a cancelled wait is not a failed one: the loop stops on the cancel
 

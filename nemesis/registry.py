@@ -39,7 +39,7 @@ from nemesis.migrate import ZK_TO_KRAFT
 from nemesis.operations import ROLLING_RESTART
 from nemesis.reassign import REASSIGN
 from nemesis.stray import STRAY_FAULT
-from nemesis.upgrade import ROLLING_UPGRADE
+from nemesis.upgrade import ROLLING_DOWNGRADE, ROLLING_UPGRADE
 from nemesis.workload_faults import (
     HoldRequest,
     PauseWorkload,
@@ -188,12 +188,22 @@ _KINDS: tuple[FaultKind, ...] = (
               "stop waits for the roll to end", ROLLING_RESTART, operation_spec.ROLL_KEYS,
               words=fault_words.rolled, options=operation_spec.parse_roll),
     FaultKind("rolling-upgrade", "operation", "`rolling-restart`'s roll with each broker started on Kafka "
-              "`to_version` (later than the cluster's; ZooKeeper mode), `inter.broker.protocol.version` (below 2.4 "
+              "`to_version` (later than the brokers'). ZooKeeper mode: `inter.broker.protocol.version` (below 2.4 "
               "also `log.message.format.version`) pinned to the old version as the upgrade notes prescribe; with "
-              "`bump` (default) a second roll bumps the protocol to the new version's. Each step's `info` row names "
-              "the version, protocol and roll; ZooKeeper stays on its version. The stop waits for both rolls",
-              ROLLING_UPGRADE, operation_spec.UPGRADE_KEYS, ("to_version",), words=fault_words.upgraded,
+              "`bump` (default) a second roll bumps the protocol to the new version's; ZooKeeper stays on its "
+              "version. KRaft: the controllers' roll (the active one last), then the brokers'; with `bump` the "
+              "finalized `metadata.version` then raised to the new release's level (`kafka-features upgrade`, "
+              "journaled). Each step's `info` row names the version, protocol, role and roll. The stop waits for "
+              "every roll", ROLLING_UPGRADE, operation_spec.UPGRADE_KEYS, ("to_version",), words=fault_words.upgraded,
               options=operation_spec.parse_upgrade),
+    FaultKind("rolling-downgrade", "operation", "`rolling-restart`'s roll with each broker started on the older "
+              "Kafka `to_version`, where the notes allow it. ZooKeeper mode: the protocol (and format) in force kept, "
+              "refused unless pinned at or below the older version (a `rolling-upgrade` with `bump: false`, or "
+              "`cluster.broker_overrides`). KRaft: the finalized `metadata.version` first lowered to the older "
+              "release's level (refused where a level between changed the metadata's form, or onto a release that does not "
+              "know the level the nodes were formatted at), then the brokers' roll, "
+              "then the controllers'. The stop waits for every roll", ROLLING_DOWNGRADE, operation_spec.DOWNGRADE_KEYS,
+              ("to_version",), words=fault_words.upgraded, options=operation_spec.parse_downgrade),
     FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
               "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "
               "(AlterPartitionReassignments, Kafka 2.4 on), with a replication throttle of `throttle_kbit` while it "

@@ -1,6 +1,7 @@
-"""The versions view of report.html: after a rolling upgrade, the Kafka version (and pinned inter-broker protocol)
-each node's broker ran at each moment, one lane per node against the fault bands, with the moments its broker was
-the controller (as most observers saw it) drawn on the same lane.
+"""The versions view of report.html: after a rolling upgrade (downgrade), the Kafka version (and pinned inter-broker
+protocol) each node's broker ran at each moment, one lane per node against the fault bands (on KRaft a lane for each
+node's controller too, `<node>/controller`), with the moments its node held the controller (as most observers saw
+it) drawn on its controller's lane, or its broker's.
 
 The versions come from run.json's `node_versions` (harness.manifest, from the nemesis journal's rolling-upgrade
 steps: each broker's version from the moment it started again); the controller from the observations table
@@ -106,7 +107,11 @@ def versions_figure(versions: dict[str, list[dict[str, Any]]], controllers: list
                 hovertext=[f"{node}: Kafka {label}<br>from +{frame.x(start):.1f} s to +{frame.x(end):.1f} s"],
                 hoverinfo="text"))
             shown.add(label)
-        mine = [(s, e) for s, e, broker in controllers if broker == broker_of(node, nodes)]
+        base = node.split("/")[0]  # a KRaft controller's lane is `<node>/controller`: the controller drawn there
+        if node == base and f"{base}/controller" in versions:
+            continue
+        mine = [(s, e) for s, e, broker in controllers
+                if broker == broker_of(base, [n for n in nodes if "/" not in n])]
         if mine:
             fig.add_trace(go.Bar(
                 base=[frame.x(s) for s, _ in mine], x=[frame.x(e) - frame.x(s) for s, e in mine], y=[node] * len(mine),

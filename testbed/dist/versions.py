@@ -36,6 +36,8 @@ OLDEST, NEWEST_ZOOKEEPER, KRAFT_SINCE, NEWEST = (0, 10, 2), (4, 0), (3, 3), (5, 
 # in 3.7 and 3.8, off by default); the brokers before answer no ConsumerGroupHeartbeat.
 CONSUMER_PROTOCOL_SINCE = (4, 0)
 METADATA_MODES = ("zookeeper", "kraft")
+# The ZooKeeper-mode broker keys a rolling upgrade pins and a rolling downgrade needs kept (`upgrade_pins`).
+PROTOCOL_KEY, FORMAT_KEY = "inter.broker.protocol.version", "log.message.format.version"
 # zoo.cfg keys ZooKeeper 3.4 does not know (3.5 added them); a 3.4 server would pass them on as system properties.
 ZOOKEEPER_35_KEYS = ("4lw.commands.whitelist", "admin.enableServer", "snapshot.trust.empty")
 # Broker keys that came with transactions and the group coordinator's delay (0.11, KIP-98 / KIP-134).
@@ -128,6 +130,12 @@ def protocol_version(version: str) -> str:
     return ".".join(map(str, parts[:3] if parts < (1, 0) else parts[:2]))
 
 
+def protocol_order(value: str) -> tuple[int, ...]:
+    """An `inter.broker.protocol.version` or `log.message.format.version` value ("2.7", "0.10.2", "2.7-IV2") as
+    numbers to compare: its release part (an IV suffix orders within a release, which the pins never need)."""
+    return tuple(int(p) for p in re.findall(r"\d+", value.split("-")[0]))
+
+
 def upgrade_pins(from_version: str) -> dict[str, str]:
     """The broker keys a ZooKeeper-mode rolling upgrade from `from_version` pins to it on its first roll, as Kafka's
     upgrade notes prescribe (docs/upgrade.html, "Upgrading ZooKeeper-based clusters", 3.9's: "If you are upgrading
@@ -135,9 +143,9 @@ def upgrade_pins(from_version: str) -> dict[str, str]:
     the inter-broker protocol version"): `inter.broker.protocol.version` always, `log.message.format.version` too
     below 2.4 (the format in use: the old version's own, faultline never overrides it). The second roll bumps the
     protocol to the new version's and drops the format pin (from a 3.0 protocol on Kafka ignores the format key)."""
-    pins = {"inter.broker.protocol.version": protocol_version(from_version)}
+    pins = {PROTOCOL_KEY: protocol_version(from_version)}
     if parse(from_version) < (2, 4):
-        pins["log.message.format.version"] = protocol_version(from_version)
+        pins[FORMAT_KEY] = protocol_version(from_version)
     return pins
 
 

@@ -62,9 +62,10 @@ class KafkaCluster:
         self.topic = settings.topic
         self.processes = ProcessGroup(runtime, self._log_of)
         self._software: dict[tuple[str, str], Software] = {}  # (node, Kafka version) -> what runs it there
-        # The version each node's broker runs where it is not the cluster's (a rolling upgrade's `set_broker`);
-        # the ZooKeeper servers and KRaft controllers stay on `settings.kafka_version`.
+        # The version each node's broker (KRaft controller) runs where it is not the cluster's (a rolling upgrade's
+        # `set_broker`, `set_controller`); the ZooKeeper servers stay on `settings.kafka_version`.
         self.broker_versions: dict[str, str] = {}
+        self.controller_versions: dict[str, str] = {}
         self.bring_up_steps: dict[str, float] = {}  # seconds each step of `bring_up` took
         self.readiness = Readiness(self)  # the starting cluster's polls (bring-up's and KRaft's)
         # Called with a node that lost power, once it is back and before any of its processes starts (the
@@ -118,6 +119,14 @@ class KafkaCluster:
         """The Kafka version `node`'s broker runs (or runs at its next start)."""
         return self.broker_versions.get(node.name, self.settings.kafka_version)
 
+    def set_controller(self, node: Host, version: str) -> None:
+        """From its next start, `node`'s KRaft controller runs Kafka `version` (its keys are the same in every KRaft
+        release faultline runs): a rolling upgrade's step, the controller stopped."""
+        if self.process(node, "controller") is not None:
+            raise ClusterError(f"{self.process_name(node, 'controller')} is running: its version changes only while down")
+        self.software(node, version)
+        self.controller_versions[node.name] = version
+
     def set_broker(self, node: Host, version: str, overrides: dict[str, str], kraft: bool = False) -> None:
         """From its next start, `node`'s broker runs Kafka `version` with `overrides` on top of the spec's keys (its
         server.properties rendered again and put on the host): a rolling upgrade's step, the broker stopped.
@@ -157,7 +166,8 @@ class KafkaCluster:
         return self.settings.lose_unsynced_writes and isinstance(self.runtime, LosesUnsyncedWrites)
 
     def _argv(self, node: Host, role: NodeRole) -> list[str]:
-        version = self.broker_version(node) if role == "broker" else self.settings.kafka_version
+        version = self.broker_version(node) if role == "broker" else \
+            self.controller_versions.get(node.name, self.settings.kafka_version)
         return java_argv(self.settings, node, role, self.node_folder(node), self.software(node, version),
                          partial(self.runtime.host_path, node))
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from testbed.addressing import Host
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
+from testbed.kafka.kafka_tools import run_tool
 from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView
@@ -79,18 +80,10 @@ def initial_controllers(cluster: KafkaCluster) -> str:
 
 def format_process(cluster: KafkaCluster, node: Host, role: str, cluster_id: str, flags: list[str]) -> None:
     """`StorageTool format` one process's storage with `flags`, then make what it wrote durable."""
-    sw = cluster.software(node)
     config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
-    argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-            "-c", config, "--ignore-formatted", *flags]
-    try:
-        done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
-    except RuntimeFailure as exc:
-        raise ClusterError(f"formatting {node.name}'s {role} storage: {exc}") from exc
-    if done.returncode != 0:  # the tool's own words, not the command line (its classpath is ~100 jars)
-        said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:])[-300:]
-        raise ClusterError(f"formatting {node.name}'s {role} storage ({STORAGE_TOOL} format): exit "
-                           f"{done.returncode}: {said}")
+    run_tool(cluster, node, cluster.settings.kafka_version, STORAGE_TOOL,
+             ["format", "-t", cluster_id, "-c", config, "--ignore-formatted", *flags], FORMAT_TIMEOUT_S,
+             f"formatting {node.name}'s {role} storage")
     # StorageTool writes bootstrap.checkpoint without fsync: on unsyncfs a power cut seconds after the start
     # left it empty and the node could not start again ("No FeatureLevelRecord for metadata.version"). A
     # freshly formatted disk is on disk long before its cluster's first fault on any real host (the kernel
@@ -165,6 +158,25 @@ def wait_quorum(cluster: KafkaCluster, timeout: float, interval: float) -> int:
     found: int = wait_for("a KRaft controller quorum (one active controller, every voter caught up)",
                           lambda: quorum_ready(cluster), timeout, interval)
     return found
+
+
+def controller_caught_up(cluster: KafkaCluster, node: Host) -> int | None:
+    """After `node`'s controller started again: the active controller's broker id once that controller answers
+    DescribeQuorum itself (its listener is up; a follower answers NOT_LEADER), the quorum is ready, and the leader
+    has it at or past the high watermark. The leader's figure for a voter may date from before the restart, so the
+    answer of the restarted process is what tells its start apart."""
+    cluster.readiness.check_processes()
+    views = quorum_views(cluster, 1.0)
+    if views.get(node.name) is None:
+        return None
+    leading = [v for v in views.values() if v is not None and v.leading]
+    watermark = leading[0].high_watermark if len(leading) == 1 else None
+    if watermark is None:
+        return None
+    lead, mine = leading[0], kcfg.controller_id(cluster.settings, node.broker_id)
+    if len(lead.voters) != len(cluster.nodes) or lead.voters.get(mine, -1) < watermark:
+        return None
+    return active_controller(cluster.settings, views)
 
 
 def start_quorum(cluster: KafkaCluster, wanted: int | None, deadline: float, interval: float) -> int:

@@ -120,15 +120,15 @@ def spec_with(fault: dict[str, Any], **cluster: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("fault", "cluster", "message"), [
-    ({"to_version": "2.7.2"}, {}, r"nemesis\[0\].to_version: 2.7.2 is not later than the cluster's 2.7.2 "
-                                  r"\(a rolling downgrade is not built\)"),
+    ({"to_version": "2.7.2"}, {}, r"nemesis\[0\].to_version: 2.7.2 is the version the brokers run then: a "
+                                  r"rolling-upgrade needs another"),
+    ({"to_version": "2.6.3"}, {}, r"nemesis\[0\].to_version: 2.6.3 is not later than the brokers' 2.7.2 then "
+                                  r"\(use rolling-downgrade for that way\)"),
     ({"to_version": "4.1.1"}, {}, r"nemesis\[0\].to_version: Kafka 4.1.1 runs only on KRaft"),
     ({"to_version": "5.0.0"}, {}, r"nemesis\[0\].to_version: faultline runs Kafka from 0.10.2 to 4.x"),
     ({"to_version": "3.9"}, {}, r"nemesis\[0\].to_version: expected a Kafka version such as 3.9.1"),
     ({}, {}, r"nemesis\[0\].to_version: required for fault rolling-upgrade"),
     ({"to_version": "3.9.1", "bump": "yes"}, {}, r"nemesis\[0\].bump: expected true or false"),
-    ({"to_version": "3.9.1"}, {"kafka_version": "3.6.2", "metadata": "kraft"},
-     r"nemesis\[0\].fault: rolling-upgrade on KRaft is not built"),
     ({"to_version": "3.9.1"}, {"runtime": "docker"},
      r"nemesis\[0\].fault: rolling-upgrade on the docker runtime is not built: its node containers run one image"),
 ])

@@ -70,6 +70,12 @@ KINDS = {
         "started on the new version with inter.broker.protocol.version 2.7, then a second roll bumping "
         "inter.broker.protocol.version to 3.9",
     ),
+    "rolling-downgrade": (
+        {"brokers": [0, 2, 1], "controller": 1, "from_version": "3.9.1", "to_version": "3.7.2", "down": True,
+         "metadata_version": "3.7-IV4"},
+        "rolling downgrade of brokers 0, 2 then 1 (controller 1) from Kafka 3.9.1 to 3.7.2: the brokers then the "
+        "controllers stopped cleanly and started on the older version, metadata.version first lowered to 3.7-IV4",
+    ),
     "reassign": (
         {"topic": "test", "partitions": [0], "replicas": [1, 2]},
         "partition 0 of test reassigned to brokers 1 and 2",

@@ -142,7 +142,7 @@ def test_zookeeper_only_stories_are_refused_on_kraft_and_the_rest_load() -> None
     refused = set()
     for path in sorted((REPO / "scenarios").glob("*.yaml")):
         if path.stem == "rolling-upgrade":  # its versions are the story: on 3.9.1 it is no upgrade, refused
-            with pytest.raises(SpecError, match=r"to_version: 3\.9\.1 is not later than the cluster's 3\.9\.1"):
+            with pytest.raises(SpecError, match=r"to_version: 3\.9\.1 is the version the brokers run then"):
                 load_specs(path, kafka_version="3.9.1")
         else:
             assert load_specs(path, kafka_version="3.9.1")  # every other story runs on ZooKeeper
