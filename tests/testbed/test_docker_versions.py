@@ -27,8 +27,7 @@ def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (libs / "kafka_2.13-3.9.1.jar").write_bytes(b"jar")
     target = tmp_path / "kafka-3.9.1.tar"
     digest = archives.tar_dir(libs, target, "libs")
-    asked: list[str] = []
-    monkeypatch.setattr(docker_versions, "kafka_archive", lambda v: asked.append(v) or (target, digest))
+    monkeypatch.setattr(docker_versions, "kafka_archive", lambda version: (target, digest))
     return target
 
 
