@@ -227,7 +227,7 @@ POWER_CUT_SCENARIOS := power-cut-cluster power-cut-az
 DEGRADED_LINK_SCENARIOS := lossy-leader-link slow-az
 GROUP_SCENARIOS := at-most-once-crash at-least-once-crash auto-commit-crash zombie-consumer coordinator-failover
 
-.PHONY: test-soak test-operations test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-scenarios $(addprefix test-,$(SCENARIOS))
+.PHONY: test-soak test-operations test-partition test-power-off test-power-cut test-degraded-links test-groups test-batch-consume-skip test-offsets-expire-on-load test-scenarios $(addprefix test-,$(SCENARIOS))
 
 # KAFKA_VERSION given on the command line or in the environment replaces each spec's (--kafka-version);
 # METADATA=kraft|zookeeper each spec's cluster.metadata (--metadata; docs/runtimes.md, "KRaft").
@@ -258,6 +258,11 @@ test-groups: $(IMAGES)
 # then the fixed 2.1.1 (docs/scenarios.md, "batch-consume-skip"; a client under test runs on netns only).
 test-batch-consume-skip:
 	$(PY) -m harness run scenarios/versions/batch-consume-skip.yaml --runtime netns $(RUN_KAFKA_VERSION)
+
+# KAFKA-8069: committed offsets expired once a coordinator loads them, the protocol pinned to 2.0: Kafka 2.1.1
+# (affected), 2.2.0 (fixed), 2.1.1 unpinned (docs/scenarios.md, "offsets-expire-on-load"; netns: they run on Java 11).
+test-offsets-expire-on-load:
+	$(PY) -m harness run scenarios/versions/offsets-expire-on-load.yaml --runtime netns
 
 # Operations as faults (issue 39): a rolling restart and a reassignment on a real cluster with their mechanism checked,
 # then the rolling-restart, rolling-upgrade, reassign-under-partition, replace-broker and client-upgrade scenarios, every configuration; kept out of

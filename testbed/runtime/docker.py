@@ -1,12 +1,10 @@
 """The docker runtime: every host a container on one internal network of the daemon the user has.
 
-Node hosts run `faultline/kafka:<version>`, client hosts `faultline/client`
-(compose/, `make docker-images`), each with NET_ADMIN only, named
-`<prefix>-<host>` and labelled `faultline.run=<prefix>`, on the network
-`<prefix>-net` (internal: no route off the machine; the daemon's bridge holds
-the control address, so the harness reaches every host and no rule inside a
-container can cut it off). The daemon is DOCKER_HOST or the default socket
-(`testbed.runtime.dockerd.docker_client`).
+Node hosts run `faultline/kafka:<version>` (a rolling upgrade's second version is put in them: docker_versions),
+client hosts `faultline/client` (compose/, `make docker-images`), each with NET_ADMIN only, named `<prefix>-<host>`
+and labelled `faultline.run=<prefix>`, on the network `<prefix>-net` (internal: no route off the machine; the
+daemon's bridge holds the control address, so the harness reaches every host and no rule inside a container can cut
+it off). The daemon is DOCKER_HOST or the default socket (`testbed.runtime.dockerd.docker_client`).
 
 Files go in and out through the API (tar archives), so the daemon may be anywhere: a host keeps the run folder's
 `path` at `/faultline/run/<path relative to the run folder>`. Processes are `docker exec`s: a small shell writes
@@ -41,7 +39,6 @@ import docker
 import docker.errors
 
 from testbed.addressing import AddressPlan, Host
-from testbed.dist.kafka import DEFAULT_VERSION
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.paths import REPO_ROOT
 from testbed.runfolder import ROLE_DATA, RunFolder
@@ -55,6 +52,7 @@ from testbed.runtime.docker_api import (
     with_timeout,
 )
 from testbed.runtime.docker_procs import DockerProcess
+from testbed.runtime.docker_versions import IMAGE_CLASSPATH, NodeVersions
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
 from testbed.runtime.unsynced import LocalDiskFaults, UnsyncedDisks
@@ -66,8 +64,7 @@ LABEL = "faultline.run"
 HOST_ROOT = "/faultline"  # a host's copy of the run folder is HOST_ROOT/run, this project's code HOST_ROOT/src
 PYTHON = {"node": "python3", "client": "/opt/faultline/venv/bin/python"}
 CODE_PACKAGES = ("testbed", "workloads", "nemesis", "harness", "checkers")
-# What a node image offers (compose/kafka/Dockerfile): the java command and Kafka's jars.
-NODE_JAVA, NODE_CLASSPATH = "java", "/opt/kafka/libs/*"
+NODE_JAVA, NODE_CLASSPATH = "java", IMAGE_CLASSPATH  # what a node image offers (compose/kafka/Dockerfile)
 SPAWN = ('mkdir -p "$(dirname "$1")" "$(dirname "$2")" && echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && '
          'log="$2" && shift 2 && exec "$@" >> "$log" 2>&1')
 PID_WAIT_S = 5.0
@@ -95,6 +92,7 @@ class DockerRuntime(LocalDiskFaults):
         self._firewalls = FirewallChannels({**os.environ, RUN_ENV: prefix})
         self.disks = UnsyncedDisks(prefix, state, {**os.environ, RUN_ENV: prefix})
         self._links = NetnsLinks(self._enter, {**os.environ, RUN_ENV: prefix})
+        self.versions = NodeVersions(HOST_ROOT, self._put_tar, lambda: self.state.data.get("settings", {}))
 
     # -- names -------------------------------------------------------------
     def container_name(self, host: Host) -> str:
@@ -105,8 +103,7 @@ class DockerRuntime(LocalDiskFaults):
         return f"{self.prefix}-net"
 
     def image(self, host: Host) -> str:
-        version = self.state.data.get("settings", {}).get("kafka_version", DEFAULT_VERSION)
-        return KAFKA_IMAGE.format(version=version) if host.role == "node" else CLIENT_IMAGE
+        return KAFKA_IMAGE.format(version=self.versions.image_version) if host.role == "node" else CLIENT_IMAGE
 
     def container(self, host: Host) -> Any:
         try:
@@ -238,12 +235,14 @@ class DockerRuntime(LocalDiskFaults):
 
     # -- software and files ------------------------------------------------
     def install(self, host: Host, kafka_version: str) -> Software:
-        """The Kafka jars come with the node image; this project's code is put on the host, as it is now."""
+        """The cluster's Kafka jars come with the node image, a rolling upgrade's are put on the node at its first
+        install (testbed.runtime.docker_versions); this project's code is put on the host, as it is now."""
         with self._lock:
             if host.name not in self._installed:
                 self._put_tar(host, HOST_ROOT, code_archive())
+                self.versions.install(host)
                 self._installed.add(host.name)
-        return Software(java=NODE_JAVA, kafka_classpath=NODE_CLASSPATH,
+        return Software(java=NODE_JAVA, kafka_classpath=self.versions.classpath(host, kafka_version),
                         python=("env", f"PYTHONPATH={HOST_ROOT}/src", PYTHON[host.role]))
 
     def host_path(self, host: Host, path: Path) -> str:

@@ -81,7 +81,8 @@ class RuntimeKind:
     # machine, testbed.dist.clients); None: they run this machine's files, so they can.
     no_client_venvs: str | None = None
     # Why its nodes cannot run a second Kafka version mid-run (a rolling upgrade); None: they can (netns: every
-    # version's jars and Java are this machine's files).
+    # version's jars and Java are this machine's files; docker: the second version's jars are put in the node
+    # containers, testbed.runtime.docker_versions).
     no_second_version: str | None = None
     no_clock_shifts: str | None = None  # why it cannot shift a process's clock (without SHIFT_CLOCKS)
     # Why its nodes cannot host a KRaft controller beside ZooKeeper and the broker mid-run (`zk-to-kraft`); None:
@@ -238,7 +239,6 @@ KINDS: tuple[RuntimeKind, ...] = (
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
         no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
-        no_second_version="its node containers run one image, faultline/kafka:<version>, for their whole life",
         no_migration="not built: a KRaft controller as a third JVM in each node container is untried there"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",

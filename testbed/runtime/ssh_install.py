@@ -1,7 +1,7 @@
 """Provisioning an ssh host: Kafka's jars once per host and version, a venv once per client host, this run's code.
 
 What a host keeps between runs lives under `<root>/cache/` (the inventory's
-root): `kafka-<version>-<sha12>/libs` (a tar of the Maven cache's jars,
+root): `kafka-<version>-<sha12>/libs` (testbed.dist.archives: a tar of the Maven cache's jars,
 uploaded over SFTP, checked with sha256sum, unpacked, marked complete last) and
 `venv-<key>` (python3 -m venv, then pip install --no-index from a wheelhouse
 built on this machine for the host's Python and glibc). A later run finds the
@@ -23,9 +23,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from testbed.dist.kafka import ensure_kafka
+from testbed.dist.archives import kafka_archive, tar_dir
 from testbed.errors import RuntimeFailure
-from testbed.paths import CACHE_DIR
 from testbed.runtime.docker import code_archive
 from testbed.runtime.ssh_conn import SshConnection
 from testbed.wheelhouse import client_requirements, wheelhouse
@@ -36,43 +35,6 @@ log = logging.getLogger("faultline.runtime")
 
 FACTS = ("python3 -c 'import json, platform, sys; print(json.dumps({\"python\": \"%d.%d\" % sys.version_info[:2], "
          "\"libc\": platform.libc_ver(), \"machine\": platform.machine()}))'")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _tar_dir(source: Path, target: Path, arcname: str) -> str:
-    """A reproducible tar of `source` (sorted, no owners or times) at `target`; its sha256."""
-    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        info.mtime = 0
-        return info
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_suffix(".part")
-    with tarfile.open(part, "w", dereference=True) as tar:
-        tar.add(source, arcname=arcname, recursive=False, filter=plain)
-        for path in sorted(source.iterdir()):
-            tar.add(path, arcname=f"{arcname}/{path.name}", filter=plain)
-    part.rename(target)
-    return sha256_of(target)
-
-
-def kafka_archive(version: str) -> tuple[Path, str]:
-    """The Kafka jars of `version` as one tar in the local cache (made once), and its sha256."""
-    libs = ensure_kafka(version)
-    archive = CACHE_DIR / "ssh" / f"kafka-{version}.tar"
-    checksum = archive.with_suffix(".sha256")
-    if archive.exists() and checksum.exists():
-        return archive, checksum.read_text().strip()
-    digest = _tar_dir(libs, archive, "libs")
-    checksum.write_text(digest + "\n")
-    return archive, digest
 
 
 def _cached(conn: SshConnection, directory: str, key: str) -> bool:
@@ -140,7 +102,7 @@ def ensure_venv_on(conn: SshConnection, root: str) -> str:
             (Path(tmp) / wheel.name).symlink_to(wheel)
         archive = Path(tmp).with_suffix(".tar")
         try:
-            digest = _tar_dir(Path(tmp), archive, "wheels")
+            digest = tar_dir(Path(tmp), archive, "wheels")
             upload_checked(conn, archive, digest, f"{venv}.wheels")
         finally:
             archive.unlink(missing_ok=True)

@@ -235,7 +235,7 @@ KRAFT = {"kafka_version": "3.7.2", "metadata": "kraft"}
      r"nemesis\[0\].to_version: Kafka 3.2.3 has no KRaft metadata.version \(KRaft from 3.3\)"),
     ([{"fault": "rolling-upgrade", "to_version": "4.1.1"}], {"kafka_version": "3.7.2", "metadata": "kraft",
                                                              "runtime": "docker"},
-     r"nemesis\[0\].fault: rolling-upgrade on the docker runtime is not built"),
+     r"nemesis\[0\].fault: rolling-upgrade on KRaft on the docker runtime is not built"),
 ])
 def test_a_version_change_the_notes_forbid_is_refused_in_one_line(nemesis: list[dict[str, Any]],
                                                                   cluster: dict[str, Any], message: str) -> None:

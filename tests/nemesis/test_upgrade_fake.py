@@ -129,8 +129,10 @@ def spec_with(fault: dict[str, Any], **cluster: Any) -> dict[str, Any]:
     ({"to_version": "3.9"}, {}, r"nemesis\[0\].to_version: expected a Kafka version such as 3.9.1"),
     ({}, {}, r"nemesis\[0\].to_version: required for fault rolling-upgrade"),
     ({"to_version": "3.9.1", "bump": "yes"}, {}, r"nemesis\[0\].bump: expected true or false"),
-    ({"to_version": "3.9.1"}, {"runtime": "docker"},
-     r"nemesis\[0\].fault: rolling-upgrade on the docker runtime is not built: its node containers run one image"),
+    ({"to_version": "2.1.1"}, {"kafka_version": "1.1.1", "runtime": "docker"},
+     r"nemesis\[0\].to_version: Kafka 2.1.1 runs on Java 11, which the docker runtime's nodes do not have"),
+    ({"to_version": "3.9.1"}, {"runtime": "ssh", "inventory": "hosts.yaml"},
+     r"nemesis\[0\].fault: rolling-upgrade on the ssh runtime is not built: its node hosts get one version"),
 ])
 def test_an_upgrade_the_cluster_cannot_do_is_refused_in_one_line(fault: dict[str, Any], cluster: dict[str, Any],
                                                                  message: str) -> None:
@@ -141,6 +143,7 @@ def test_an_upgrade_the_cluster_cannot_do_is_refused_in_one_line(fault: dict[str
 def test_the_new_versions_jars_are_fetched_before_anything_starts() -> None:
     spec = parse_spec(spec_with({"to_version": "3.9.1"}))
     assert spec.cluster.upgrade_versions == ("3.9.1",)
+    assert parse_spec(spec_with({"to_version": "3.9.1"}, runtime="docker")).cluster.upgrade_versions == ("3.9.1",)
     assert spec.cluster.to_json()["upgrade_versions"] == ("3.9.1",)
     assert "upgrade_versions" not in ClusterSettings().to_json()
 
