@@ -32,6 +32,7 @@ from testbed.kafka import config as kcfg
 from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView
+from testbed.runtime.base import Software
 
 if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
@@ -53,6 +54,13 @@ def new_cluster_id() -> str:
             return found
 
 
+def format_argv(sw: Software, config: str, cluster_id: str) -> list[str]:
+    """The command line that formats the storage of the KRaft process configured by `config` (a path on its host),
+    leaving storage formatted before as it is (`harness compose` runs it at every container start)."""
+    return [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id, "-c", config,
+            "--ignore-formatted"]
+
+
 def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
     """`StorageTool format` every KRaft process's configuration on its host, all at once (one JVM each), then
     fsync what it wrote."""
@@ -62,8 +70,7 @@ def format_storage(cluster: KafkaCluster, cluster_id: str) -> None:
         node, role = job
         sw = cluster.software(node)
         config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
-        argv = [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-                "-c", config, "--ignore-formatted"]
+        argv = format_argv(sw, config, cluster_id)
         try:
             done = cluster.runtime.execute(node, argv, timeout=FORMAT_TIMEOUT_S, check=False)
         except RuntimeFailure as exc:

@@ -234,7 +234,7 @@ KINDS: tuple[RuntimeKind, ...] = (
         # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
-        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
+        # client venvs: put into the client containers (testbed.runtime.docker_venvs)
         no_second_version="its node containers run one image, faultline/kafka:<version>, for their whole life"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",

@@ -1,4 +1,5 @@
-"""`python -m harness compose`: a file Compose accepts, the cluster it brings up, the committed example, bad specs.
+"""`python -m harness compose`: a file Compose accepts, the cluster it brings up (ZooKeeper and KRaft), the committed
+example, bad specs.
 
 Debian's docker-compose (1.29, `make setup-docker`) talks to the package's own dockerd (DOCKER_HOST).
 """
@@ -10,8 +11,10 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import docker
 import pytest
@@ -20,6 +23,7 @@ import yaml
 from harness.compose import COMPOSE_FILE, ENV_FILE, load_cluster
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import ROLES, KafkaCluster
+from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import broker_view
 from testbed.kafka.zk import zk_snapshot
@@ -36,6 +40,7 @@ pytestmark = pytest.mark.docker
 SMOKE = REPO / "scenarios" / "smoke.yaml"
 EXAMPLE = REPO / "compose"
 REGENERATE = "python -m harness compose scenarios/smoke.yaml -o compose"
+T = TypeVar("T")
 
 
 def generate(out: Path, spec: Path = SMOKE) -> Path:
@@ -119,6 +124,62 @@ def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path
         remove_prefixed_resources(client, prefix)
     assert down.returncode == 0, down.stderr
     assert left == [], left
+
+
+KRAFT_VERSION = "4.1.1"  # KRaft only; the image tests/docker/test_docker_kraft.py builds too
+
+
+@pytest.mark.versions  # a Kafka other than the default (its image built here): `make test-versions`, `make test-docker`
+def test_a_kraft_project_comes_up_formatted_with_one_quorum_and_down_removes_it(tmp_path: Path) -> None:
+    built = subprocess.run([sys.executable, "compose/build_images.py", "--kafka-version", KRAFT_VERSION,
+                            "--only", "kafka"], cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"].update(kafka_version=KRAFT_VERSION, metadata="kraft")
+    (tmp_path / "kraft.yaml").write_text(yaml.safe_dump(raw))
+    out = generate(tmp_path / "kraft", tmp_path / "kraft.yaml")
+    cluster_id = re.search(r"^KAFKA_CLUSTER_ID=(\S+)$", (out / ENV_FILE).read_text(), re.MULTILINE)
+    assert cluster_id is not None
+    compose = load_cluster(tmp_path / "kraft.yaml", None)
+    prefix = new_prefix()
+    client = docker.from_env()
+    try:
+        up = docker_compose(out, "up", "-d", prefix=prefix)
+        assert up.returncode == 0, up.stderr
+
+        def one_quorum() -> QuorumView | None:  # one leader that every controller knows, all three voters caught up
+            views = [describe_quorum(n.address, kcfg.CONTROLLER_PORT) for n in compose.plan.nodes]
+            leaders = {v.leader_id for v in views}
+            lead = next((v for v in views if v.leading), None)
+            return lead if lead is not None and len(leaders) == 1 and len(lead.voters) == 3 and \
+                all(end >= 0 for end in lead.voters.values()) else None
+
+        def unfenced() -> bool | None:  # a KRaft broker's Metadata lists the unfenced brokers only
+            views = [broker_view(n.address, kcfg.BROKER_PORT) for n in compose.plan.nodes]
+            return True if all(sorted(v.brokers) == [0, 1, 2] for v in views) else None
+        lead = wait_for("one KRaft controller quorum of three voters", lambda: _answering(one_quorum), 120)
+        assert lead.leader_id in (100, 101, 102), lead
+        wait_for("every broker registered and unfenced, known to every broker", lambda: _answering(unfenced), 120)
+        for node in compose.plan.nodes:  # formatted with .env's id, once per process (the storage tool's file)
+            for data in ("controller-data", "kafka-data"):
+                meta = (out / "nodes" / node.name / data / "meta.properties").read_text()
+                assert f"cluster.id={cluster_id.group(1)}" in meta, (node.name, data)
+            assert (out / "nodes" / node.name / "logs" / "controller" / "server.log").stat().st_size > 0
+            assert not (out / "nodes" / node.name / "zookeeper-data").exists()
+    finally:
+        down = docker_compose(out, "down", prefix=prefix)
+        left = ours(client, prefix)
+        remove_prefixed_resources(client, prefix)
+    assert down.returncode == 0, down.stderr
+    assert left == [], left
+
+
+def _answering(check: Callable[[], T | None]) -> T | None:
+    """`check()`, or None while what it asks does not answer yet (a JVM still starting)."""
+    try:
+        return check()
+    except (OSError, ConnectionError, ValueError):
+        return None
 
 
 def test_the_committed_example_is_what_compose_writes_for_smoke(tmp_path: Path) -> None:
