@@ -6,13 +6,14 @@ Debian's docker-compose (1.29, `make setup-docker`) talks to the package's own d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,6 +64,23 @@ def ours(client: docker.DockerClient, prefix: str) -> list[str]:
         [f"network {n.name}" for n in client.networks.list() if n.name.startswith(prefix)]
 
 
+@contextlib.contextmanager
+def brought_up(out: Path) -> Iterator[tuple[str, docker.DockerClient]]:
+    """`docker-compose up -d` of `out` under a fresh run prefix; then `down`, which must leave nothing of it."""
+    prefix = new_prefix()
+    client = docker.from_env()
+    try:
+        up = docker_compose(out, "up", "-d", prefix=prefix)
+        assert up.returncode == 0, up.stderr
+        yield prefix, client
+    finally:
+        down = docker_compose(out, "down", prefix=prefix)
+        left = ours(client, prefix)
+        remove_prefixed_resources(client, prefix)
+    assert down.returncode == 0, down.stderr
+    assert left == [], left
+
+
 def test_compose_accepts_the_file_and_reads_the_runtime_layout_from_it(tmp_path: Path) -> None:
     out = generate(tmp_path / "smoke")
     checked = docker_compose(out, "config")
@@ -85,13 +103,8 @@ def test_compose_accepts_the_file_and_reads_the_runtime_layout_from_it(tmp_path:
 
 def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path: Path) -> None:
     out = generate(tmp_path / "smoke")
-    prefix = new_prefix()
     compose = load_cluster(SMOKE, None)
-    client = docker.from_env()
-    try:
-        up = docker_compose(out, "up", "-d", prefix=prefix)
-        assert up.returncode == 0, up.stderr
-
+    with brought_up(out) as (prefix, client):
         def registered() -> dict[str, Any] | None:
             snap = zk_snapshot(kcfg.zookeeper_connect(compose.plan), None, timeout=2.0)
             return snap if snap["brokers"] == [0, 1, 2] and snap["controller"] is not None else None
@@ -118,12 +131,6 @@ def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path
             for role in ROLES:
                 assert shlex.join(cluster._argv(node, role)) in scripts[node.name], (node.name, role)
         assert (out / "nodes" / "az1-node" / "logs" / "broker" / "server.log").stat().st_size > 0
-    finally:
-        down = docker_compose(out, "down", prefix=prefix)
-        left = ours(client, prefix)
-        remove_prefixed_resources(client, prefix)
-    assert down.returncode == 0, down.stderr
-    assert left == [], left
 
 
 KRAFT_VERSION = "4.1.1"  # KRaft only; the image tests/docker/test_docker_kraft.py builds too
@@ -141,12 +148,7 @@ def test_a_kraft_project_comes_up_formatted_with_one_quorum_and_down_removes_it(
     cluster_id = re.search(r"^KAFKA_CLUSTER_ID=(\S+)$", (out / ENV_FILE).read_text(), re.MULTILINE)
     assert cluster_id is not None
     compose = load_cluster(tmp_path / "kraft.yaml", None)
-    prefix = new_prefix()
-    client = docker.from_env()
-    try:
-        up = docker_compose(out, "up", "-d", prefix=prefix)
-        assert up.returncode == 0, up.stderr
-
+    with brought_up(out) as (prefix, client):
         def one_quorum() -> QuorumView | None:  # one leader that every controller knows, all three voters caught up
             views = [describe_quorum(n.address, kcfg.CONTROLLER_PORT) for n in compose.plan.nodes]
             leaders = {v.leader_id for v in views}
@@ -166,12 +168,6 @@ def test_a_kraft_project_comes_up_formatted_with_one_quorum_and_down_removes_it(
                 assert f"cluster.id={cluster_id.group(1)}" in meta, (node.name, data)
             assert (out / "nodes" / node.name / "logs" / "controller" / "server.log").stat().st_size > 0
             assert not (out / "nodes" / node.name / "zookeeper-data").exists()
-    finally:
-        down = docker_compose(out, "down", prefix=prefix)
-        left = ours(client, prefix)
-        remove_prefixed_resources(client, prefix)
-    assert down.returncode == 0, down.stderr
-    assert left == [], left
 
 
 def _answering(check: Callable[[], T | None]) -> T | None:
