@@ -55,6 +55,8 @@ COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
 PROJECT = "${COMPOSE_PROJECT_NAME}"
 CLUSTER_ID = "KAFKA_CLUSTER_ID"  # the .env variable of a KRaft project's cluster id
+# A KRaft cluster id as `kraft.new_cluster_id` draws it (base64url of 16 bytes), safe unquoted in a shell line.
+CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{21}$")
 # What `DockerRuntime.install` names for a node: the image's java and Kafka's jars (compose/kafka/Dockerfile).
 NODE_SOFTWARE = Software(java=NODE_JAVA, kafka_classpath=NODE_CLASSPATH, python=())
 # What the cluster writes while it runs; the configs and myid are what `compose` wrote.
@@ -125,10 +127,6 @@ def env_file(cluster: ComposeCluster, prefix: str, cluster_id: str | None) -> st
             f"KAFKA_VERSION={cluster.settings.kafka_version}\n{kraft_id}")
 
 
-# A KRaft cluster id as `kraft.new_cluster_id` draws it (base64url of 16 bytes), safe unquoted in a shell line.
-CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{21}$")
-
-
 def _previous(env: Path, name: str, form: re.Pattern[str]) -> str | None:
     """The value of `name` in a project's .env written before, if it has the form `form`."""
     try:
@@ -144,8 +142,9 @@ def node_script(settings: ClusterSettings, node: Host, folder: RunFolder) -> str
     broker JVM that is also its controller)."""
     on_container = partial(container_path, folder)
     f = folder.node(node.name)
+    roles = cast("tuple[NodeRole, ...]", settings.roles)
     argv: dict[str, str] = {role: shlex.join(java_argv(settings, node, role, f, NODE_SOFTWARE, on_container))
-            for role in cast("tuple[NodeRole, ...]", settings.roles)}
+                            for role in roles}
     if not settings.kraft:
         serving = (f"(exec 3<>/dev/tcp/{node.address}/{kcfg.ZK_CLIENT_PORT} && echo srvr >&3 "
                    f'&& grep -qE "^Mode: (leader|follower)" <&3)')
@@ -156,7 +155,7 @@ def node_script(settings: ClusterSettings, node: Host, folder: RunFolder) -> str
     # The id's placeholder is a plain word shlex leaves unquoted; it becomes Compose's ${KAFKA_CLUSTER_ID} below,
     # after the escaping, so Compose fills it in from .env.
     formats = [shlex.join(kraft.format_argv(NODE_SOFTWARE, on_container(f.config(role)), CLUSTER_ID))
-               for role in settings.roles]
+               for role in roles]
     script = "set -e\n" + "".join(f"{line}\n" for line in formats)  # a format that fails ends the container
     if settings.quorum_role is not None:
         listening = f"(exec 3<>/dev/tcp/{node.address}/{kcfg.CONTROLLER_PORT})"
