@@ -149,12 +149,11 @@ def test_a_kraft_project_comes_up_formatted_with_one_quorum_and_down_removes_it(
     assert cluster_id is not None
     compose = load_cluster(tmp_path / "kraft.yaml", None)
     with brought_up(out) as (prefix, client):
-        def one_quorum() -> QuorumView | None:  # one leader that every controller knows, all three voters caught up
-            views = [describe_quorum(n.address, kcfg.CONTROLLER_PORT) for n in compose.plan.nodes]
-            leaders = {v.leader_id for v in views}
-            lead = next((v for v in views if v.leading), None)
-            return lead if lead is not None and len(leaders) == 1 and len(lead.voters) == 3 and \
-                all(end >= 0 for end in lead.voters.values()) else None
+        def one_quorum() -> QuorumView | None:  # one controller leads (the others answer NOT_LEADER) a quorum of
+            views = [describe_quorum(n.address, kcfg.CONTROLLER_PORT) for n in compose.plan.nodes]  # three voters,
+            leading = [v for v in views if v.leading]  # every one caught up (as kraft.quorum_ready asks)
+            return leading[0] if len(leading) == 1 and len(leading[0].voters) == 3 and \
+                all(end >= 0 for end in leading[0].voters.values()) else None
 
         def unfenced() -> bool | None:  # a KRaft broker's Metadata lists the unfenced brokers only
             views = [broker_view(n.address, kcfg.BROKER_PORT) for n in compose.plan.nodes]
