@@ -110,9 +110,9 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
         if hosts.no_second_version is not None:
             raise fail(f"nemesis[{i}].fault", f"{fault.fault} on the {hosts.name} runtime is not built: "
                        f"{hosts.no_second_version} (use --runtime netns)")
-        if cluster.kraft and hosts.name == "docker":  # the jars reach a node container; its controller's roll is untried
-            raise fail(f"nemesis[{i}].fault", f"{fault.fault} on KRaft on the docker runtime is not built (tried on "
-                       f"ZooKeeper mode only; use --runtime netns)")
+        if cluster.kraft and hosts.no_kraft_roll is not None:
+            raise fail(f"nemesis[{i}].fault", f"{fault.fault} on KRaft on the {hosts.name} runtime is not built: "
+                       f"{hosts.no_kraft_roll} (use --runtime netns)")
         if hosts.node_javas is not None and row.java not in hosts.node_javas:
             raise fail(where, f"Kafka {to} runs on Java {row.java}, which the {hosts.name} runtime's nodes do not have")
         if metadata is not None and level is not None:

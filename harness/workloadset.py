@@ -31,7 +31,7 @@ from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import Pausable, PowerCycled, Runtime
+from testbed.runtime.base import Pausable, PowerCycled, Runtime, client_python
 from workloads.config import (
     AnyConfig,
     ConsumerConfig,
@@ -203,8 +203,9 @@ class WorkloadSet:
             on_host = dataclasses.replace(w.config, journal=Path(self.runtime.host_path(w.host, w.config.journal)))
             path.write_text(json.dumps(config_to_json(on_host), indent=2, sort_keys=True) + "\n")
             host_config = self.runtime.put(w.host, path)
-            python = client.python if client is not None and w.role in UNDER_TEST \
-                else self.cluster.software(w.host).python
+            software = self.cluster.software(w.host)  # first use on a host installs this project's code there
+            python = client_python(self.runtime, w.host, client) if client is not None and w.role in UNDER_TEST \
+                else software.python
             self.processes.start(w.host, PROCESS_PREFIX + w.name, [*python, "-m", "workloads", host_config])
             self.running[w.name] = w
 

@@ -189,3 +189,15 @@ def java_problem(version: str, major: int) -> str | None:
     if row.since >= NEWEST_ZOOKEEPER and major < 17:
         return f"Kafka {version} needs Java 17 or later (KIP-750), the host's java is {major}"
     return None
+
+
+# TopicCommand (kafka-topics.sh) moved from core's Scala `kafka.admin` to the Java tools module in 3.7 (KAFKA-14596):
+# the jars from Maven Central hold kafka/admin/TopicCommand.class in kafka_2.13-3.6.2.jar (kafka-tools-3.6.2.jar
+# none) and only org/apache/kafka/tools/TopicCommand.class in 3.7.2's and 4.x's.
+TOOLS_TOPIC_COMMAND_SINCE = (3, 7)
+
+
+def topic_command(version: str) -> str:
+    """The main class of `kafka-topics.sh` in Kafka `version`'s jars."""
+    return ("org.apache.kafka.tools.TopicCommand" if parse(version) >= TOOLS_TOPIC_COMMAND_SINCE
+            else "kafka.admin.TopicCommand")

@@ -33,6 +33,7 @@ from testbed.kafka.kafka_tools import run_tool
 from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import BrokerView
+from testbed.runtime.base import Software
 
 if TYPE_CHECKING:
     from testbed.kafka.cluster import KafkaCluster
@@ -52,6 +53,17 @@ def new_cluster_id() -> str:
         found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not found.startswith("-"):
             return found
+
+
+def format_args(config: str, cluster_id: str) -> list[str]:
+    """StorageTool's arguments that format the storage of the KRaft process configured by `config` (a path on its
+    host), leaving storage formatted before as it is."""
+    return ["format", "-t", cluster_id, "-c", config, "--ignore-formatted"]
+
+
+def format_argv(sw: Software, config: str, cluster_id: str) -> list[str]:
+    """The whole command line of `format_args` (`harness compose` runs it at every container start)."""
+    return [sw.java, "-Xmx256m", "-cp", sw.kafka_classpath, STORAGE_TOOL, *format_args(config, cluster_id)]
 
 
 def format_storage(cluster: KafkaCluster, cluster_id: str, roles: tuple[str, ...] | None = None) -> None:
@@ -81,8 +93,8 @@ def initial_controllers(cluster: KafkaCluster) -> str:
 def format_process(cluster: KafkaCluster, node: Host, role: str, cluster_id: str, flags: list[str]) -> None:
     """`StorageTool format` one process's storage with `flags`, then make what it wrote durable."""
     config = cluster.runtime.host_path(node, cluster.node_folder(node).config(role))
-    run_tool(cluster, node, cluster.settings.kafka_version, STORAGE_TOOL,
-             ["format", "-t", cluster_id, "-c", config, "--ignore-formatted", *flags], FORMAT_TIMEOUT_S,
+    run_tool(cluster, node, cluster.settings.kafka_version, STORAGE_TOOL, [*format_args(config, cluster_id), *flags],
+             FORMAT_TIMEOUT_S,
              f"formatting {node.name}'s {role} storage")
     # StorageTool writes bootstrap.checkpoint without fsync: on unsyncfs a power cut seconds after the start
     # left it empty and the node could not start again ("No FeatureLevelRecord for metadata.version"). A

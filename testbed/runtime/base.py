@@ -30,9 +30,12 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from testbed.addressing import AddressPlan, Host
+
+if TYPE_CHECKING:
+    from testbed.dist.clients import ClientEnv
 
 RUN_ENV = "FAULTLINE_RUN"  # every process a runtime starts carries FAULTLINE_RUN=<prefix>
 PREFIX_RE = re.compile(r"^fl[0-9a-f]{6}$")
@@ -272,6 +275,22 @@ class ShiftsClocks(Protocol):
     def set_clock_offset(self, host: Host, offset_file: Path, offset_ms: float) -> None:
         """From now on (within `CLOCK_REREAD_S`) the processes started with `offset_file` read true time plus
         `offset_ms`."""
+
+
+@runtime_checkable
+class CarriesClientVenvs(Protocol):
+    """A runtime whose client hosts do not see this machine's files: a client venv made here (the client under
+    test, testbed.dist.clients) is put on a host before a process runs on it. A runtime without this ability runs
+    a venv where it is (netns: the hosts share this machine's filesystem)."""
+
+    def client_python(self, host: Host, env: ClientEnv) -> tuple[str, ...]:
+        """The argv prefix running this project's Python modules on `host` with `env`'s confluent-kafka (the venv
+        put there first if it is not); RuntimeFailure (one line) if it cannot be put there."""
+
+
+def client_python(runtime: Runtime, host: Host, env: ClientEnv) -> tuple[str, ...]:
+    """How `host` runs this project's Python modules on the client venv `env`."""
+    return runtime.client_python(host, env) if isinstance(runtime, CarriesClientVenvs) else env.python
 
 
 # What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).

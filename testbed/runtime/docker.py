@@ -52,6 +52,7 @@ from testbed.runtime.docker_api import (
     with_timeout,
 )
 from testbed.runtime.docker_procs import DockerProcess
+from testbed.runtime.docker_venvs import DockerClientVenvs
 from testbed.runtime.docker_versions import IMAGE_CLASSPATH, NodeVersions
 from testbed.runtime.netns_firewall import FirewallChannels
 from testbed.runtime.netns_links import NetnsLinks
@@ -70,11 +71,12 @@ SPAWN = ('mkdir -p "$(dirname "$1")" "$(dirname "$2")" && echo $$ > "$1.tmp" && 
 PID_WAIT_S = 5.0
 
 
-class DockerRuntime(LocalDiskFaults):
-    """Hosts as containers; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, and with a daemon on this
-    machine LosesUnsyncedWrites, DiskFaults and LinkShaper; its processes are Pausable."""
+class DockerRuntime(LocalDiskFaults, DockerClientVenvs):
+    """Hosts as containers; implements Runtime, Firewalled, KeepsNetwork, PowerCycled, CarriesClientVenvs, and with
+    a daemon on this machine LosesUnsyncedWrites, DiskFaults and LinkShaper; its processes are Pausable."""
 
     kind = "docker"
+    code_root = f"{HOST_ROOT}/src"  # this project's code on a host (`install`)
 
     def __init__(self, prefix: str, plan: AddressPlan, state: RunState,
                  client: docker.DockerClient | None = None) -> None:
@@ -243,7 +245,7 @@ class DockerRuntime(LocalDiskFaults):
                 self.versions.install(host)
                 self._installed.add(host.name)
         return Software(java=NODE_JAVA, kafka_classpath=self.versions.classpath(host, kafka_version),
-                        python=("env", f"PYTHONPATH={HOST_ROOT}/src", PYTHON[host.role]))
+                        python=("env", f"PYTHONPATH={self.code_root}", PYTHON[host.role]))
 
     def host_path(self, host: Host, path: Path) -> str:
         return container_path(self.state.run_dir, path)

@@ -88,6 +88,8 @@ class RuntimeKind:
     # Why its nodes cannot host a KRaft controller beside ZooKeeper and the broker mid-run (`zk-to-kraft`); None:
     # they can (netns: a node is a namespace of this machine, any number of JVMs).
     no_migration: str | None = None
+    # Why a rolling upgrade or downgrade of a KRaft cluster is not offered where a ZooKeeper one is; None: it is.
+    no_kraft_roll: str | None = None
     # The caveat from the run's state where it depends on the hosts (ssh: each node host's kind of power-off);
     # None: `power_off_note`.
     _power_note: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -238,8 +240,9 @@ KINDS: tuple[RuntimeKind, ...] = (
         # a docker network must lie in DOCKER_NETWORK (testbed.runtime.docker_api)
         needs_inventory=False, network=DOCKER_NETWORK, own_clocks=False, power_off_note=None,
         _preflight=_docker_preflight, node_javas=frozenset({17}),  # faultline/base's openjdk-17
-        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
-        no_migration="not built: a KRaft controller as a third JVM in each node container is untried there"),
+        # client venvs: put into the client containers (testbed.runtime.docker_venvs)
+        no_migration="not built: a KRaft controller as a third JVM in each node container is untried there",
+        no_kraft_roll="untried: tried on ZooKeeper mode only (a node container's controller rolled onto the put jars)"),
     RuntimeKind(
         name="ssh", hosts="a machine of the inventory, over SSH",
         implementation="testbed.runtime.ssh:SshRuntime",

@@ -1,17 +1,21 @@
-"""`python -m harness compose`: a file Compose accepts, the cluster it brings up, the committed example, bad specs.
+"""`python -m harness compose`: a file Compose accepts, the cluster it brings up (ZooKeeper and KRaft), the committed
+example, bad specs.
 
 Debian's docker-compose (1.29, `make setup-docker`) talks to the package's own dockerd (DOCKER_HOST).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import docker
 import pytest
@@ -20,6 +24,7 @@ import yaml
 from harness.compose import COMPOSE_FILE, ENV_FILE, load_cluster
 from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import ROLES, KafkaCluster
+from testbed.kafka.quorum import QuorumView, describe_quorum
 from testbed.kafka.waiting import wait_for
 from testbed.kafka.wire import broker_view
 from testbed.kafka.zk import zk_snapshot
@@ -36,6 +41,7 @@ pytestmark = pytest.mark.docker
 SMOKE = REPO / "scenarios" / "smoke.yaml"
 EXAMPLE = REPO / "compose"
 REGENERATE = "python -m harness compose scenarios/smoke.yaml -o compose"
+T = TypeVar("T")
 
 
 def generate(out: Path, spec: Path = SMOKE) -> Path:
@@ -56,6 +62,23 @@ def docker_compose(project: Path, *args: str, prefix: str | None = None,
 def ours(client: docker.DockerClient, prefix: str) -> list[str]:
     return [f"container {c.name}" for c in client.containers.list(all=True) if c.name.startswith(prefix)] + \
         [f"network {n.name}" for n in client.networks.list() if n.name.startswith(prefix)]
+
+
+@contextlib.contextmanager
+def brought_up(out: Path) -> Iterator[tuple[str, docker.DockerClient]]:
+    """`docker-compose up -d` of `out` under a fresh run prefix; then `down`, which must leave nothing of it."""
+    prefix = new_prefix()
+    client = docker.from_env()
+    try:
+        up = docker_compose(out, "up", "-d", prefix=prefix)
+        assert up.returncode == 0, up.stderr
+        yield prefix, client
+    finally:
+        down = docker_compose(out, "down", prefix=prefix)
+        left = ours(client, prefix)
+        remove_prefixed_resources(client, prefix)
+    assert down.returncode == 0, down.stderr
+    assert left == [], left
 
 
 def test_compose_accepts_the_file_and_reads_the_runtime_layout_from_it(tmp_path: Path) -> None:
@@ -80,13 +103,8 @@ def test_compose_accepts_the_file_and_reads_the_runtime_layout_from_it(tmp_path:
 
 def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path: Path) -> None:
     out = generate(tmp_path / "smoke")
-    prefix = new_prefix()
     compose = load_cluster(SMOKE, None)
-    client = docker.from_env()
-    try:
-        up = docker_compose(out, "up", "-d", prefix=prefix)
-        assert up.returncode == 0, up.stderr
-
+    with brought_up(out) as (prefix, client):
         def registered() -> dict[str, Any] | None:
             snap = zk_snapshot(kcfg.zookeeper_connect(compose.plan), None, timeout=2.0)
             return snap if snap["brokers"] == [0, 1, 2] and snap["controller"] is not None else None
@@ -113,12 +131,50 @@ def test_up_brings_up_the_cluster_the_harness_reads_and_down_removes_it(tmp_path
             for role in ROLES:
                 assert shlex.join(cluster._argv(node, role)) in scripts[node.name], (node.name, role)
         assert (out / "nodes" / "az1-node" / "logs" / "broker" / "server.log").stat().st_size > 0
-    finally:
-        down = docker_compose(out, "down", prefix=prefix)
-        left = ours(client, prefix)
-        remove_prefixed_resources(client, prefix)
-    assert down.returncode == 0, down.stderr
-    assert left == [], left
+
+
+KRAFT_VERSION = "4.1.1"  # KRaft only; the image tests/docker/test_docker_kraft.py builds too
+
+
+@pytest.mark.versions  # a Kafka other than the default (its image built here): `make test-versions`, `make test-docker`
+def test_a_kraft_project_comes_up_formatted_with_one_quorum_and_down_removes_it(tmp_path: Path) -> None:
+    built = subprocess.run([sys.executable, "compose/build_images.py", "--kafka-version", KRAFT_VERSION,
+                            "--only", "kafka"], cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"].update(kafka_version=KRAFT_VERSION, metadata="kraft")
+    (tmp_path / "kraft.yaml").write_text(yaml.safe_dump(raw))
+    out = generate(tmp_path / "kraft", tmp_path / "kraft.yaml")
+    cluster_id = re.search(r"^KAFKA_CLUSTER_ID=(\S+)$", (out / ENV_FILE).read_text(), re.MULTILINE)
+    assert cluster_id is not None
+    compose = load_cluster(tmp_path / "kraft.yaml", None)
+    with brought_up(out) as (prefix, client):
+        def one_quorum() -> QuorumView | None:  # one controller leads (the others answer NOT_LEADER) a quorum of
+            views = [describe_quorum(n.address, kcfg.CONTROLLER_PORT) for n in compose.plan.nodes]  # three voters,
+            leading = [v for v in views if v.leading]  # every one caught up (as kraft.quorum_ready asks)
+            return leading[0] if len(leading) == 1 and len(leading[0].voters) == 3 and \
+                all(end >= 0 for end in leading[0].voters.values()) else None
+
+        def unfenced() -> bool | None:  # a KRaft broker's Metadata lists the unfenced brokers only
+            views = [broker_view(n.address, kcfg.BROKER_PORT) for n in compose.plan.nodes]
+            return True if all(sorted(v.brokers) == [0, 1, 2] for v in views) else None
+        lead = wait_for("one KRaft controller quorum of three voters", lambda: _answering(one_quorum), 120)
+        assert lead.leader_id in (100, 101, 102), lead
+        wait_for("every broker registered and unfenced, known to every broker", lambda: _answering(unfenced), 120)
+        for node in compose.plan.nodes:  # formatted with .env's id, once per process (the storage tool's file)
+            for data in ("controller-data", "kafka-data"):
+                meta = (out / "nodes" / node.name / data / "meta.properties").read_text()
+                assert f"cluster.id={cluster_id.group(1)}" in meta, (node.name, data)
+            assert (out / "nodes" / node.name / "logs" / "controller" / "server.log").stat().st_size > 0
+            assert not (out / "nodes" / node.name / "zookeeper-data").exists()
+
+
+def _answering(check: Callable[[], T | None]) -> T | None:
+    """`check()`, or None while what it asks does not answer yet (a JVM still starting)."""
+    try:
+        return check()
+    except (OSError, ConnectionError, ValueError):
+        return None
 
 
 def test_the_committed_example_is_what_compose_writes_for_smoke(tmp_path: Path) -> None:

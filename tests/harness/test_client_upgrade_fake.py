@@ -10,7 +10,7 @@ import pytest
 
 from harness.run import write_spec
 from harness.spec import parse_spec
-from harness.spec_clients import client_upgrades
+from harness.spec_clients import check_client_upgrades, client_upgrades
 from harness.workloadset import WorkloadSet, plan_workloads
 from nemesis.registry import fault_for
 from nemesis.spec import parse_fault
@@ -122,7 +122,8 @@ def test_bad_upgrade_specs_are_one_line(change: dict, says: str) -> None:
 
 def test_a_runtime_without_client_venvs_refuses_an_upgrade_and_the_versions_are_listed_once() -> None:
     raw = json.loads(json.dumps(SPEC))
-    raw["cluster"] = {"runtime": "docker"}
-    with pytest.raises(SpecError, match=r"nemesis\[0\]\.fault: upgrade-client: the docker runtime cannot run"):
-        parse_spec(raw)
+    raw["cluster"] = {"runtime": "docker"}  # docker puts the venvs into its client containers
+    assert client_upgrades(parse_spec(raw).nemesis) == ["2.16.1"]
+    with pytest.raises(SpecError, match=r"nemesis\[0\]\.fault: upgrade-client: the ssh runtime cannot run"):
+        check_client_upgrades(parse_spec(SPEC).nemesis, "ssh")  # (a whole ssh spec needs an inventory)
     assert client_upgrades(parse_spec(SPEC).nemesis) == ["2.16.1"]
