@@ -45,6 +45,14 @@ def java_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def transaction_partition(transactional_id: str, partitions: int) -> int:
+    """The __transaction_state partition of `transactional_id`: Kafka's `Utils.abs(hashCode) % partitions`, where
+    Utils.abs is Math.abs (0 for Integer.MIN_VALUE), not a mask of the sign bit: the two differ for a negative hash
+    (CI-like run 2026-11-28: fl0dfcb8-producer-az1-0 lived in partition 2, the mask said 0)."""
+    h = java_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
 TXN_ROW = re.compile(r"CreateTime: (\d+).*transactionalId=(\S+?)\s.*state=(\w+)")
 
 
@@ -52,7 +60,7 @@ def transaction_log(run: RunFolder, node: str, transactional_id: str, kafka_vers
                     partitions: int = 3) -> list[tuple[int, str]]:
     """(the coordinator's time it wrote it, ms; the state) of every entry for `transactional_id` in `node`'s copy
     of its __transaction_state partition (cluster config: 3 partitions), in log order."""
-    partition = (java_hash(transactional_id) & 0x7FFFFFFF) % partitions
+    partition = transaction_partition(transactional_id, partitions)
     folder = run.node(node).data("broker") / f"__transaction_state-{partition}"
     files = sorted(folder.glob("*.log"))
     argv = [java_for(kafka_version), "-Xmx256m", "-cp", classpath(kafka_version), DUMP_CLASS,
