@@ -85,12 +85,16 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
     a runtime whose nodes cannot run a second version or that version's Java. Returns the versions the run rolls to
     (their jars are fetched before anything starts)."""
     hosts, versions = kind(cluster.runtime), []
+    rolls = [(i, fault) for i, fault in schedule.faults() if fault.fault in ("rolling-upgrade", "rolling-downgrade")]
+    if not rolls:  # a cluster that never rolls needs no metadata.version table (4.4.0's levels are not in it)
+        return ()
     running = cluster.kafka_version
     pins = _pins_in_force(cluster.broker_overrides, running)
-    metadata = release_level(running) if cluster.kraft else None
-    for i, fault in schedule.faults():
-        if fault.fault not in ("rolling-upgrade", "rolling-downgrade"):
-            continue
+    try:
+        metadata = release_level(running) if cluster.kraft else None
+    except DistributionError as exc:
+        raise fail(f"nemesis[{rolls[0][0]}].fault", str(exc)) from None
+    for i, fault in rolls:
         down, where, to = fault.fault == "rolling-downgrade", f"nemesis[{i}].to_version", fault.options["to_version"]
         try:
             row = release(to)

@@ -287,3 +287,14 @@ def test_a_kraft_nodes_logs_are_found_by_its_broker_id(
     upgrade run found "no log file in the run folder for broker-0")."""
     _, cluster, _, _ = kraft_world
     assert [broker_id(cluster.node_folder(n)) for n in cluster.nodes] == [0, 1, 2]
+
+
+def test_a_kraft_cluster_that_never_rolls_needs_no_metadata_version_row() -> None:
+    """4.4.0's levels are not in the table: a 4.4.0 spec without a roll still loads (the table is read only for a
+    rolling-upgrade or -downgrade); one with a roll is refused in one line naming its fault."""
+    spec = {"name": "k", "duration_s": 20, "cluster": {"kafka_version": "4.4.0"},
+            "workloads": {"producers": [{"azs": ["az1"], "rate": 10}]}}
+    assert parse_spec(spec).cluster.kafka_version == "4.4.0"
+    with pytest.raises(SpecError, match=r"nemesis\[0\].fault: .*Kafka 4.4.0: faultline does not know its "
+                                        r"metadata.version levels"):
+        parse_spec({**spec, "nemesis": [{"at": 5, "fault": "rolling-upgrade", "to_version": "4.1.1"}]})
