@@ -14,11 +14,10 @@ Pure socket code; never changes anything on the controller.
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass, field
 
-from testbed.kafka.wire_codec import FlexReader, exchange, uvarint
+from testbed.kafka.wire_codec import NO_TAGS, FlexReader, ask, request_header, uvarint
 
 DESCRIBE_QUORUM_KEY = 55
 DESCRIBE_QUORUM_VERSION = 0
@@ -41,14 +40,13 @@ class QuorumView:
         return self.error == 0 and self.leader_id is not None
 
 
-def describe_quorum_request(correlation_id: int) -> bytes:
-    client = b"faultline-observer"
-    body = struct.pack(">hhih", DESCRIBE_QUORUM_KEY, DESCRIBE_QUORUM_VERSION, correlation_id, len(client)) + client
-    body += b"\x00"  # header tagged fields
+def describe_quorum_request(correlation_id: int, version: int = DESCRIBE_QUORUM_VERSION) -> bytes:
+    """DescribeQuorum of the metadata log's one partition (its body the same from v0 to v2; flexible from v0)."""
     topic = METADATA_TOPIC.encode()
-    body += uvarint(2) + uvarint(len(topic) + 1) + topic + uvarint(2) + struct.pack(">i", 0) + b"\x00"
-    body += b"\x00" + b"\x00"  # the topic's tagged fields, the request's
-    return struct.pack(">i", len(body)) + body
+    body = uvarint(2) + uvarint(len(topic) + 1) + topic + uvarint(2) + struct.pack(">i", 0) + NO_TAGS
+    body += NO_TAGS + NO_TAGS  # the topic's tagged fields, the request's
+    frame = request_header(DESCRIBE_QUORUM_KEY, version, correlation_id) + NO_TAGS + body
+    return struct.pack(">i", len(frame)) + frame
 
 
 def parse_describe_quorum(data: bytes) -> QuorumView:
@@ -77,6 +75,4 @@ def parse_describe_quorum(data: bytes) -> QuorumView:
 
 def describe_quorum(host: str, port: int, timeout: float = 2.0) -> QuorumView:
     """Exactly this controller's answer; OSError/ConnectionError when it does not answer."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        return parse_describe_quorum(exchange(sock, describe_quorum_request(1)))
+    return parse_describe_quorum(ask(host, port, describe_quorum_request(1), timeout))

@@ -20,7 +20,6 @@ not answer. Pure socket code.
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
 
@@ -28,9 +27,9 @@ from testbed.kafka.wire_codec import (
     NO_TAGS,
     FlexReader,
     Reader,
+    ask,
     compact_ints,
     compact_string,
-    exchange,
     request_header,
     uvarint,
 )
@@ -63,12 +62,6 @@ def _frame(api_key: int, version: int, body: bytes, flexible: bool) -> bytes:
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
-def _ask(host: str, port: int, request: bytes, timeout: float) -> bytes:
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        return exchange(sock, request)
-
-
 # -- the three requests ----------------------------------------------------------
 def alter_reassignments(host: str, port: int, topic: str, targets: dict[int, list[int] | None],
                         timeout_ms: int = 10000) -> tuple[int, dict[int, tuple[int, str | None]]]:
@@ -77,7 +70,7 @@ def alter_reassignments(host: str, port: int, topic: str, targets: dict[int, lis
     parts = b"".join(struct.pack(">i", p) + compact_ints(replicas) + NO_TAGS for p, replicas in targets.items())
     body = (struct.pack(">i", timeout_ms) + uvarint(2) + compact_string(topic) + uvarint(len(targets) + 1)
             + parts + NO_TAGS + NO_TAGS)
-    r = FlexReader(_ask(host, port, _frame(ALTER_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
+    r = FlexReader(ask(host, port, _frame(ALTER_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
     r.take(">i")  # correlation id
     r.skip_tags()  # response header v1
     r.take(">i")  # throttle time
@@ -99,7 +92,7 @@ def list_reassignments(host: str, port: int, topic: str, partitions: list[int],
     """The reassignments in progress among `partitions` of `topic`: the request's error code, and each moving one."""
     body = (struct.pack(">i", timeout_ms) + uvarint(2) + compact_string(topic) + compact_ints(partitions)
             + NO_TAGS + NO_TAGS)
-    r = FlexReader(_ask(host, port, _frame(LIST_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
+    r = FlexReader(ask(host, port, _frame(LIST_REASSIGNMENTS_KEY, 0, body, True), timeout_ms / 1000 + 5))
     r.take(">i")
     r.skip_tags()
     r.take(">i")
@@ -125,7 +118,7 @@ def alter_configs(host: str, port: int, resource_type: int, name: str, configs: 
                        for k, v in configs.items())
     body = (struct.pack(">ib", 1, resource_type) + struct.pack(">h", len(name)) + name.encode()
             + struct.pack(">i", len(configs)) + entries + struct.pack(">b", 0))
-    r = Reader(_ask(host, port, _frame(INCREMENTAL_ALTER_CONFIGS_KEY, 0, body, False), timeout))
+    r = Reader(ask(host, port, _frame(INCREMENTAL_ALTER_CONFIGS_KEY, 0, body, False), timeout))
     r.take(">i")
     r.take(">i")  # throttle time
     r.take(">i")  # one resource

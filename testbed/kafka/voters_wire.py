@@ -14,12 +14,11 @@ Must never: decide whom to add or remove (that is `nemesis.controller_membership
 from __future__ import annotations
 
 import base64
-import socket
 import struct
 from dataclasses import dataclass, field
 
-from testbed.kafka.quorum import DESCRIBE_QUORUM_KEY, METADATA_TOPIC
-from testbed.kafka.wire_codec import NO_TAGS, FlexReader, compact_string, exchange, request_header, uvarint
+from testbed.kafka.quorum import describe_quorum_request
+from testbed.kafka.wire_codec import NO_TAGS, FlexReader, ask, compact_string, request_header, uvarint
 
 DESCRIBE_QUORUM_V2 = 2
 ADD_RAFT_VOTER_KEY = 80
@@ -93,9 +92,7 @@ def _flex_request(api_key: int, version: int, correlation_id: int, body: bytes) 
 
 
 def describe_voters_request(correlation_id: int) -> bytes:
-    topic = METADATA_TOPIC.encode()
-    body = uvarint(2) + uvarint(len(topic) + 1) + topic + uvarint(2) + struct.pack(">i", 0) + NO_TAGS + NO_TAGS
-    return _flex_request(DESCRIBE_QUORUM_KEY, DESCRIBE_QUORUM_V2, correlation_id, body + NO_TAGS)
+    return describe_quorum_request(correlation_id, DESCRIBE_QUORUM_V2)
 
 
 def _replicas(r: FlexReader) -> tuple[Replica, ...]:
@@ -169,25 +166,19 @@ def parse_voter_change(data: bytes) -> tuple[int, str | None]:
     return r.take(">h"), r.compact_string()
 
 
-def _ask(host: str, port: int, request: bytes, timeout: float) -> bytes:
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        return exchange(sock, request)
-
-
 def describe_voters(host: str, port: int, timeout: float = 2.0) -> VoterSet:
     """This controller's DescribeQuorum v2 answer; OSError/ConnectionError when it does not answer."""
-    return parse_describe_voters(_ask(host, port, describe_voters_request(1), timeout))
+    return parse_describe_voters(ask(host, port, describe_voters_request(1), timeout))
 
 
 def add_voter(host: str, port: int, node_id: int, directory_id: str, endpoint: tuple[str, int],
               timeout: float = 15.0) -> tuple[int, str | None]:
     """Ask the controller at host:port (the leader) to add voter (node_id, directory_id) reached at `endpoint`."""
     request = add_voter_request(1, None, int(timeout * 1000) - 1000, node_id, directory_id, *endpoint)
-    return parse_voter_change(_ask(host, port, request, timeout))
+    return parse_voter_change(ask(host, port, request, timeout))
 
 
 def remove_voter(host: str, port: int, node_id: int, directory_id: str,
                  timeout: float = 15.0) -> tuple[int, str | None]:
     """Ask the controller at host:port (the leader) to remove voter (node_id, directory_id)."""
-    return parse_voter_change(_ask(host, port, remove_voter_request(1, None, node_id, directory_id), timeout))
+    return parse_voter_change(ask(host, port, remove_voter_request(1, None, node_id, directory_id), timeout))

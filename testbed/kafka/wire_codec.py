@@ -112,6 +112,13 @@ def request_header(api_key: int, version: int, correlation_id: int, client: byte
     return struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client
 
 
+def ask(host: str, port: int, request: bytes, timeout: float) -> bytes:
+    """`exchange` over a connection of its own to host:port, every step bounded by `timeout`."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        return exchange(sock, request)
+
+
 def exchange(sock: socket.socket, request: bytes) -> bytes:
     """Send one framed request and return its response's body (the frame without its size)."""
     sock.sendall(request)

@@ -173,7 +173,7 @@ def test_the_reassignment_request_is_kafkas_flexible_encoding() -> None:
                 + struct.pack(">ih", 2, 0) + b"\x00" + b"\x00" + b"\x00" + b"\x00")
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(reassign_wire, "_ask", answer)
+        m.setattr(reassign_wire, "ask", answer)
         assert reassign_wire.alter_reassignments("h", 9092, "t", {2: [1, 0]}, 1000) == (0, {2: (0, None)})
     frame = sent[0]
     assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
@@ -189,7 +189,7 @@ def test_the_list_answer_is_read_with_adding_and_removing_replicas() -> None:
     answer = (struct.pack(">i", 1) + b"\x00" + struct.pack(">ih", 0, 0) + b"\x00" + b"\x02" + b"\x02t" + b"\x02"
               + struct.pack(">i", 0) + ints(1, 2, 0) + ints(2) + ints(0) + b"\x00" + b"\x00" + b"\x00")
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(reassign_wire, "_ask", lambda *a: answer)
+        m.setattr(reassign_wire, "ask", lambda *a: answer)
         error, moving = reassign_wire.list_reassignments("h", 9092, "t", [0])
     assert error == 0
     assert moving == {0: reassign_wire.Moving(0, (1, 2, 0), (2,), (0,))}
