@@ -185,14 +185,10 @@ def history_lines(history: History) -> list[str]:
 
 def recorded_runs(rows: Iterable[dict[str, Any]], name: str) -> dict[tuple[str, str], int]:
     """How many runs each (scenario, configuration) has in the campaigns of `name` (rows as `read_lakes` gives
-    them; a case's attempts are one run, a SKIPPED case none): what `harness campaign --resume` counts."""
-    cases = {(str(r["campaign_id"]), int(r["entry"]), str(r["scenario"]), str(r["configuration"])): str(r["outcome"])
-             for r in rows if r.get("campaign") == name}
-    counts: dict[tuple[str, str], int] = {}
-    for (_, _, scenario, configuration), outcome in cases.items():
-        if outcome != SKIPPED:
-            counts[(scenario, configuration)] = counts.get((scenario, configuration), 0) + 1
-    return counts
+    them; a case's attempts are one run, a SKIPPED case none): what `harness campaign --resume` counts. Every run
+    on record: `trends`' runs window with no bound."""
+    _, items = trends(rows, name, None, runs=sys.maxsize)
+    return {(t.scenario, t.configuration): t.runs for t in items if t.runs}
 
 
 def read_lakes(lakes: Sequence[Path]) -> list[dict[str, Any]]:
