@@ -7,7 +7,7 @@
 - `plan`: the runs, each a `Case` that loads its spec when it runs; seeds and the order from the campaign seed.
 - `runner`: each case run the way `harness run` runs one (`harness.scenario.run_specs`, or the one passed in), within the
   budget, a failure run again once; `records`: each attempt judged from its verdict, each case's
-  outcome (PASS, FLAKE, FAIL, REGRESSION, SKIPPED).
+  outcome (PASS, FLAKE, FAIL, REGRESSION, INCONCLUSIVE, SKIPPED).
 - `lake`: the `campaigns` table of the results lake (pyarrow, no Spark) and the runs' ingest.
 - `changes`: what changed since the previous campaign of the same name.
 - `flakes`: each scenario × configuration's outcomes over the last campaigns of the name and its flake rate, against

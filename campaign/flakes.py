@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaign.config import load_campaign
+from campaign.config import FlakeRate, load_campaign
 from campaign.lake import DEFAULT_LAKE, read_campaigns
 from campaign.records import FAIL, FLAKE, INCONCLUSIVE, OUTCOMES, PASS, REGRESSION, SKIPPED
 from testbed.errors import SpecError
@@ -88,6 +88,20 @@ class History:
         return over(self.trends, self.threshold) if self.threshold is not None else []
 
 
+def span_of(rate: FlakeRate | None, window: int | None = None,
+            runs: int | None = None) -> tuple[int | None, int | None]:
+    """The window a table counts over, as (window, runs) with one of them set: `runs`, else `window` (the command's
+    flags), else the campaign file's flake_rate, else the last DEFAULT_WINDOW campaigns. The one place the default
+    is resolved: the index and summary (history_of), the command (main) and `trends` all ask it."""
+    if runs is not None:
+        return None, runs
+    if window is not None:
+        return window, None
+    if rate is not None and rate.runs is not None:
+        return None, rate.runs
+    return (rate.window if rate is not None and rate.window else DEFAULT_WINDOW), None
+
+
 def history_of(lake: Path, name: str, source: Path) -> History:
     """The last campaigns of `name` in the lake, over the window of its file's flake_rate (else DEFAULT_WINDOW);
     an unreadable file or lake is said in `note`, never raised."""
@@ -95,9 +109,8 @@ def history_of(lake: Path, name: str, source: Path) -> History:
         rate = load_campaign(source).flake_rate
     except (SpecError, OSError):
         rate = None
-    runs = rate.runs if rate else None
-    history = History(None if runs else (rate.window if rate else None) or DEFAULT_WINDOW,
-                      rate.threshold if rate else None, runs=runs)
+    window, runs = span_of(rate)
+    history = History(window, rate.threshold if rate else None, runs=runs)
     try:
         history.ids, history.trends = trends(read_campaigns(lake), name, history.window, runs)
     except (OSError, ValueError) as exc:
@@ -109,7 +122,9 @@ def trends(rows: Iterable[dict[str, Any]], name: str, window: int | None,
            runs: int | None = None) -> tuple[list[str], list[Trend]]:
     """The campaigns of `name` in the window (by start, oldest first) and each scenario × configuration's outcomes in
     them, sorted by scenario and configuration; rows are the lake's campaigns table (campaign.lake.read_campaigns).
-    The window is the last `window` campaigns, or with `runs` each case's last `runs` runs (SKIPPED is no run)."""
+    The window is the last `window` campaigns, or with `runs` each case's last `runs` runs (SKIPPED is no run);
+    neither: `span_of`'s default."""
+    window, runs = span_of(None, window, runs)
     mine = [r for r in rows if r.get("campaign") == name]
     started: dict[str, Any] = {}
     cases: dict[tuple[str, int, str, str], str] = {}
@@ -118,7 +133,7 @@ def trends(rows: Iterable[dict[str, Any]], name: str, window: int | None,
         started[cid] = min(started.get(cid, r["started_at"]), r["started_at"])
         cases[(cid, int(r["entry"]), str(r["scenario"]), str(r["configuration"]))] = str(r["outcome"])
     order = sorted(started, key=lambda c: (started[c], c))
-    shown = set(order if runs else order[-(window or DEFAULT_WINDOW):])
+    shown = set(order[-window:] if window else order)  # runs: every campaign, then each case's last runs
     seen: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (scenario, configuration) -> [(campaign, outcome)]
     for (cid, _, scenario, configuration), outcome in sorted(
             cases.items(), key=lambda kv: (started[kv[0][0]], kv[0][0], kv[0][1])):
@@ -231,11 +246,9 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     rate, lakes = campaign.flake_rate, args.lake or [DEFAULT_LAKE]
-    runs = args.runs if args.runs is not None else (rate.runs if rate and args.window is None else None)
-    window = None if runs is not None else args.window if args.window is not None else (
-        rate.window if rate and rate.window else DEFAULT_WINDOW)
+    window, runs = span_of(rate, args.window, args.runs)
     threshold = args.threshold if args.threshold is not None else (rate.threshold if rate else None)
-    span = runs if runs is not None else window if window is not None else DEFAULT_WINDOW
+    span = runs if runs is not None else window or 0
     if span < 1 or (threshold is not None and not 0 <= threshold < 1):
         print(f"error: --window and --runs must be >= 1 and --threshold 0 to 1 (excluded), got {span} and "
               f"{threshold}", file=sys.stderr)

@@ -27,11 +27,11 @@ from pathlib import Path
 from campaign.plan import Case
 from checkers.anomalies import ANOMALIES
 from checkers.verdict import INCONCLUSIVE as STATE_INCONCLUSIVE
-from checkers.verdict import PASSED, expectation_state
+from checkers.verdict import PASSED, RUN_OUTCOMES, expectation_state
 from report.verdict_view import verdict_line
 from testbed.runfolder import RunFolder
 
-PASS, FAIL, ERROR, INCONCLUSIVE = "PASS", "FAIL", "ERROR", "INCONCLUSIVE"
+PASS, FAIL, ERROR, INCONCLUSIVE = RUN_OUTCOMES
 FLAKE, REGRESSION, SKIPPED = "FLAKE", "REGRESSION", "SKIPPED"
 OUTCOMES = (PASS, FLAKE, FAIL, REGRESSION, INCONCLUSIVE, SKIPPED)
 FAILING = (FAIL, REGRESSION)

@@ -26,6 +26,9 @@ EXIT_INCONCLUSIVE = 4  # a run whose expectation's precondition was never shown:
 # What a run showed against its scenario's expectation (the verdict's ``expectation``): everything it expected
 # (PASSED), something else (FAILED), or nothing it can be judged by, a precondition's evidence missing (INCONCLUSIVE).
 PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
+# A run's outcome against that expectation (the manifest's `outcome`, the lake's runs.outcome, a campaign attempt's):
+# PASS, FAIL, ERROR (no verdict to judge) or INCONCLUSIVE (neither passed nor failed). Every tally of them counts all.
+RUN_OUTCOMES = ("PASS", "FAIL", "ERROR", "INCONCLUSIVE")
 
 NO_FINAL_READS = "no final reads: the final drain never completed, so nothing can be judged"
 NO_COMMITTED_VIEW = ("the history has transactions but no final read by a read_committed process: the committed "

@@ -20,6 +20,7 @@ Must never: read a run folder or judge a history (it compares a verdict and evid
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,10 +134,17 @@ def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectati
 
 
 def _regex(where: str, pattern: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise SpecError(f"{where}: {pattern!r} is not a regular expression: {exc}") from None
+    """A spec's pattern compiles, and means the same to a later Python: a `[` inside a class, or `--`, `&&`, `~~`, `||`
+    there, is refused (Python warns "Possible nested set": set operations may give it another meaning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            re.compile(pattern)
+        except FutureWarning as exc:
+            raise SpecError(f"{where}: {pattern!r} may mean otherwise to a later Python ({exc}): write \\[ for a [ "
+                            f"inside [...], and escape a doubled -, &, ~ or | there") from None
+        except re.error as exc:
+            raise SpecError(f"{where}: {pattern!r} is not a regular expression: {exc}") from None
 
 
 def _kafka_error(where: str, value: int | str) -> str:

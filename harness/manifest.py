@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import INCONCLUSIVE as STATE_INCONCLUSIVE
-from checkers.verdict import PASSED, expectation_state
+from checkers.verdict import PASSED, RUN_OUTCOMES, expectation_state
 from harness.spec import Spec
 from harness.versions import commit, software_versions
 from nemesis.journal import read_journal
@@ -40,7 +40,7 @@ log = logging.getLogger("faultline.manifest")
 
 CAMPAIGN_ENV = "FAULTLINE_CAMPAIGN_ID"
 # Outcome of a run held to a scenario's expectation; None when the spec expects nothing.
-PASS, FAIL, ERROR, INCONCLUSIVE = "PASS", "FAIL", "ERROR", "INCONCLUSIVE"
+PASS, FAIL, ERROR, INCONCLUSIVE = RUN_OUTCOMES
 EXIT_HARNESS_FAILED = 3
 
 

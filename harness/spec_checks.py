@@ -31,6 +31,7 @@ from workloads.settings import canonical
 if TYPE_CHECKING:
     from harness.spec import ProducerGroup
 
+ROLLS = ("rolling-upgrade", "rolling-downgrade")  # the faults that roll the brokers onto another version
 
 
 def check_version_can(producers: Sequence[ProducerGroup], kafka_version: str) -> None:
@@ -85,7 +86,7 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
     a runtime whose nodes cannot run a second version or that version's Java. Returns the versions the run rolls to
     (their jars are fetched before anything starts)."""
     hosts, versions = kind(cluster.runtime), []
-    rolls = [(i, fault) for i, fault in schedule.faults() if fault.fault in ("rolling-upgrade", "rolling-downgrade")]
+    rolls = [(i, fault) for i, fault in schedule.faults() if fault.fault in ROLLS]
     if not rolls:  # a cluster that never rolls needs no metadata.version table (4.4.0's levels are not in it)
         return ()
     running = cluster.kafka_version
@@ -137,8 +138,8 @@ def check_upgrades(schedule: Schedule, cluster: ClusterSettings) -> tuple[str, .
 def check_migrations(schedule: Schedule, cluster: ClusterSettings) -> None:
     """Refuse a `zk-to-kraft` the cluster cannot do (its `since`, 3.4, is `check_faults_can`'s): a KRaft cluster
     (nothing to migrate), a runtime whose nodes cannot host the controllers, several log directories before 3.7
-    (Kafka refuses a JBOD migration below that protocol), a second migration, or one beside a rolling upgrade (the
-    migration restarts the brokers on the cluster's version; the notes advise against both at once)."""
+    (Kafka refuses a JBOD migration below that protocol), a second migration, or one beside a rolling upgrade or
+    downgrade (the migration restarts the brokers on the cluster's version; the notes advise against both at once)."""
     hosts = kind(cluster.runtime)
     mine = [i for i, fault in schedule.faults() if fault.fault == "zk-to-kraft"]
     for i in mine:
@@ -154,9 +155,9 @@ def check_migrations(schedule: Schedule, cluster: ClusterSettings) -> None:
                        f"migration); this spec runs {cluster.kafka_version}")
         if i != mine[0]:
             raise fail(where, f"a second zk-to-kraft: the cluster migrates once (nemesis[{mine[0]}])")
-        upgrade = next((j for j, f in schedule.faults() if f.fault == "rolling-upgrade"), None)
-        if upgrade is not None:
-            raise fail(where, f"zk-to-kraft beside a rolling-upgrade (nemesis[{upgrade}]) is not built: the "
+        roll = next(((j, f.fault) for j, f in schedule.faults() if f.fault in ROLLS), None)
+        if roll is not None:
+            raise fail(where, f"zk-to-kraft beside a {roll[1]} (nemesis[{roll[0]}]) is not built: the "
                        f"migration restarts the brokers on the cluster's {cluster.kafka_version}")
 
 

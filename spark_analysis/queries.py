@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from checkers.anomalies import ANOMALIES, REGISTRY
+from checkers.verdict import RUN_OUTCOMES
 from spark_analysis.lake_tables import PARTITION_COLUMNS, TABLES, count_column
 
 
@@ -39,8 +40,16 @@ def table(spark: SparkSession, lake: str | Path, name: str, filters: Filters = F
     return frame
 
 
+OUTCOME_COLUMNS = {o: o.lower() for o in RUN_OUTCOMES}  # pass, fail, error, inconclusive: each run outcome's count
+
+
 def _count_if(condition: F.Column) -> F.Column:
     return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def _outcome_counts() -> list[F.Column]:
+    """A count per run outcome (OUTCOME_COLUMNS): every tally of the lake's outcomes shows all of them."""
+    return [_count_if(F.col("outcome") == o).alias(column) for o, column in OUTCOME_COLUMNS.items()]
 
 
 def overview(runs: DataFrame) -> pd.DataFrame:
@@ -48,9 +57,7 @@ def overview(runs: DataFrame) -> pd.DataFrame:
     return (runs.groupBy("scenario", "configuration")
             .agg(F.count("*").alias("runs"), F.min("started_at").alias("first"), F.max("started_at").alias("last"),
                  _count_if(F.col("valid") == "true").alias("valid"), _count_if(F.col("valid") == "false").alias("invalid"),
-                 _count_if(F.col("valid") == "unknown").alias("unknown"),
-                 _count_if(F.col("outcome") == "PASS").alias("pass"), _count_if(F.col("outcome") == "FAIL").alias("fail"),
-                 _count_if(F.col("outcome") == "ERROR").alias("error"),
+                 _count_if(F.col("valid") == "unknown").alias("unknown"), *_outcome_counts(),
                  *(F.sum(count_column(a)).alias(count_column(a)) for a in ANOMALIES))
             .orderBy("scenario", "configuration").toPandas())
 
@@ -87,19 +94,19 @@ def availability_by_fault_and_az(availability: DataFrame, runs: DataFrame) -> pd
 
 
 def pass_fail_over_time(runs: DataFrame) -> pd.DataFrame:
-    """Per scenario, configuration and day: PASS, FAIL, ERROR (runs held to an expectation only)."""
+    """Per scenario, configuration and day: PASS, FAIL, ERROR, INCONCLUSIVE (runs held to an expectation only)."""
     return (runs.filter(F.col("outcome").isNotNull())
             .groupBy("scenario", "configuration", "day")
-            .agg(_count_if(F.col("outcome") == "PASS").alias("pass"), _count_if(F.col("outcome") == "FAIL").alias("fail"),
-                 _count_if(F.col("outcome") == "ERROR").alias("error"))
+            .agg(*_outcome_counts())
             .orderBy("scenario", "configuration", "day").toPandas())
 
 
 def flaky(over_time: pd.DataFrame) -> pd.DataFrame:
-    """Scenario configurations that both passed and did not: the ones to look at."""
+    """Scenario configurations that both passed and failed (or erred): the ones to look at. Their runs count
+    every outcome; an INCONCLUSIVE run makes none flaky (it neither passed nor failed)."""
     if over_time.empty:
         return over_time.assign(runs=[])
-    totals = over_time.groupby(["scenario", "configuration"], dropna=False)[["pass", "fail", "error"]].sum()
+    totals = over_time.groupby(["scenario", "configuration"], dropna=False)[list(OUTCOME_COLUMNS.values())].sum()
     totals["runs"] = totals.sum(axis=1)
     return totals[(totals["pass"] > 0) & ((totals["fail"] + totals["error"]) > 0)].reset_index()
 
@@ -151,8 +158,7 @@ def anomalies_by_version(runs: DataFrame) -> pd.DataFrame:
     the runs and their outcomes, and each anomaly's total count over them (long form: pivot it for a view)."""
     return (runs.withColumn("version", version_label(runs))
             .groupBy("scenario", "configuration", "version")
-            .agg(F.count("*").alias("runs"), _count_if(F.col("outcome") == "PASS").alias("pass"),
-                 _count_if(F.col("outcome") == "FAIL").alias("fail"), _count_if(F.col("outcome") == "ERROR").alias("error"),
+            .agg(F.count("*").alias("runs"), *_outcome_counts(),
                  *(F.sum(count_column(a)).alias(count_column(a)) for a in ANOMALIES))
             .orderBy("scenario", "configuration", "version").toPandas())
 

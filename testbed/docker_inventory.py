@@ -31,7 +31,7 @@ import yaml
 
 from testbed.errors import UsageError
 from testbed.existing_spec import ROLES, Commands, parse_commands, parse_ports
-from testbed.inventory import AZ_RE, Inventory, load_inventory, read_inventory_file
+from testbed.inventory import AZ_RE, SSH_KEYS, Inventory, parse_inventory, read_inventory_file
 
 TOP_KEYS = {"daemon", "compose_project", "network", "ports", "nodes", "provision"}
 NODE_KEYS = {"az", "broker", "zookeeper", "commands"}
@@ -107,8 +107,10 @@ def is_docker_inventory(path: str | Path) -> bool:
 
 
 def load_any_inventory(path: str | Path) -> Inventory | DockerInventory:
-    """The inventory at `path`: a Docker one (it lists `nodes`), else an ssh one."""
-    return load_docker_inventory(path) if is_docker_inventory(path) else load_inventory(path)
+    """The inventory at `path`, read once: a Docker one (it lists `nodes`), else an ssh one (a file that cannot be
+    read, or is no mapping, is refused as an ssh inventory: in one line naming it)."""
+    where, raw = read_inventory_file(path, SSH_KEYS)
+    return _parse(where, raw) if "nodes" in raw else parse_inventory(where, raw)
 
 
 def load_docker_inventory(path: str | Path) -> DockerInventory:

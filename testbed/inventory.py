@@ -53,6 +53,7 @@ ROLES = ("node", "client")
 AZ_RE = re.compile(r"^az([1-9])$")
 DEFAULT_ROOT = "/var/lib/faultline"
 DEFAULT_POWER_TIMEOUT_S = 120.0
+SSH_KEYS = "'control' and 'hosts'"  # what an ssh inventory's mapping must hold, as its errors say
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,11 @@ def read_inventory_file(path: str | Path, keys: str) -> tuple[Path, dict[str, An
 
 def load_inventory(path: str | Path) -> Inventory:
     """Read and validate an inventory file; UsageError (one line naming the file and the entry) on any fault."""
-    return _parse(*read_inventory_file(path, "'control' and 'hosts'"))
+    return parse_inventory(*read_inventory_file(path, SSH_KEYS))
 
 
-def _parse(path: Path, raw: dict[str, Any]) -> Inventory:
+def parse_inventory(path: Path, raw: dict[str, Any]) -> Inventory:
+    """Validate an ssh inventory's mapping, read from `path` (errors name it)."""
     def fail(where: str, what: str) -> UsageError:
         return UsageError(f"inventory {path}: {where}: {what}")
 

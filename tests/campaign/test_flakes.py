@@ -13,7 +13,7 @@ import pytest
 
 from campaign import flakes
 from campaign import lake as lakes
-from campaign.config import load_campaign
+from campaign.config import FlakeRate, load_campaign
 from campaign.plan import plan_cases
 from tests.campaign.fake import write_campaign, write_scenario
 from tests.conftest import REPO
@@ -161,6 +161,27 @@ def test_a_runs_window_takes_each_cases_last_runs_across_partial_campaigns(tmp_p
     out = io.StringIO()
     assert flakes.main([str(path), "--lake", str(lake), "--window", "2"], out) == 1  # the flag wins over the file's
     assert "Over 2 campaigns (fake-night2 to fake-night3):" in out.getvalue()
+
+
+def test_the_window_is_the_flags_else_the_files_flake_rate_else_the_default_in_every_reader(tmp_path: Path) -> None:
+    """span_of owns the default: the command's flags win (runs over window), then the file's flake_rate, then
+    DEFAULT_WINDOW campaigns; the index's history, the command and a bare `trends` all count over what it says."""
+    by_window, by_runs = FlakeRate(4, 0.2), FlakeRate(None, 0.2, runs=9)
+    assert flakes.span_of(None) == (flakes.DEFAULT_WINDOW, None) == (7, None)
+    assert flakes.span_of(by_window) == (4, None) and flakes.span_of(by_runs) == (None, 9)
+    assert flakes.span_of(by_runs, window=2) == (2, None) and flakes.span_of(by_window, runs=3) == (None, 3)
+    lake = tmp_path / "lake"
+    for n in range(1, 10):
+        night(lake, n, {("a", "x"): ["PASS"]})
+    ids, _ = flakes.trends(lakes.read_campaigns(lake), "fake", None)
+    assert ids == [f"fake-night{n}" for n in range(3, 10)]  # the last DEFAULT_WINDOW
+    write_scenario(tmp_path, "s")
+    bare = write_campaign(tmp_path, [{"scenario": "s.yaml"}])
+    history = flakes.history_of(lake, "fake", bare)
+    assert (history.window, history.runs, len(history.ids)) == (7, None, 7)
+    out = io.StringIO()
+    assert flakes.main([str(bare), "--lake", str(lake)], out) == 0
+    assert "fake-night3 to fake-night9" in out.getvalue(), out.getvalue()
 
 
 def test_several_lakes_read_as_one_and_a_campaign_in_both_counts_once(tmp_path: Path) -> None:

@@ -225,3 +225,20 @@ def test_the_upgrades_campaign_sweeps_upgrade_pairs_and_refuses_the_rest() -> No
                                              "upgrade_to=3.0.2", "kafka_version=3.6.2 upgrade_to=3.6.2"}
     assert all("is the version the brokers run then" in r["reason"] or "(use rolling-downgrade for that way)" in
                r["reason"] for r in refused)
+
+
+def test_every_version_and_operation_story_sits_in_a_campaign_and_stories_runs_all_its_configurations() -> None:
+    """campaigns/stories.yaml (issues 39 and 40): each story it names with every configuration of it, none refused;
+    with versions.yaml it holds every story under scenarios/versions/ and scenarios/operations/ (smoke-no-idempotence
+    is a smoke for old brokers, run with --kafka-version, not a story)."""
+    stories, refused = plan_cases(load_campaign(REPO / "campaigns" / "stories.yaml"), 1)
+    assert not refused
+    named = {c.source.resolve() for c in stories}
+    configurations = {(path.stem, name) for path in named
+                      for name in yaml.safe_load(path.read_text(encoding="utf-8")).get("configurations") or ["default"]}
+    assert {(c.scenario, c.configuration or "default") for c in stories} == configurations
+    assert len(stories) == len(configurations) == 12
+    versions, _ = plan_cases(load_campaign(REPO / "campaigns" / "versions.yaml"), 1)
+    in_a_campaign = named | {c.source.resolve() for c in versions}
+    on_disk = {p.resolve() for folder in ("versions", "operations") for p in (REPO / "scenarios" / folder).glob("*.yaml")}
+    assert on_disk - in_a_campaign == {(REPO / "scenarios" / "versions" / "smoke-no-idempotence.yaml").resolve()}

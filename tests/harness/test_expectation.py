@@ -4,6 +4,7 @@ when a precondition's evidence is missing (harness.expectation, harness.evidence
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ import pytest
 from checkers.verdict import FAILED, INCONCLUSIVE, PASSED, expectation_state
 from harness.evidence import gather
 from harness.expectation import Evidence, LogFinding, compare, parse_expect
-from harness.spec import parse_spec
+from harness.spec import load_specs, parse_spec
 from testbed.errors import SpecError
 from testbed.runfolder import RunFolder
+from tests.conftest import REPO
 
 T0 = 1_800_000_000 * 1_000_000_000  # the story's start, ns since the epoch (2027-01-15 08:00:00 UTC)
 S = 1_000_000_000
@@ -191,10 +193,24 @@ def test_bad_log_evidence_is_a_one_line_spec_error() -> None:
              ({"pattern": "x", "file": "gc.log"}, r"^expect\.logs\[0\]\.file: must be one of"),
              ({"pattern": "x", "precondition": True, "appears": False}, r"^expect\.logs\[0\]\.precondition: a "
                                                                          r"precondition is evidence that must appear"),
-             ({"says": "x"}, r"^expect\.logs\[0\]\.pattern: required")]
+             ({"says": "x"}, r"^expect\.logs\[0\]\.pattern: required"),
+             ({"pattern": r"Target replicas \S*[[(]0, 1, 3[])]"}, r"^expect\.logs\[0\]\.pattern: .* may mean otherwise "
+                                                                r"to a later Python \(Possible nested set at position 20\)")]
     for item, message in cases:
         with pytest.raises(SpecError, match=message):
             parse_spec({**SPEC, "expect": {"logs": [item]}})
+    with pytest.raises(SpecError, match=r"^expect\.reason: 'stalled \[a-z&&\]\+' may mean otherwise .*Possible set "
+                                        r"intersection"):
+        parse_spec({**SPEC, "expect": {"valid": "unknown", "reason": "stalled [a-z&&]+"}})
+
+
+@pytest.mark.filterwarnings("error::FutureWarning")
+def test_every_stored_storys_patterns_compile_without_a_future_warning() -> None:
+    re.purge()  # a pattern compiled before, with its warning ignored, would come from re's cache without a word
+    for path in sorted((REPO / "scenarios").rglob("*.yaml")):
+        for spec in load_specs(path):
+            for pattern in [ev.pattern for ev in spec.expect.logs] + [spec.expect.reason or ""]:
+                assert re.compile(pattern), (path, spec.configuration, pattern)
 
 
 def test_harness_run_exits_4_when_nothing_failed_but_a_configuration_was_inconclusive() -> None:

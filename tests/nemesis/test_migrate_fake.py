@@ -175,6 +175,9 @@ def spec_with(*faults: dict[str, Any], **cluster: Any) -> dict[str, Any]:
     ([{"fault": "zk-to-kraft"}, {"fault": "zk-to-kraft"}], {}, r"nemesis\[1\]\.fault: a second zk-to-kraft"),
     ([{"fault": "rolling-upgrade", "to_version": "3.9.1"}, {"fault": "zk-to-kraft"}], {"kafka_version": "3.8.1"},
      r"zk-to-kraft beside a rolling-upgrade \(nemesis\[0\]\) is not built"),
+    ([{"fault": "zk-to-kraft"}, {"fault": "rolling-downgrade", "to_version": "3.8.1"}],
+     {"broker_overrides": {"inter.broker.protocol.version": "3.8"}},
+     r"^nemesis\[0\]\.fault: zk-to-kraft beside a rolling-downgrade \(nemesis\[1\]\) is not built"),
 ])
 def test_a_migration_the_cluster_cannot_do_is_refused(faults: list[dict[str, Any]], cluster: dict[str, Any],
                                                       refusal: str) -> None:

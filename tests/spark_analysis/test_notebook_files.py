@@ -26,6 +26,8 @@ def test_the_notebook_is_parameterised_and_reads_only_the_lake() -> None:
     assert len([s for s in sections if s.startswith("## ")]) == 10 and "## Transactions" in sections
     assert "## Commit modes" in sections and "q.commit_modes(runs, commits)" in code
     assert "## Anomalies by version × scenario" in sections and "q.anomalies_by_version(runs)" in code
+    # every run outcome's count, INCONCLUSIVE too, from the one list (no table of its own PASS, FAIL, ERROR)
+    assert code.count("q.OUTCOME_COLUMNS.values()") == 2 and '"pass", "fail", "error"' not in code
 
 
 def test_outputs_go_beside_the_lake(tmp_path: Path) -> None:

@@ -10,7 +10,12 @@ import pytest
 import yaml
 
 from harness.spec import parse_spec
-from testbed.docker_inventory import is_docker_inventory, load_any_inventory, load_docker_inventory
+from testbed.docker_inventory import (
+    DockerInventory,
+    is_docker_inventory,
+    load_any_inventory,
+    load_docker_inventory,
+)
 from testbed.errors import SpecError, UsageError
 from testbed.inventory import Inventory
 
@@ -88,3 +93,22 @@ def test_a_spec_on_a_docker_inventory_runs_on_docker_existing_and_refuses_what_i
     lines = {"kill": "kill -9 $(pgrep -f kafka.Kafka)", "start": "/start-broker.sh"}
     told = write(tmp_path, nodes=[{**n, "commands": {"broker": lines}} for n in NODES])
     assert parse_spec(spec(told, nemesis=[{"at": 5, "fault": "kill", "target": "az2"}]))
+
+
+def test_any_inventory_is_read_once_and_refused_in_one_line_naming_the_file(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    parse = yaml.safe_load
+    monkeypatch.setattr(yaml, "safe_load", lambda text: reads.append(text) or parse(text))
+    assert isinstance(load_any_inventory(write(tmp_path)), DockerInventory) and len(reads) == 1
+    ssh, missing = tmp_path / "ssh.yaml", tmp_path / "none.yaml"
+    for text, says in (("control: 10.0.0.5\nhosts: []\n", ": hosts: must be a non-empty list of hosts"),
+                       ("nodes: [\n", ":2: not valid YAML"),
+                       ("- az1\n", ": must be a YAML mapping with 'control' and 'hosts'")):
+        ssh.write_text(text)
+        reads.clear()
+        with pytest.raises(UsageError, match=rf"^inventory {ssh}{says}"):
+            load_any_inventory(ssh)
+        assert len(reads) == 1, text
+    with pytest.raises(UsageError, match=rf"^inventory {missing}: cannot read it \(No such file or directory\)$"):
+        load_any_inventory(missing)
