@@ -67,9 +67,12 @@ def test_a_reassignment_moves_a_partition_and_journals_it_until_done(
     nemesis.start({"fault": "reassign", "partitions": [0], "replicas": target, "throttle_kbit": 8000}, "shrink")
     nemesis.stop("shrink")
     rows = info_rows(nemesis, "reassign")
-    assert rows and "done_ns" in rows[-1], rows
+    done = [r for r in rows if "done_ns" in r]
+    assert done and sorted(done[-1]["replicas_now"]["0"]) == sorted(target), rows
+    lifted = [r for r in rows if "throttle_lifted_ns" in r]  # the throttle is lifted once the move is done
+    assert lifted and lifted[-1]["throttle_lifted_ns"] > done[-1]["done_ns"], rows
     assert sorted(replicas_now(cluster, cluster.topic, [0])[0]) == sorted(target)
     nemesis.start({"fault": "reassign", "partitions": [0], "replicas": before}, "back")
     nemesis.stop("back")
     assert sorted(replicas_now(cluster, cluster.topic, [0])[0]) == sorted(before)
-    assert "done_ns" in info_rows(nemesis, "reassign")[-1]
+    assert [r for r in info_rows(nemesis, "reassign") if r.get("name") == "back" and "done_ns" in r]
