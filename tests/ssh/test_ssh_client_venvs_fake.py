@@ -197,15 +197,15 @@ def test_each_client_host_makes_the_runs_client_versions_at_bring_up_and_runs_th
     runtime = FakeRuntime({"client_versions": ["2.10.1", "2.16.1"]})
     hosts = [Host(f"az{i}-client", "client", f"az{i}", i, f"10.0.{i}.21") for i in (1, 2)]
     for host in hosts:
-        runtime._make_client_venvs(host)  # type: ignore[misc]
+        runtime._make_client_venvs(host)
     assert made == [("az1-client", "2.10.1"), ("az1-client", "2.16.1"), ("az2-client", "2.10.1"),
                     ("az2-client", "2.16.1")]
     env = ClientEnv("2.10.1", (), {})  # what run_story hands a runtime whose hosts make the venvs
-    assert runtime.client_python(hosts[0], env) == (  # type: ignore[misc]
+    assert runtime.client_python(hosts[0], env) == (
         "env", "PYTHONPATH=/var/lib/faultline/runs/fl00aa11/src", "/var/lib/faultline/cache/venv-ck-2.10.1-k/bin/python")
-    assert runtime.client_report(hosts[1], env)["python"] == "3.12.3"  # type: ignore[misc]
+    assert runtime.client_report(hosts[1], env)["python"] == "3.12.3"
     assert len(made) == 4  # both were made at bring-up
-    reports = runtime.client_venvs_made()  # type: ignore[misc]
+    reports = runtime.client_venvs_made()
     assert sorted(reports) == ["2.10.1", "2.16.1"] and sorted(reports["2.10.1"]) == ["az1-client", "az2-client"]
 
 
