@@ -3,8 +3,9 @@
 A host keeps this run's files under `<root>/runs/<prefix>/` (the inventory's
 root): the run folder's `path` at `run/<path relative to the run folder>`,
 this project's code at `src/`, pid and status files at `pids/`. Kafka's jars
-and the client venvs (the harness's, and one per client under test:
-`ssh_client_venvs`) are cached under `<root>/cache/` between runs (`ssh_install`). Processes start detached with a pid file and
+and the client venvs (the harness's, and one per client under test made by the
+host's own python3: `ssh_client_venvs`) are cached under `<root>/cache/`
+between runs (`ssh_install`). Processes start detached with a pid file and
 FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
 chains, the control address exempt (`run_chains`); slowed and throttled links
 are the host's own `tc` and delay process (`ssh_links`). A power-off is, per node
@@ -126,7 +127,8 @@ class SshRuntime(SshClientVenvs):
                                "root": self.inventory.root,
                                "hosts": {h.name: self.inventory.host(h.name).target for h in self.plan.hosts}})
         on_hosts(list(self.plan.hosts), self._provision)
-        self.state.update(**({"client_venvs": self.client_venvs_made()} if self._client_venvs else {}))
+        if self._client_venvs:  # what each client host's venv of each client version reported
+            self.state.update(client_venvs=self.client_venvs_made())
         nodes = [h for h in self.plan.hosts if h.role == "node"]
         power = on_hosts(nodes, self._choose_power)
         self.state.update(ssh={**self.state.data["ssh"], "power": power})
