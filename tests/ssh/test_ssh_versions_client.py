@@ -35,9 +35,10 @@ def test_a_client_with_no_wheel_for_the_hosts_python_is_refused_before_anything_
     proc = faultline("run", str(smoke(tmp_path, "1.9.2", [])), "--inventory", str(testbed.inventory),
                      "--known-hosts", str(testbed.known_hosts), "--results", str(tmp_path / "results"), timeout=300)
     assert proc.returncode == 3, proc.stdout + proc.stderr[-3000:]
-    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("faultline: ")]
-    assert "(az1-client): clients.confluent_kafka 1.9.2: no wheel for Python 3.11 on x86_64 (glibc 2.36) on PyPI " \
-           "(the first version that has one is 2.0.2" in line, line
+    (line,) = proc.stderr.strip().splitlines()
+    assert f"inventory {testbed.inventory}: " in line and "(az1-client): clients.confluent_kafka 1.9.2: no wheel for " \
+           "Python 3.11 on x86_64 (glibc 2.36) on PyPI (the first version that has one is 2.0.2" in line, line
+    assert not (tmp_path / "results").exists()  # refused before any run folder
     nothing_of_runs_left(testbed)
 
 
