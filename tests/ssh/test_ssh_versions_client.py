@@ -1,7 +1,7 @@
 """The client under test over SSH, on the sshd test bed (Debian 12 hosts: python3 3.11): a version with no wheel for
 the client hosts' Python refused at preflight in one line, nothing left on a host; then smoke with confluent-kafka
 2.10.1, each client host making its venv with its own python3 (testbed.runtime.ssh_client_venvs), and producer-az1-0
-rolled onto 2.16.1 mid-run (upgrade-client). Named to run after test_ssh_runs, which needs a fresh test bed."""
+rolled onto 2.13.2 mid-run (upgrade-client). Named to run after test_ssh_runs, which needs a fresh test bed."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tests.ssh.test_ssh_runs import nothing_of_runs_left
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.versions]  # `make test-versions`-like: kept out
 
-# Both have cp311 wheels; 2.10.1's bundles librdkafka 2.10.1, 2.16.1's librdkafka 2.16.0 (their venvs say so here).
-CLIENT, UPGRADE, UPGRADE_LIBRDKAFKA = "2.10.1", "2.16.1", "2.16.0"
+# Both have cp311 wheels and neither is the harness's own (requirements.txt: 2.16.1, which the drain runs).
+CLIENT, UPGRADE = "2.10.1", "2.13.2"
 
 
 def smoke(tmp_path: Path, client: str, nemesis: list[dict[str, object]]) -> Path:
@@ -59,16 +59,17 @@ def test_smoke_over_ssh_runs_producers_and_consumers_on_the_hosts_venv_of_the_cl
                                                     "python": host_python}, run["versions"]
     processes = pd.read_parquet(run_dir / "history" / "processes.parquet")
     used = {row.process: json.loads(row.config)["client"] for row in processes.itertuples()}
-    under_test = f"confluent-kafka {CLIENT} / librdkafka {CLIENT}"  # what each process itself loaded, on its host
-    upgraded = f"confluent-kafka {UPGRADE} / librdkafka {UPGRADE_LIBRDKAFKA}"
-    assert used["producer-az1-0-u1"] == upgraded, used  # the rolled producer, on the host's venv of 2.16.1
-    assert {p for p, c in used.items() if c == under_test} == \
-        {p for p in used if p.startswith(("producer", "consumer")) and p != "producer-az1-0-u1"}, used
-    assert all(c not in (under_test, upgraded) for p, c in used.items() if p.startswith("drain")), used
     (done,) = [json.loads(row["detail"]) for row in map(json.loads, (run_dir / "journal" / "nemesis.jsonl")
                .read_text().splitlines()) if row.get("fault") == "upgrade-client" and row.get("detail")
                and "client" in json.loads(row["detail"])]
-    assert done["client"] == {"confluent_kafka": UPGRADE, "librdkafka": UPGRADE_LIBRDKAFKA, "python": host_python}, done
+    assert done["client"]["confluent_kafka"] == UPGRADE and done["client"]["python"] == host_python, done
+    under_test = f"confluent-kafka {CLIENT} / librdkafka {CLIENT}"  # what each process itself loaded, on its host
+    upgraded = f"confluent-kafka {UPGRADE} / librdkafka {done['client']['librdkafka']}"
+    own = f"confluent-kafka {run['versions']['confluent_kafka']} / librdkafka {run['versions']['librdkafka']}"
+    assert used["producer-az1-0-u1"] == upgraded, used  # the rolled producer, on the host's venv of UPGRADE
+    assert {p for p, c in used.items() if c == under_test} == \
+        {p for p in used if p.startswith(("producer", "consumer")) and p != "producer-az1-0-u1"}, used
+    assert all(c == own for p, c in used.items() if p.startswith("drain")), used  # the harness's own client
     log = (run_dir / "harness.log").read_text()
     for version in (CLIENT, UPGRADE):
         assert f"installing confluent-kafka {version} on az1-client" in log, version
