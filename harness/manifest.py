@@ -150,8 +150,11 @@ class Manifest:
         power = power_offs(self.path.parent)
         versions = node_versions(self.path.parent, self.spec.cluster.kafka_version, self.started)
         modes = node_modes(self.path.parent, self.started)
+        on_hosts = hosts_client(self.path.parent, self.spec.client)
         with self._lock:
             self._finished(ended, verdict, expectation, exit_status, failed)
+            if on_hosts:
+                self.doc["versions"]["client_under_test"] = on_hosts
             if power:
                 self.doc["power_offs"] = power
             if versions:
@@ -182,6 +185,22 @@ def power_offs(run_dir: Path) -> dict[str, str] | None:
         return kind(state["runtime"]).power_offs(state)
     except (OSError, ValueError, KeyError, TypeError, UsageError):
         return None
+
+
+def hosts_client(run_dir: Path, version: str | None) -> dict[str, Any] | None:
+    """The client under test `version` as the venvs its client hosts made report it (a runtime whose hosts make
+    their own, ssh: state.json's `client_venvs`): the one report, with `by_host` when hosts differ (their Pythons);
+    None elsewhere, without a client under test, or when unreadable."""
+    try:
+        state = json.loads(RunFolder(run_dir).state.read_text(encoding="utf-8"))
+        reports: dict[str, dict[str, str]] = (state.get("client_venvs") or {}).get(version) or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not reports or version is None:
+        return None
+    first = reports[min(reports)]
+    same = all(r == first for r in reports.values())
+    return {k: first[k] for k in ("confluent_kafka", "librdkafka", "python")} | ({} if same else {"by_host": reports})
 
 
 def node_versions(run_dir: Path, version: str, started: float) -> dict[str, list[dict[str, Any]]] | None:

@@ -37,7 +37,7 @@ from harness.spec import Spec
 from harness.spec_clients import client_upgrades
 from harness.workloadset import WorkloadSet, drain_workloads, member_groups, plan_workloads
 from nemesis.nemesis import Nemesis
-from testbed.dist.clients import ClientEnv
+from testbed.dist.clients import ClientEnv, made_on_hosts
 from testbed.errors import ClusterError, HarnessError, RuntimeFailure
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.replicas import SnapshotBudget
@@ -45,6 +45,7 @@ from testbed.lifecycle import provision
 from testbed.machine import REAL, Machine
 from testbed.runfolder import RunFolder
 from testbed.runtime.base import Firewalled, new_prefix
+from testbed.runtime.kinds import kind
 
 log = logging.getLogger("faultline.run")
 STOP_GRACE_S = 15.0
@@ -141,15 +142,17 @@ def run_story(spec: Spec, run_dir: Path, engine: str | None = None, keep_data: b
         resources = ResourceMonitor(folder, lambda samples: manifest.resources(samples, resources.interval_s),
                                     phase=lambda: progress.phase_name).start()
         try:
-            client = machine.ensure_client(spec.client) if spec.client is not None else None
-            if client is not None:  # the client under test, as its venv reports itself
+            # On a runtime whose client hosts make the venvs (ssh), they do at bring-up and state.json has their reports.
+            ensure = made_on_hosts if kind(spec.cluster.runtime).client_venvs_on_hosts else machine.ensure_client
+            client = ensure(spec.client) if spec.client is not None else None
+            if client is not None and client.versions:  # the client under test, as its venv reports itself
                 manifest.client_under_test(client.versions)
                 log.info("clients under test: confluent-kafka %s / librdkafka %s (%s)",
                          client.versions["confluent_kafka"], client.versions["librdkafka"], " ".join(client.python))
-            upgrades = {v: machine.ensure_client(v) for v in client_upgrades(spec.nemesis)}  # upgrade-client's venvs
+            upgrades = {v: ensure(v) for v in client_upgrades(spec.nemesis)}  # upgrade-client's venvs
             for version, env in upgrades.items():
                 log.info("upgrade-client: confluent-kafka %s / librdkafka %s ready", version,
-                         env.versions["librdkafka"])
+                         env.versions.get("librdkafka", "(its venv made on each client host)"))
             notes = _execute(spec, folder, progress, on_running, machine, client, prefix, upgrades)
         except BaseException:
             resources.stop()  # run.json's last version (status error) keeps the series

@@ -36,7 +36,7 @@ from harness.spec_checks import (
     powers_off,
     shifts_clocks,
 )
-from harness.spec_clients import check_client_upgrades, parse_client_under_test
+from harness.spec_clients import clients_of
 from harness.spec_consumers import ConsumerGroup, parse_consumers
 from harness.spec_existing import check_existing, existing_inventory
 from harness.spec_groups import check_group_protocols, check_group_targets
@@ -311,8 +311,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_group_protocols(consumers, cluster.kafka_version)
     check_group_targets(nemesis, consumers)
     cluster = check_proxies(nemesis, producers, cluster)
-    client = parse_client_under_test(resolved.get("clients"), cluster.runtime)
-    check_client_upgrades(nemesis, cluster.runtime)
+    cluster, client = clients_of(resolved.get("clients"), nemesis, cluster)
     expect = parse_expect(expect_raw)
     check_names(expect, nemesis, cluster.nodes)
     return Spec(

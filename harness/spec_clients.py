@@ -6,12 +6,14 @@ Must never: build, fetch or start anything.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from harness.spec_types import fail
 from nemesis.schedule import Schedule
 from testbed.dist.clients import parse_client
 from testbed.errors import DistributionError
+from testbed.kafka.config import ClusterSettings
 from testbed.runtime.kinds import KINDS, kind
 
 
@@ -28,6 +30,16 @@ def parse_client_under_test(raw: dict[str, Any] | None, runtime: str) -> str | N
     if refusal is not None:
         raise fail("clients.confluent_kafka", f"the {runtime} runtime cannot run a client under test: {refusal}")
     return str(version)
+
+
+def clients_of(raw: dict[str, Any] | None, schedule: Schedule, cluster: ClusterSettings
+               ) -> tuple[ClusterSettings, str | None]:
+    """The client under test and the `upgrade-client` targets, checked against the runtime; the cluster's settings
+    naming them all (`client_versions`: what a runtime whose client hosts make their own venvs prepares)."""
+    client = parse_client_under_test(raw, cluster.runtime)
+    check_client_upgrades(schedule, cluster.runtime)
+    versions = tuple(dict.fromkeys([*([client] if client else []), *client_upgrades(schedule)]))
+    return (dataclasses.replace(cluster, client_versions=versions) if versions else cluster), client
 
 
 def venv_refusal(runtime: str) -> str | None:

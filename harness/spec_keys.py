@@ -258,8 +258,10 @@ EXPECT = Section({
 
 CLIENTS = Section({
     "confluent_kafka": Scalar(("string",), "the confluent-kafka version the producers and consumers under test run "
-                              "(1.9.0 on, from PyPI, in a venv of its own on pyenv's Python 3.10; netns and docker); the "
-                              "drain, observers and admin keep the harness's own (default: the harness's own)",
+                              "(1.9.0 on, from PyPI, in a venv of its own on pyenv's Python 3.10; netns and docker; on "
+                              "ssh each client host makes it with its own python3, from the version whose wheel fits "
+                              "it, e.g. 2.0.2 on for Python 3.11); the drain, observers and admin keep the harness's "
+                              "own (default: the harness's own)",
                               pattern=r"\d+\.\d+\.\d+", pattern_text="a version like 2.1.1"),
 }, doc="the client under test", title="clients", nullable=True, ref="clients")
 

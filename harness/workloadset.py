@@ -31,7 +31,7 @@ from testbed.kafka import config as kcfg
 from testbed.kafka.cluster import KafkaCluster
 from testbed.processes import ProcessGroup
 from testbed.runfolder import RunFolder
-from testbed.runtime.base import Pausable, PowerCycled, Runtime, client_python
+from testbed.runtime.base import Pausable, PowerCycled, Runtime, client_python, client_report
 from workloads.config import (
     AnyConfig,
     ConsumerConfig,
@@ -303,7 +303,7 @@ class WorkloadSet:
         successor = self._successor(w, "u")
         self.start([successor], client=env)
         return {"replacement": successor.name, "stop_ns": stop_ns, "stopped_ns": stopped_ns, "exit_status": code,
-                "started_ns": time.time_ns(), "client": env.versions}
+                "started_ns": time.time_ns(), "client": client_report(self.runtime, successor.host, env)}
 
     def hold(self, process: str, kind: dict[str, Any]) -> dict[str, Any]:
         """Arm `process`'s proxy: once it holds the next request of `kind`, what it caught (the `held` event)."""

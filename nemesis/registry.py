@@ -167,7 +167,8 @@ _KINDS: tuple[FaultKind, ...] = (
               "transactional producer", ReplaceWorkload(), ("process",), ("process",)),
     FaultKind("upgrade-client", "workload", "stop `process` (a producer, or a consumer without a kill schedule) "
               "cleanly (SIGTERM: a producer flushes, a group member leaves its group) and start its configuration "
-              "again as `<process>-u1` on confluent-kafka `to_version` (its venv made before the run; netns and docker), "
+              "again as `<process>-u1` on confluent-kafka `to_version` (its venv made before the run; on ssh by each "
+              "client host at bring-up), "
               "as an application rolled onto a new client; it runs to the end (the stop does nothing)",
               UpgradeClient(), ("process", "to_version"), ("process", "to_version"),
               processes=("producer", "consumer"), options=parse_client_upgrade),

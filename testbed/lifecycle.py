@@ -96,6 +96,7 @@ def settings_from_json(data: dict[str, Any]) -> ClusterSettings:
         fields["replica_assignment"] = tuple(tuple(r) for r in fields["replica_assignment"])
     fields["extra_topics"] = tuple(fields.get("extra_topics") or ())
     fields["upgrade_versions"] = tuple(fields.get("upgrade_versions") or ())
+    fields["client_versions"] = tuple(fields.get("client_versions") or ())
     return ClusterSettings(**fields)
 
 
@@ -116,7 +117,8 @@ def check_can_provision(settings: ClusterSettings, machine: Machine = REAL) -> A
     for version in (settings.kafka_version, *settings.upgrade_versions):  # a rolling upgrade's too
         machine.ensure_kafka(version)
     machine.preflight(settings.runtime, plan, settings.kafka_version, settings.inventory, settings.known_hosts,
-                      power_cuts=settings.lose_unsynced_writes and settings.power_offs)
+                      power_cuts=settings.lose_unsynced_writes and settings.power_offs,
+                      client_versions=settings.client_versions)
     return plan
 
 

@@ -35,7 +35,8 @@ FinalLog = dict[int, dict[int, set[str]]]
 
 class Preflight(Protocol):
     def __call__(self, kind_name: str, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-                 known_hosts: str | None = None, power_cuts: bool = False) -> None: ...
+                 known_hosts: str | None = None, power_cuts: bool = False,
+                 client_versions: tuple[str, ...] = ()) -> None: ...
 
 
 class ReplicaDump(Protocol):

@@ -93,11 +93,14 @@ def _argv(venv: Path) -> tuple[str, ...]:
     return ("env", f"PYTHONPATH={REPO_ROOT}", str(venv / "bin" / "python"))
 
 
+# What a client venv reports of itself (its `MARKER`'s content), printed as one JSON line by its python.
+PROBE = ("import json, platform, confluent_kafka as c; v = c.version(); "
+         "print(json.dumps({'confluent_kafka': v if isinstance(v, str) else v[0], "
+         "'librdkafka': c.libversion()[0], 'python': platform.python_version()}, sort_keys=True))")
+
+
 def _probe(python: str) -> dict[str, str]:
-    code = ("import json, platform, confluent_kafka as c; v = c.version(); "
-            "print(json.dumps({'confluent_kafka': v if isinstance(v, str) else v[0], "
-            "'librdkafka': c.libversion()[0], 'python': platform.python_version()}))")
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise DistributionError(f"the client venv's python cannot import confluent_kafka: "
                                 f"{(proc.stderr.strip().splitlines() or ['?'])[-1][:200]}")
@@ -113,6 +116,14 @@ def cached_client(version: str) -> ClientEnv | None:
     except (OSError, ValueError):
         return None
     return ClientEnv(version, _argv(venv), versions)
+
+
+def made_on_hosts(version: str) -> ClientEnv:
+    """The client under test on a runtime whose client hosts make its venv themselves at bring-up (its kind's
+    `client_venvs_on_hosts`): nothing is made here; the python and the versions are each host's (the runtime's
+    `client_report`)."""
+    parse_client(version)
+    return ClientEnv(version, (), {})
 
 
 def ensure_client(version: str) -> ClientEnv:

@@ -84,6 +84,9 @@ class ClusterSettings:
     # Derived from the nemesis (its `rolling-upgrade`s): the versions the brokers are upgraded to mid-run, whose jars
     # and Java are fetched before anything starts.
     upgrade_versions: tuple[str, ...] = ()
+    # Derived from `clients.confluent_kafka` and the nemesis's `upgrade-client`s: the client versions a runtime whose
+    # client hosts make their own venvs (ssh) checks at preflight and makes at bring-up.
+    client_versions: tuple[str, ...] = ()
     # The node processes whose clocks the spec's nemesis shifts (its `clock` faults' roles: "broker", "zookeeper" for
     # the metadata quorum's process): each such JVM starts with its wall clock on an offset file
     # (testbed.runtime.clocks), at 0 until a fault moves it. The others start without libfaketime.
@@ -113,8 +116,9 @@ class ClusterSettings:
                 del out[flag]
         if self.provision:
             del out["provision"]
-        if not self.upgrade_versions:  # a run without an upgrade keeps its manifest as it was
-            del out["upgrade_versions"]
+        for derived in ("upgrade_versions", "client_versions"):  # a run without them keeps its manifest as it was
+            if not out[derived]:
+                del out[derived]
         if self.kraft_quorum == "static":
             del out["kraft_quorum"]
         return out

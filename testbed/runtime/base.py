@@ -279,18 +279,27 @@ class ShiftsClocks(Protocol):
 
 @runtime_checkable
 class CarriesClientVenvs(Protocol):
-    """A runtime whose client hosts do not see this machine's files: a client venv made here (the client under
-    test, testbed.dist.clients) is put on a host before a process runs on it. A runtime without this ability runs
-    a venv where it is (netns: the hosts share this machine's filesystem)."""
+    """A runtime whose client hosts do not see this machine's files: a venv of the client under test is on a host
+    before a process runs on it, put there (docker: the venv made here, testbed.dist.clients) or made there (ssh:
+    by the host's own Python, testbed.runtime.ssh_client_venvs). A runtime without this ability runs a venv where it
+    is (netns: the hosts share this machine's filesystem)."""
 
     def client_python(self, host: Host, env: ClientEnv) -> tuple[str, ...]:
         """The argv prefix running this project's Python modules on `host` with `env`'s confluent-kafka (the venv
-        put there first if it is not); RuntimeFailure (one line) if it cannot be put there."""
+        put or made there first if it is not); RuntimeFailure (one line) if it cannot be."""
+
+    def client_report(self, host: Host, env: ClientEnv) -> dict[str, str]:
+        """What the venv of `env`'s version on `host` reports of itself (confluent_kafka, librdkafka, python)."""
 
 
 def client_python(runtime: Runtime, host: Host, env: ClientEnv) -> tuple[str, ...]:
     """How `host` runs this project's Python modules on the client venv `env`."""
     return runtime.client_python(host, env) if isinstance(runtime, CarriesClientVenvs) else env.python
+
+
+def client_report(runtime: Runtime, host: Host, env: ClientEnv) -> dict[str, str]:
+    """What the client venv `env` that processes on `host` run reports of itself."""
+    return runtime.client_report(host, env) if isinstance(runtime, CarriesClientVenvs) else env.versions
 
 
 # What `PowerKinds.power_kind` says of a host whose power-off only kills processes (its page cache survives).

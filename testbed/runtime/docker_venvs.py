@@ -69,3 +69,7 @@ class DockerClientVenvs:
             if self.execute(host, ["test", "-f", str(venv / MARKER)], check=False).returncode != 0:
                 self._put_tar(host, "/", venv_archive(env.version))
         return ("env", f"PYTHONPATH={self.code_root}", str(venv / "bin" / "python"))
+
+    def client_report(self, host: Host, env: ClientEnv) -> dict[str, str]:
+        """What the venv reports of itself: the one made here, put there as it is."""
+        return env.versions

@@ -18,10 +18,10 @@ from testbed.state import RunState
 
 
 def preflight(kind_name: str, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-              known_hosts: str | None = None, power_cuts: bool = False) -> None:
+              known_hosts: str | None = None, power_cuts: bool = False, client_versions: tuple[str, ...] = ()) -> None:
     """Refuse, before anything is created, a plan this kind of runtime cannot lay out here (`power_cuts`: with
-    power-offs that must drop unsynced writes)."""
-    kind(kind_name).preflight(plan, kafka_version, inventory, known_hosts, power_cuts)
+    power-offs that must drop unsynced writes; `client_versions`: the clients under test its client hosts run)."""
+    kind(kind_name).preflight(plan, kafka_version, inventory, known_hosts, power_cuts, client_versions)
 
 
 def make_runtime(kind_name: str, prefix: str, plan: AddressPlan, state: RunState) -> Runtime:

@@ -56,8 +56,9 @@ PROTOCOLS: Mapping[Ability, type] = {
     Ability.SHIFT_CLOCKS: ShiftsClocks,
 }
 
-# (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go)
-Preflight = Callable[[AddressPlan, str, "str | None", "str | None", bool], None]
+# (plan, Kafka version, inventory, known_hosts, power_cuts: the nemesis powers nodes off and unsynced writes must go,
+# client_versions: the confluent-kafka versions the client hosts run)
+Preflight = Callable[[AddressPlan, str, "str | None", "str | None", bool, tuple[str, ...]], None]
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,11 @@ class RuntimeKind:
     node_javas: frozenset[int] | None = None
     _hosts_note: Callable[[Mapping[str, Any]], str] | None = None  # what the report says of its hosts, from state
     # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
-    # machine, testbed.dist.clients); None: they run this machine's files, so they can.
+    # machine, testbed.dist.clients); None: they can.
     no_client_venvs: str | None = None
+    # Its client hosts make each client venv themselves at bring-up, with their own Python (ssh: other machines,
+    # testbed.runtime.ssh_client_venvs); False: the venv is made on this machine and run there, or put there.
+    client_venvs_on_hosts: bool = False
     # Why its nodes cannot run a second Kafka version mid-run (a rolling upgrade); None: they can (netns: every
     # version's jars and Java are this machine's files; docker: the second version's jars are put in the node
     # containers, testbed.runtime.docker_versions).
@@ -110,10 +114,12 @@ class RuntimeKind:
         return cls
 
     def preflight(self, plan: AddressPlan, kafka_version: str, inventory: str | None = None,
-                  known_hosts: str | None = None, power_cuts: bool = False) -> None:
+                  known_hosts: str | None = None, power_cuts: bool = False, client_versions: tuple[str, ...] = ()
+                  ) -> None:
         """Refuse, before anything is created, a plan this kind cannot lay out here (UsageError, one line);
-        `power_cuts`: the run powers nodes off and must drop their unsynced writes."""
-        self._preflight(plan, kafka_version, inventory, known_hosts, power_cuts)
+        `power_cuts`: the run powers nodes off and must drop their unsynced writes; `client_versions`: the clients
+        under test its client hosts run."""
+        self._preflight(plan, kafka_version, inventory, known_hosts, power_cuts, client_versions)
 
     def address_plan(self, network: str, nodes: int, inventory: str | None) -> AddressPlan:
         """The hosts' addresses: the inventory's, or laid out on `network`."""
@@ -151,14 +157,14 @@ def _no_inventory(name: str) -> UsageError:
 
 
 def _netns_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
-                     power_cuts: bool) -> None:
+                     power_cuts: bool, client_versions: tuple[str, ...]) -> None:
     from testbed.runtime.netns import NetnsRuntime
 
     NetnsRuntime.preflight(plan)
 
 
 def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
-                      power_cuts: bool) -> None:
+                      power_cuts: bool, client_versions: tuple[str, ...]) -> None:
     if not docker_sdk():
         raise UsageError("the docker runtime needs the Python docker SDK, which is not installed: "
                          "pip install 'faultline[docker]'")
@@ -168,7 +174,7 @@ def _docker_preflight(plan: AddressPlan, kafka_version: str, inventory: str | No
 
 
 def _docker_existing_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None,
-                               known_hosts: str | None, power_cuts: bool) -> None:
+                               known_hosts: str | None, power_cuts: bool, client_versions: tuple[str, ...]) -> None:
     if not docker_sdk():
         raise UsageError("the docker-existing runtime needs the Python docker SDK, which is not installed: "
                          "pip install 'faultline[docker]'")
@@ -189,13 +195,13 @@ def _docker_existing_plan(inventory: str, nodes: int) -> AddressPlan:
 
 
 def _ssh_preflight(plan: AddressPlan, kafka_version: str, inventory: str | None, known_hosts: str | None,
-                   power_cuts: bool) -> None:
+                   power_cuts: bool, client_versions: tuple[str, ...]) -> None:
     from testbed.inventory import load_inventory
     from testbed.runtime.ssh import preflight
 
     if inventory is None:
         raise _no_inventory("ssh")
-    preflight(plan, load_inventory(inventory), known_hosts, power_cuts, kafka_version)
+    preflight(plan, load_inventory(inventory), known_hosts, power_cuts, kafka_version, client_versions)
 
 
 def _ssh_hosts(state: Mapping[str, Any]) -> str:
@@ -253,7 +259,7 @@ KINDS: tuple[RuntimeKind, ...] = (
         needs_inventory=True, network=None, own_clocks=True, power_off_note=_SSH_POWER_OFF,
         _preflight=_ssh_preflight, _hosts_note=_ssh_hosts, _power_note=_ssh_power,
         _power_offs=_ssh_power_offs,
-        no_client_venvs="its client hosts install the harness's confluent-kafka from the wheelhouse",
+        client_venvs_on_hosts=True,  # each client host makes them with its own python3 (ssh_client_venvs)
         no_second_version="its node hosts get one version's jars at the run's start (not built: a second upload)",
         no_migration="not built: its node hosts get the spec's roles' files at the run's start (a controller's "
                      "would be a second upload)"),

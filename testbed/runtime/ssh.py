@@ -3,8 +3,9 @@
 A host keeps this run's files under `<root>/runs/<prefix>/` (the inventory's
 root): the run folder's `path` at `run/<path relative to the run folder>`,
 this project's code at `src/`, pid and status files at `pids/`. Kafka's jars
-and the client venv are cached under `<root>/cache/` between runs
-(`ssh_install`). Processes start detached with a pid file and
+and the client venvs (the harness's, and one per client under test made by the
+host's own python3: `ssh_client_venvs`) are cached under `<root>/cache/`
+between runs (`ssh_install`). Processes start detached with a pid file and
 FAULTLINE_RUN=<prefix> (`ssh_procs`); fault rules live in the run's own
 chains, the control address exempt (`run_chains`); slowed and throttled links
 are the host's own `tc` and delay process (`ssh_links`). A power-off is, per node
@@ -41,6 +42,7 @@ from testbed.inventory import Inventory, load_inventory
 from testbed.runfolder import RunFolder
 from testbed.runtime import run_chains, ssh_clock, ssh_foreign, ssh_install, ssh_power
 from testbed.runtime.base import PREFIX_RE, LinkShaping, Software
+from testbed.runtime.ssh_client_venvs import SshClientVenvs
 from testbed.runtime.ssh_conn import HostKeys, SshConnection
 from testbed.runtime.ssh_links import SshLinks, unshape_command
 from testbed.runtime.ssh_preflight import check_hosts
@@ -71,10 +73,11 @@ def on_hosts(hosts: list[Host], action: Callable[[Host], T]) -> dict[str, T]:
     return results
 
 
-class SshRuntime:
-    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper, PowerCycled, LosesUnsyncedWrites
-    (on the node hosts whose power-off is `command` or `unsyncfs`) and ForeignHosts (`provision: false`: the node
-    hosts run the user's cluster and get nothing of faultline's but fault rules); its processes are Pausable."""
+class SshRuntime(SshClientVenvs):
+    """Hosts of an inventory; implements Runtime, Firewalled, LinkShaper, PowerCycled, CarriesClientVenvs,
+    LosesUnsyncedWrites (on the node hosts whose power-off is `command` or `unsyncfs`) and ForeignHosts (`provision:
+    false`: the node hosts run the user's cluster and get nothing of faultline's but fault rules); its processes are
+    Pausable."""
 
     kind = "ssh"
 
@@ -92,6 +95,7 @@ class SshRuntime:
         self._conns: dict[str, SshConnection] = {}
         self._software: dict[str, Software] = {}
         self._processes: dict[str, SshProcess] = {}
+        self._client_venvs: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}  # (host, version): python, report
         self._lock = threading.Lock()
         self._links = SshLinks(self)
         self._disks = SshDisks(self)
@@ -123,6 +127,8 @@ class SshRuntime:
                                "root": self.inventory.root,
                                "hosts": {h.name: self.inventory.host(h.name).target for h in self.plan.hosts}})
         on_hosts(list(self.plan.hosts), self._provision)
+        if self._client_venvs:  # what each client host's venv of each client version reported
+            self.state.update(client_venvs=self.client_venvs_made())
         nodes = [h for h in self.plan.hosts if h.role == "node"]
         power = on_hosts(nodes, self._choose_power)
         self.state.update(ssh={**self.state.data["ssh"], "power": power})
@@ -156,6 +162,7 @@ class SshRuntime:
         else:
             classpath = ""
             python = ssh_install.ensure_venv_on(conn, self.inventory.root)
+            self._make_client_venvs(host)
         software = Software(java="java", kafka_classpath=classpath, python=("env", f"PYTHONPATH={src}", python))
         self._software[host.name] = software
         return software
@@ -348,13 +355,13 @@ class SshRuntime:
 
 
 def preflight(plan: AddressPlan, inventory: Inventory, known_hosts: str | None, power_cuts: bool = False,
-              kafka_version: str | None = None) -> None:
+              kafka_version: str | None = None, client_versions: tuple[str, ...] = ()) -> None:
     """Every host reachable, its key accepted and host key known, java (of a major `kafka_version` runs on) and
-    python3 present, and with `power_cuts` every node host able to drop unsynced writes (a power command or
-    FUSE); else UsageError.
+    python3 present (on client hosts, one each of `client_versions` has a wheel for), and with `power_cuts` every node
+    host able to drop unsynced writes (a power command or FUSE); else UsageError.
 
     Runs before anything is created, on every host at once; changes nothing on any host."""
-    check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts, kafka_version)
+    check_hosts(plan, inventory, HostKeys(known_hosts, None), power_cuts, kafka_version, client_versions)
 
 
 def clean_leftovers(inventory: Inventory, known_hosts: str | None, prefix: str | None = None) -> list[str]:

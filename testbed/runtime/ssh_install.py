@@ -2,10 +2,12 @@
 
 What a host keeps between runs lives under `<root>/cache/` (the inventory's
 root): `kafka-<version>-<sha12>/libs` (testbed.dist.archives: a tar of the Maven cache's jars,
-uploaded over SFTP, checked with sha256sum, unpacked, marked complete last) and
+uploaded over SFTP, checked with sha256sum, unpacked, marked complete last),
 `venv-<key>` (python3 -m venv, then pip install --no-index from a wheelhouse
-built on this machine for the host's Python and glibc). A later run finds the
-marker and uploads nothing. This run's code goes to `<root>/runs/<prefix>/src`
+built on this machine for the host's Python and glibc) and, per client under
+test, `venv-ck-<X>-<key>` (the same, with confluent-kafka X's wheel alone; its
+`faultline-client.json` is what the venv reports of itself, as
+testbed.dist.clients's). A later run finds the marker and uploads nothing. This run's code goes to `<root>/runs/<prefix>/src`
 and leaves with the run.
 Must never: reuse a cached directory whose completion marker does not name the
 checksum (or key) of what it should hold, or need a package index on the host.
@@ -24,10 +26,12 @@ import threading
 from pathlib import Path
 
 from testbed.dist.archives import kafka_archive, tar_dir
+from testbed.dist.clients import MARKER as CLIENT_MARKER
+from testbed.dist.clients import PROBE, parse_client
 from testbed.errors import RuntimeFailure
 from testbed.runtime.docker import code_archive
 from testbed.runtime.ssh_conn import SshConnection
-from testbed.wheelhouse import client_requirements, wheelhouse
+from testbed.wheelhouse import client_requirements, client_wheels, wheelhouse
 
 MARKER = ".complete"
 _LOCAL = threading.Lock()  # hosts are provisioned in parallel; the local archives and wheelhouse are made once
@@ -96,6 +100,14 @@ def ensure_venv_on(conn: SshConnection, root: str) -> str:
         log.info("ssh: %s already has the client venv %s: reusing it", conn.host.name, key)
         return python
     log.info("ssh: installing the client venv on %s (%d wheels)", conn.host.name, len(list(wheels.glob("*.whl"))))
+    _install_venv(conn, venv, wheels, requirements)
+    conn.check(f"echo {key} > {shlex.quote(venv)}/{MARKER}")
+    return python
+
+
+def _install_venv(conn: SshConnection, venv: str, wheels: Path, requirements: list[str]) -> None:
+    """A venv at `venv` made by the host's python3 with `requirements` from `wheels` (uploaded, checked, installed
+    with --no-index, removed); the caller marks it complete."""
     with tempfile.TemporaryDirectory(prefix="faultline-wheels-") as tmp:
         (Path(tmp) / "requirements.txt").write_text("\n".join(requirements) + "\n")
         for wheel in wheels.glob("*.whl"):
@@ -109,8 +121,34 @@ def ensure_venv_on(conn: SshConnection, root: str) -> str:
     q, qw = shlex.quote(venv), shlex.quote(f"{venv}.wheels/wheels")
     conn.check(f"rm -rf {q} && python3 -m venv {q} && {q}/bin/python -m pip install -q --no-index "
                f"--disable-pip-version-check --no-cache-dir --find-links {qw} -r {qw}/requirements.txt && "
-               f"rm -rf {shlex.quote(venv + '.wheels')} && echo {key} > {q}/{MARKER}", timeout=600)
-    return python
+               f"rm -rf {shlex.quote(venv + '.wheels')}", timeout=600)
+
+
+def ensure_client_venv_on(conn: SshConnection, root: str, version: str) -> tuple[str, dict[str, str]]:
+    """A venv of confluent-kafka `version` on the host, made by its own python3 from the wheel downloaded here for
+    its Python and glibc (unless a complete one is there); its python and what it reports of itself
+    (confluent_kafka, librdkafka, python). DistributionError (one line) when the version has no such wheel."""
+    parse_client(version)
+    facts = host_facts(conn)
+    with _LOCAL:
+        wheels = client_wheels(facts, version)
+    names = sorted(w.name for w in wheels.glob("*.whl"))
+    key = hashlib.sha256(json.dumps([facts, version, names]).encode()).hexdigest()[:16]
+    venv = f"{root}/cache/venv-ck-{version}-{key}"
+    q = shlex.quote(venv)
+    if _cached(conn, venv, key):
+        log.info("ssh: %s already has the venv of confluent-kafka %s: reusing it", conn.host.name, version)
+    else:
+        log.info("ssh: installing confluent-kafka %s on %s (%s)", version, conn.host.name, ", ".join(names))
+        _install_venv(conn, venv, wheels, [f"confluent-kafka=={version}"])
+        conn.check(f"{q}/bin/python -c {shlex.quote(PROBE)} > {q}/{CLIENT_MARKER} && echo {key} > {q}/{MARKER}",
+                   timeout=120)
+    out = conn.check(f"cat {q}/{CLIENT_MARKER}")
+    try:
+        versions: dict[str, str] = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise RuntimeFailure(f"{conn.host.name}: the venv of confluent-kafka {version} reports {out[-200:]!r}") from exc
+    return f"{venv}/bin/python", versions
 
 
 def put_code(conn: SshConnection, run_root: str) -> str:

@@ -3,7 +3,8 @@ and has what the runtime cannot upload (a node host of a cluster faultline did n
 java on nodes, of a major the run's Kafka runs on; python3 everywhere,
 venv on client hosts, iptables; tc, CAP_NET_ADMIN and the kernel's HTB and NFQUEUE for slowed and throttled
 links; for power-offs that must drop unsynced writes, on each node host a power command in the inventory or
-FUSE that this machine's unsyncfs can use).
+FUSE that this machine's unsyncfs can use; on client hosts, a wheel of each client under test's confluent-kafka for
+their Python and glibc, downloaded into this machine's cache).
 
 All hosts are checked at once; the first problem (in plan order) becomes one
 UsageError line naming the host and the cause. Only read-only commands run.
@@ -21,6 +22,7 @@ from testbed.addressing import AddressPlan, Host
 from testbed.dist.versions import java_major, java_problem
 from testbed.errors import HarnessError, UsageError
 from testbed.inventory import Inventory
+from testbed.runtime.ssh_client_venvs import no_wheel_problem
 from testbed.runtime.ssh_conn import HostKeys, SshConnection, connect_error
 from testbed.runtime.ssh_power import fuse_problem
 
@@ -48,9 +50,9 @@ KERNEL = ('k=/lib/modules/$(uname -r); for m in "$@"; do [ -d /sys/module/$m ] &
 
 
 def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: bool = False,
-               kafka_version: str | None = None) -> str | None:
+               kafka_version: str | None = None, client_versions: tuple[str, ...] = ()) -> str | None:
     """What is wrong with one host, in one phrase naming it; None when it is fit (its java able to run
-    `kafka_version` when one is given)."""
+    `kafka_version` when one is given, a client host's Python able to run each of `client_versions`)."""
     entry = inventory.host(host.name)
     conn = SshConnection(entry, keys)
     try:
@@ -76,6 +78,9 @@ def check_host(host: Host, inventory: Inventory, keys: HostKeys, power_cuts: boo
             status, _, err = conn.run("python3 -c 'import venv, ensurepip'", retry=False)
             if status != 0:
                 return f"{where}: python3 has no venv/ensurepip (install python3-venv)"
+            wheel = no_wheel_problem(conn, client_versions)
+            if wheel is not None:
+                return f"{where}: {wheel}"
         if entry.sudo:
             status, _, err = conn.run("sudo -n true", retry=False)
             if status != 0:
@@ -121,9 +126,10 @@ def java_problem_of(kafka_version: str | None, java_version_output: str) -> str 
 
 
 def check_hosts(plan: AddressPlan, inventory: Inventory, keys: HostKeys, power_cuts: bool = False,
-                kafka_version: str | None = None) -> None:
+                kafka_version: str | None = None, client_versions: tuple[str, ...] = ()) -> None:
     with ThreadPoolExecutor(max_workers=len(plan.hosts), thread_name_prefix="preflight") as pool:
-        problems = list(pool.map(lambda h: check_host(h, inventory, keys, power_cuts, kafka_version), plan.hosts))
+        problems = list(pool.map(lambda h: check_host(h, inventory, keys, power_cuts, kafka_version, client_versions),
+                                 plan.hosts))
     found = [p for p in problems if p is not None]
     if found:
         more = f" (and {len(found) - 1} more host(s) with problems)" if len(found) > 1 else ""
