@@ -6,7 +6,9 @@ A fault's outcome is its `start` row in the nemesis journal (found by the name t
 of that journal: a fault's `start` or `stop` row, or the story's start (a scheduled row's `invoked_ns` less its
 `at_s` and how late it fired), moved by seconds. The logs are every node's files under `nodes/<node>/logs/`, as
 the cluster's teardown brought them back; a line's time is its log4j stamp (`report.logexcerpts.parse_stamp`:
-UTC, as the nodes' JVMs log), a stack trace's lines taking the time of the line above.
+UTC, as the nodes' JVMs log), a stack trace's lines taking the time of the line above, less its host's clock
+offset where the run measured one (ssh: `clocks.json`, `ssh_clock.offsets_ns`), so that it is the harness's time
+as the journal's moments are.
 Must never: judge what it found (the expectation does), or fail a run over a log it cannot read (it says so).
 """
 
@@ -21,6 +23,7 @@ from nemesis.journal import read_journal
 from nemesis.registry import fault_kinds
 from report.logexcerpts import broker_id, parse_stamp
 from testbed.runfolder import RunFolder
+from testbed.runtime.ssh_clock import offsets_ns
 
 NS = 1_000_000_000
 MAX_LINE_CHARS = 300
@@ -87,15 +90,17 @@ def find_lines(folder: RunFolder, rows: list[dict[str, Any]], ev: LogEvidence) -
         bounds.append(moment)
     lo, hi = bounds
     nodes = [n for n in folder.node_folders() if not ev.brokers or broker_id(n) in ev.brokers]
-    files = [f for n in nodes for f in sorted(n.logs_dir.glob("*/*.log")) if ev.file in (None, f.name)]
+    offsets = offsets_ns(folder.clocks)
+    files = [(f, offsets.get(n.name, 0)) for n in nodes for f in sorted(n.logs_dir.glob("*/*.log"))
+             if ev.file in (None, f.name)]
     if not files:
         return LogFinding(problem=f"no {ev.file or 'log'} file in the run folder for "
                                   f"{', '.join(f'broker-{b}' for b in ev.brokers) or 'any node'}")
     pattern = re.compile(ev.pattern)
     shown: list[str]
     count, shown = 0, []  # shown: the first SHOWN_LINES matches
-    for path in files:
-        for stamp, line in _timed_lines(path):
+    for path, offset in files:
+        for stamp, line in _timed_lines(path, offset):
             if (lo is not None and (stamp is None or stamp < lo)) or (hi is not None and (stamp is None or stamp > hi)):
                 continue
             if pattern.search(line):
@@ -105,8 +110,9 @@ def find_lines(folder: RunFolder, rows: list[dict[str, Any]], ev: LogEvidence) -
     return LogFinding(count, tuple(shown))
 
 
-def _timed_lines(path: Path) -> list[tuple[int | None, str]]:
-    """Each line of a log with its time (a line without a stamp has the one above; None before the first)."""
+def _timed_lines(path: Path, offset_ns: int = 0) -> list[tuple[int | None, str]]:
+    """Each line of a log with its time on the harness's clock (its stamp less its host's `offset_ns`; a line
+    without a stamp has the one above; None before the first)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -114,7 +120,8 @@ def _timed_lines(path: Path) -> list[tuple[int | None, str]]:
     out: list[tuple[int | None, str]] = []
     last: int | None = None
     for line in text.splitlines():
-        last = parse_stamp(line) or last
+        stamp = parse_stamp(line)
+        last = last if stamp is None else stamp - offset_ns
         out.append((last, line))
     return out
 

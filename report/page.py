@@ -20,7 +20,7 @@ import plotly.io as pio
 from checkers.anomalies import DESCRIPTIONS
 from checkers.facts import SplitBrains, split_brains
 from checkers.leadership import Disagreement, natural_key
-from report import evidence, faultwords, fmt, groups, transactions, versions
+from report import evidence, faultwords, fmt, groups, software, transactions, versions
 from report.anomalies import Example, collect_examples
 from report.availability import availability_rows
 from report.errorcodes import error_breakdown, error_rows
@@ -132,6 +132,7 @@ def build_context(run: Run) -> dict[str, Any]:
         "verdict_line": verdict_line(run.verdict),
         "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
         "clients": _clients(run),
+        "software": software.software_rows(run),
         "faults": faults,
         "availability": availability_rows(run.verdict, t0),
         "anomalies": _anomaly_sections(outcome, examples, t0, links),

@@ -5,7 +5,8 @@ and after: the host's reading was taken somewhere in between, so the offset is
 known to within half the round trip. The best (shortest) of SAMPLES round
 trips is kept. Workloads stamp events with their own host's clock, so an
 offset larger than LARGE_S can reorder events of different hosts in the
-timeline; `large_offsets` names them for the report.
+timeline; `large_offsets` names them for the report, and `offsets_ns` gives what moves a host's log stamps onto
+the harness's clock (the expectations' log windows, the report's excerpts).
 Must never: change a host's clock.
 """
 
@@ -63,3 +64,22 @@ def large_offsets(data: Mapping[str, Any]) -> list[str]:
             if abs(v["offset_s"]) - v["bound_s"] > float(data.get("large_s", LARGE_S)):
                 found.append(f"{host} {v['offset_s']:+.3f} s (±{v['bound_s']:.3f}) at the {moment}")
     return found
+
+
+def offsets_ns(path: Path) -> dict[str, int]:
+    """Each host's offset in `path` (a run's clocks file) in ns, host clock minus harness clock: the mean of the
+    moments measured (a host's stamp less it is the harness's time). {} without the file (one clock: netns,
+    docker) or when it cannot be read; a host without a readable measurement is left out."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    seen: dict[str, list[float]] = {}
+    for moment in ("start", "end"):
+        measured = data.get(moment)
+        for host, v in (measured if isinstance(measured, dict) else {}).items():
+            if isinstance(v, dict) and isinstance(v.get("offset_s"), int | float):
+                seen.setdefault(host, []).append(float(v["offset_s"]))
+    return {host: round(sum(values) / len(values) * 1e9) for host, values in seen.items()}

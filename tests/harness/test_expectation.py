@@ -255,3 +255,17 @@ def test_a_kraft_brokers_logs_are_found_by_its_node_id(tmp_path: Path) -> None:
     folder.node("az3-node").config("broker").write_text("process.roles=broker\nnode.id=2\n")
     (found,) = gather(evidence_spec(nodes="broker-1"), folder).logs
     assert found.count == 1 and found.lines[0].startswith("az2-node/server.log: ")
+
+
+def test_an_ssh_hosts_log_stamps_are_moved_onto_the_harnesss_clock(tmp_path: Path) -> None:
+    # broker-0's host clock runs 3 s ahead of the harness's (clocks.json: +2.9 s at the start, +3.1 s at the end):
+    # its line stamped 14 s into the story was written at 11 s by the harness's clock, before the window.
+    logs = {(0, "server.log"): [(T0 + 14 * S, "sent AlterIsr for faultline-0")]}
+    folder = run_folder(tmp_path, journal(), logs)
+    window = evidence_spec(nodes="broker-0", **{"from": "kill-controller.start-5", "to": "kill-controller.start"})
+    assert gather(window, folder).logs[0].count == 1  # one clock (netns, docker): no clocks.json, the stamp as is
+    folder.clocks.write_text(json.dumps({"start": {"az1-node": {"offset_s": 2.9, "bound_s": 0.001}},
+                                         "end": {"az1-node": {"offset_s": 3.1, "bound_s": 0.001}}, "large_s": 0.01}))
+    assert gather(window, folder).logs[0].count == 0
+    earlier = evidence_spec(nodes="broker-0", **{"from": "run+10.5", "to": "run+11.5"})
+    assert gather(earlier, folder).logs[0].count == 1

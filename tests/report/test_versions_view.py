@@ -50,3 +50,29 @@ def test_the_report_shows_each_nodes_versions_after_an_upgrade_and_nothing_witho
     assert "<td>az2-node</td><td>+10.0 s</td><td>3.9.1</td><td>2.7</td>" in html
     assert "<td>az1-node</td><td>+0.0 s</td><td>2.7.2</td><td>its own</td>" in html
     assert "3.9.1, protocol 2.7" in html and "the controller from" in html  # the figure's bars and controller marks
+
+
+def test_the_configuration_card_names_the_software_and_each_client_hosts_client_under_test(run_copy: Path) -> None:
+    manifest = run_copy / "run.json"
+    doc = json.loads(manifest.read_text()) if manifest.exists() else {}
+    doc["commit"] = "c4694ff"
+    doc["versions"] = {"faultline": "0.1.0", "kafka": "3.7.1", "kafka_scala": "2.13", "zookeeper": "3.8.4",
+                       "java": "17", "librdkafka": "2.16.0", "confluent_kafka": "2.16.1", "python": "3.11.7",
+                       "client_under_test": {
+                           "confluent_kafka": "2.10.1", "librdkafka": "2.10.1", "python": "3.11.2",
+                           "by_host": {"az1-client": {"confluent_kafka": "2.10.1", "librdkafka": "2.10.1",
+                                                      "python": "3.11.2"},
+                                       "az2-client": {"confluent_kafka": "2.10.1", "librdkafka": "2.10.1",
+                                                      "python": "3.12.3"}}}}
+    manifest.write_text(json.dumps(doc))
+    html = render_report(run_copy).read_text(encoding="utf-8")
+    assert "<dt>nodes</dt><dd><code>Kafka 3.7.1 (Scala 2.13), ZooKeeper 3.8.4, Java 17</code>" in html
+    assert "<dt>the harness&#39;s client</dt><dd><code>confluent-kafka 2.16.1 / librdkafka 2.16.0, Python 3.11.7" in html
+    assert "<dt>client under test</dt><dd><code>confluent-kafka 2.10.1 / librdkafka 2.10.1, Python 3.11.2" in html
+    assert ("<dt>client under test on az2-client</dt><dd><code>confluent-kafka 2.10.1 / librdkafka 2.10.1, "
+            "Python 3.12.3") in html
+    assert "0.1.0 (c4694ff)" in html
+    del doc["versions"]
+    manifest.write_text(json.dumps(doc))
+    (run_copy / "report.html").unlink()
+    assert "run.json&#39;s versions" not in render_report(run_copy).read_text(encoding="utf-8")

@@ -216,6 +216,21 @@ def test_log_excerpts_are_shared_between_nearby_moments_and_bounded(tmp_path: Pa
     assert apart.anchor == "log-2"
 
 
+def test_an_ssh_hosts_log_is_cut_on_the_harnesss_clock(tmp_path: Path) -> None:
+    node = tmp_path / "nodes" / "az1-node"
+    (node / "config").mkdir(parents=True)
+    (node / "config" / "server.properties").write_text("broker.id=0\n")
+    (node / "logs" / "broker").mkdir(parents=True)
+    (node / "logs" / "broker" / "server.log").write_text(
+        "".join(log_line(T0 + i * NS, f"INFO second {i}") for i in range(60)))
+    (tmp_path / "clocks.json").write_text(json.dumps({"start": {"az1-node": {"offset_s": 20.0, "bound_s": 0.001}},
+                                                      "large_s": 0.01}))  # its clock 20 s ahead of the harness's
+    excerpts = Excerpts(tmp_path)
+    excerpts.around(T0 + 10 * NS, T0 + 10 * NS)
+    (excerpt,) = excerpts.cut_all()
+    assert excerpt.lines[0].endswith("INFO second 27") and excerpt.lines[-1].endswith("INFO second 32")
+
+
 def test_many_long_excerpts_keep_fewer_lines_each(tmp_path: Path) -> None:
     for broker in range(3):
         node = tmp_path / "nodes" / f"az{broker + 1}-node"
