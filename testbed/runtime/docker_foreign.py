@@ -14,7 +14,7 @@ docker's stop or kill of the namespace's owner is refused, before the run by the
 call). The run's topic's partition directories are read with the daemon's archive API. The client hosts are
 containers of faultline's (`faultline/client`, named `<prefix>-azN-client`, labelled with the run) on the brokers'
 network, at the highest addresses of its subnet that no other container holds, run exactly as the docker runtime
-runs its own (`DockerRuntime` for them). Teardown removes the run's chains from every container and the run's
+runs its own (`DockerRuntime` for them, the client under test's venv put in as there). Teardown removes the run's chains from every container and the run's
 client containers.
 Must never: create, stop, start, change or remove a container or network of the user's but as the inventory says
 (never stop or kill the owner of another role's network namespace); write a rule outside the run's chains, or
@@ -36,6 +36,7 @@ import docker
 import docker.errors
 
 from testbed.addressing import AddressPlan, Host
+from testbed.dist.clients import ClientEnv
 from testbed.docker_inventory import DockerInventory, load_docker_inventory
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.localprocs import is_stopped, net_namespace
@@ -231,6 +232,14 @@ class DockerForeignRuntime:
               env: dict[str, str] | None = None) -> DockerProcess:
         self._ours(host)
         return self.clients.spawn(host, name, argv, log, env)
+
+    def client_python(self, host: Host, env: ClientEnv) -> tuple[str, ...]:
+        """CarriesClientVenvs: the client under test's venv, put into the run's client container (DockerRuntime's)."""
+        self._ours(host)
+        return self.clients.client_python(host, env)
+
+    def client_report(self, host: Host, env: ClientEnv) -> dict[str, str]:
+        return self.clients.client_report(host, env)
 
     def process(self, name: str) -> DockerProcess | None:
         return self.clients.process(name)

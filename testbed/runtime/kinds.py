@@ -78,9 +78,6 @@ class RuntimeKind:
     # None: the hosts' own `java`, whichever it is.
     node_javas: frozenset[int] | None = None
     _hosts_note: Callable[[Mapping[str, Any]], str] | None = None  # what the report says of its hosts, from state
-    # Why its client hosts cannot run a client under test (`clients.confluent_kafka`: a venv built on this
-    # machine, testbed.dist.clients); None: they can.
-    no_client_venvs: str | None = None
     # Its client hosts make each client venv themselves at bring-up, with their own Python (ssh: other machines,
     # testbed.runtime.ssh_client_venvs); False: the venv is made on this machine and run there, or put there.
     client_venvs_on_hosts: bool = False
@@ -270,7 +267,6 @@ KINDS: tuple[RuntimeKind, ...] = (
         abilities=frozenset({Ability.FIREWALL, Ability.PAUSE}),
         needs_inventory=True, network=None, own_clocks=False, power_off_note=None,
         _preflight=_docker_existing_preflight, _inventory_plan=_docker_existing_plan,
-        no_client_venvs="its client containers run the client image's one venv (the harness's confluent-kafka)",
         no_second_version="a cluster of yours runs the versions you installed (faultline changes none)",
         no_migration="a cluster of yours is migrated by you (faultline starts none of its processes)",
         no_clock_shifts="faultline starts none of your containers' processes, so it cannot preload libfaketime in them"),

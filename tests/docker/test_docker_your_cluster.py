@@ -6,7 +6,7 @@ provisioned run's verdict, and afterwards the containers (ids, state, start, pid
 containers on their network, the brokers' and topics' configuration, the end offsets and the user's group's committed
 offsets are as they were. The screen comes first (`--dry-run` shows it and stops), and `clean --inventory` finds
 nothing of the run left and leaves the user's containers alone. Then the process side: a pause through the
-inventory's command lines."""
+inventory's command lines; and a client under test, put into the run's client containers."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -123,6 +124,37 @@ def test_a_pause_through_the_inventorys_command_lines_stops_the_broker_listening
     broker = theirs.container(2).top()["Processes"]  # [uid, pid, ppid, ...] as this machine numbers them
     java = [int(p[1]) for p in broker if "kafka.Kafka" in p[-1]]
     assert started["pause"]["pids"] == {"az2-node/broker": java[0]}, (started, broker)
+    after = look(theirs)
+    for key in before:
+        assert after[key] == before[key], key
+
+
+def test_a_client_under_test_runs_in_the_runs_client_containers_against_containers_of_yours(
+        own_dockerd: OwnDockerd, theirs: TheirContainers, tmp_path: Path) -> None:
+    """smoke with `clients.confluent_kafka` 1.9.2: its venv (made here) put into faultline's client containers, as
+    on the docker runtime; producers and consumers on it, the drain on the image's own client; the user's containers
+    as they were."""
+    client = "1.9.2"  # librdkafka 1.9.2 in its wheel: no Message.leader_epoch (KIP-320) in the binding
+    before = look(theirs)
+    inventory = your_inventory(own_dockerd, theirs, tmp_path / "yours.yaml")
+    spec = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
+    spec["clients"] = {"confluent_kafka": client}
+    (tmp_path / "smoke.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    proc = faultline("run", str(tmp_path / "smoke.yaml"), "--inventory", str(inventory), "--results", str(tmp_path),
+                     timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    run_dir = run_dir_of(tmp_path, "smoke")
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["valid"] is True and verdict["stats"]["ok"] >= 3000, verdict["counts"]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["runtime"] == "docker-existing" and run["versions"]["client_under_test"]["confluent_kafka"] == client
+    processes = pd.read_parquet(run_dir / "history" / "processes.parquet")
+    used = {row.process: json.loads(row.config)["client"] for row in processes.itertuples()}
+    under_test = f"confluent-kafka {client} / librdkafka {client}"  # what each process loaded, in its container
+    assert {p for p, c in used.items() if c == under_test} == {p for p in used if p.startswith(("producer", "consumer"))}
+    assert all(c != under_test for p, c in used.items() if p.startswith("drain")), used
+    reads = pd.read_parquet(run_dir / "history" / "reads.parquet")
+    assert reads[reads["phase"] == "live"]["leader_epoch"].isna().all()  # 1.9.2's binding
     after = look(theirs)
     for key in before:
         assert after[key] == before[key], key

@@ -18,11 +18,10 @@ import pytest
 
 from harness.manifest import hosts_client
 from harness.spec import parse_spec
-from harness.spec_clients import parse_client_under_test
 from testbed import wheelhouse
 from testbed.addressing import Host
 from testbed.dist.clients import MARKER, ClientEnv
-from testbed.errors import DistributionError, SpecError, UsageError
+from testbed.errors import DistributionError, UsageError
 from testbed.inventory import load_inventory
 from testbed.runtime import ssh_client_venvs, ssh_install, ssh_preflight
 from testbed.runtime.ssh_client_venvs import SshClientVenvs
@@ -230,6 +229,3 @@ def test_an_ssh_spec_takes_a_client_under_test_and_names_every_client_version(tm
     assert spec.client == "2.10.1" and spec.cluster.client_versions == ("2.10.1", "2.16.1")
     assert spec.cluster.to_json()["client_versions"] == ("2.10.1", "2.16.1")
     assert "client_versions" not in parse_spec(SPEC).cluster.to_json()  # a run without one keeps its state as it was
-    with pytest.raises(SpecError) as caught:  # docker-existing still cannot
-        parse_client_under_test({"confluent_kafka": "2.10.1"}, "docker-existing")
-    assert str(caught.value).endswith("(use --runtime netns or docker or ssh)")

@@ -14,8 +14,11 @@ import pytest
 import yaml
 
 from testbed.addressing import Host
+from testbed.dist.clients import ClientEnv
 from testbed.errors import RuntimeFailure, UsageError
 from testbed.runtime import docker_foreign, docker_yours
+from testbed.runtime.base import CarriesClientVenvs, client_python, client_report
+from testbed.runtime.docker import DockerRuntime
 from testbed.runtime.docker_foreign import DockerForeignRuntime
 
 
@@ -88,6 +91,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DockerForeignRun
 
 
 AZ1 = Host("az1-node", "node", "az1", 1, "10.0.0.11")
+AZ1_CLIENT = Host("az1-client", "client", "az1", 1, "10.0.0.251")
 AZ2 = Host("az2-node", "node", "az2", 2, "10.0.0.12")
 
 
@@ -151,3 +155,22 @@ def test_docker_stop_or_kill_of_the_owner_of_the_other_roles_network_namespace_i
         docker_yours.native_refusal(runtime.client, inventory, node, "zookeeper", "stop"))
     assert [c.name for c in runtime.namespaces(AZ2)] == ["zk-2"]
     assert [c.name for c in runtime.namespaces(AZ1)] == ["kafka-1"]  # one container for both
+
+
+def test_the_client_under_test_goes_into_the_runs_client_container_never_into_yours(
+        runtime: DockerForeignRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = ClientEnv("2.10.1", ("/venvs/2.10.1/bin/python",), {"confluent_kafka": "2.10.1", "librdkafka": "2.10.1",
+                                                             "python": "3.10.13"})
+    asked: list[tuple[str, str]] = []
+
+    def put(clients: DockerRuntime, host: Host, env: ClientEnv) -> tuple[str, ...]:
+        asked.append((host.name, env.version))
+        return ("env", "PYTHONPATH=/code", "/venvs/2.10.1/bin/python")
+    monkeypatch.setattr(DockerRuntime, "client_python", put)
+    assert isinstance(runtime, CarriesClientVenvs)
+    assert client_python(runtime, AZ1_CLIENT, env) == ("env", "PYTHONPATH=/code", "/venvs/2.10.1/bin/python")
+    assert asked == [("az1-client", "2.10.1")]
+    assert client_report(runtime, AZ1_CLIENT, env) == env.versions  # the venv made here, put there as it is
+    with pytest.raises(RuntimeFailure, match=r"^az1-node: faultline runs nothing in your containers$"):
+        runtime.client_python(AZ1, env)
+    assert asked == [("az1-client", "2.10.1")] and runtime.client.calls == []  # type: ignore[attr-defined]
