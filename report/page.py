@@ -19,8 +19,8 @@ import plotly.io as pio
 
 from checkers.anomalies import DESCRIPTIONS
 from checkers.facts import SplitBrains, split_brains
-from checkers.leadership import Disagreement, natural_key
-from report import evidence, faultwords, fmt, groups, software, transactions, versions
+from checkers.leadership import Disagreement
+from report import configuration, evidence, faultwords, fmt, groups, transactions, versions
 from report.anomalies import Example, collect_examples
 from report.availability import availability_rows
 from report.errorcodes import error_breakdown, error_rows
@@ -28,7 +28,7 @@ from report.faults import AROUND_NS, FaultEvent, FaultWindow, fault_events, faul
 from report.figures import Frame, Lane, az_of_writes, fault_colors, leadership_figure, timeline_figure
 from report.health import MAX_PARTITIONS, isr_figure, isr_views, latency_figure
 from report.hosts import host_notes
-from report.loaded_run import Run, parse_json
+from report.loaded_run import Run
 from report.logexcerpts import Excerpts
 from report.replicas import read_replicas
 from report.verdict_view import Outcome, read_expectation, read_outcome, verdict_line
@@ -40,9 +40,6 @@ WHEN_KEYS = {"invoke_ns", "complete_ns", "poll_ns", "time_ns"}
 # Keys of nested example rows (evidence, previous, seen), in reading order; others follow sorted.
 NESTED_ORDER = ("source", "value", "topic", "partition", "offset", "process", "phase", "seq", "op_id")
 # Client settings that decide what an anomaly means (spec/history.md), shown first and in this order.
-KNOWN_SETTINGS = ("acks", "enable.idempotence", "max.in.flight.requests.per.connection", "retries",
-                  "isolation.level", "enable.auto.commit", "group.id")
-ROLE_ORDER = {"producer": 0, "consumer": 1, "drain": 2}
 # Spec keys shown in their own places (the header, the notes), not in the key/value grid.
 SHOWN_APART = {"description", "notes"}
 
@@ -131,8 +128,8 @@ def build_context(run: Run) -> dict[str, Any]:
         "expectation": read_expectation(run.verdict),
         "verdict_line": verdict_line(run.verdict),
         "spec_items": flatten({k: v for k, v in run.spec.items() if k not in SHOWN_APART}),
-        "clients": _clients(run),
-        "software": software.software_rows(run),
+        "clients": configuration.client_rows(run),
+        "software": configuration.software_rows(run),
         "faults": faults,
         "availability": availability_rows(run.verdict, t0),
         "anomalies": _anomaly_sections(outcome, examples, t0, links),
@@ -221,46 +218,6 @@ def _stats(outcome: Outcome) -> list[tuple[str, str, str]]:
     rows += [(str(key), fmt.count(value), "") for key, value in sorted(s.items())
              if key not in {k for k, _, _ in order} and not isinstance(value, dict | list)]
     return rows
-
-
-def _clients(run: Run) -> dict[str, Any]:
-    processes = run.table("processes")
-    writes, reads = run.table("writes"), run.table("reads")
-    configs: dict[str, dict[str, Any]] = {}
-    info: dict[str, tuple[str, str]] = {}
-    for process, role, az, config in processes[["process", "role", "az", "config"]].itertuples(index=False):
-        if process is None:
-            continue
-        parsed = parse_json(config)
-        configs[process] = parsed if isinstance(parsed, dict) else {}
-        info[process] = (role or "", az or "")
-    status_counts = writes.groupby(["process", "status"]).size()
-    read_counts = reads.groupby("process").size()
-    for process in set(writes["process"].dropna()) - set(info):
-        info[process] = ("producer", _first(writes.loc[writes["process"] == process, "az"]))
-    for process in set(reads["process"].dropna()) - set(info):
-        info[process] = ("consumer", _first(reads.loc[reads["process"] == process, "az"]))
-    keys = [k for k in KNOWN_SETTINGS if any(k in c for c in configs.values())]
-    keys += sorted({k for c in configs.values() for k in c} - set(keys))
-    rows = []
-    for process in sorted(info, key=lambda p: (ROLE_ORDER.get(info[p][0], 9), natural_key(info[p][1]),
-                                               natural_key(p))):
-        role, az = info[process]
-        config = configs.get(process, {})
-        rows.append({
-            "process": process, "role": role, "az": az,
-            "settings": [fmt.compact(config[k]) if k in config else "" for k in keys],
-            "ok": fmt.count(int(status_counts.get((process, "ok"), 0))) if role == "producer" else "",
-            "fail": fmt.count(int(status_counts.get((process, "fail"), 0))) if role == "producer" else "",
-            "info": fmt.count(int(status_counts.get((process, "info"), 0))) if role == "producer" else "",
-            "reads": fmt.count(int(read_counts.get(process, 0))) if role != "producer" else "",
-        })
-    return {"keys": keys, "rows": rows}
-
-
-def _first(values: pd.Series) -> str:
-    present = values.dropna()
-    return str(present.iloc[0]) if len(present) else ""
 
 
 def _fault_rows(windows: list[FaultWindow], events: list[FaultEvent], t0: int,
