@@ -3,7 +3,8 @@
 At its start the nemesis, as an operator's admin client, asks the controller (ZooKeeper mode; on KRaft
 any broker, which forwards it) to move each chosen partition of the topic (the topic under test,
 `__consumer_offsets` or `__transaction_state`) to the spec's `replicas`
-(AlterPartitionReassignments, KIP-455, Kafka 2.4 on; `testbed.kafka.reassign_wire`), with a
+(AlterPartitionReassignments, KIP-455, Kafka 2.4 on; `testbed.kafka.reassign_wire`), once the cluster's
+metadata lists every target broker (a broker started a moment before may not have registered yet), with a
 replication throttle first where the spec asks one. Then, in its own thread, it asks for the
 reassignments in progress (ListPartitionReassignments) every second and journals an `info` row each
 time the adding or removing replicas change, and one when none is in progress and every broker's
@@ -43,6 +44,7 @@ ASK_S = 15.0  # how long the start keeps asking while the controller moves or ca
 # timeout, 12 s by default) and reconnect first.
 THROTTLE_ASK_S = 15.0
 POLL_S = 1.0
+REGISTERED_POLL_S = 0.25
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLE_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
@@ -87,6 +89,7 @@ class Reassign(Operation):
         before = replicas_now(cluster, topic, partitions)
         if not before:
             raise FaultError(f"{spec.fault}: no broker knows partitions {partitions} of {topic}")
+        registered_s = self._registered(cluster, target, spec.fault)
         throttled, unthrottled = self._throttle(cluster, topic, opts["throttle_kbit"]) \
             if opts["throttle_kbit"] else ([], {})
         self._ask(cluster, topic, {p: target for p in partitions}, spec.fault)
@@ -95,9 +98,32 @@ class Reassign(Operation):
                                                                       partitions, target, throttled))
         targets = {"topic": topic, "partitions": partitions, "replicas": target}
         detail = {"before": {str(p): r for p, r in sorted(before.items())}, "asked_ns": asked_ns,
+                  "registered_wait_s": registered_s,
                   "throttle_kbit": opts["throttle_kbit"], "throttled_brokers": throttled,
                   **({"not_throttled": unthrottled} if unthrottled else {})}
         return Injected(key, spec.fault, targets, detail)
+
+    @staticmethod
+    def _registered(cluster: KafkaCluster, target: list[int], fault: str) -> float:
+        """Wait until the cluster's metadata lists every target broker (an operator moves partitions onto a broker
+        once it has registered: one started a moment ago may not be yet, and the controller refuses a move onto
+        it, INVALID_REPLICA_ASSIGNMENT "not alive"); the seconds waited. FaultError naming those still missing
+        after ASK_S."""
+        started = time.monotonic()
+        listed: list[int] = []
+        while True:
+            for node in cluster.nodes:
+                try:
+                    listed = sorted(broker_view(node.address, BROKER_PORT, [], timeout=2.0).brokers)
+                except (OSError, ConnectionError, ValueError):
+                    continue
+                break
+            if set(target) <= set(listed):
+                return round(time.monotonic() - started, 3)
+            if time.monotonic() - started >= ASK_S:
+                raise FaultError(f"{fault}: brokers {sorted(set(target) - set(listed))} not registered within "
+                                 f"{ASK_S:.0f} s (the cluster's metadata lists {listed})")
+            time.sleep(REGISTERED_POLL_S)
 
     @staticmethod
     def _ask(cluster: KafkaCluster, topic: str, targets: dict[int, list[int] | None], fault: str) -> None:

@@ -218,3 +218,27 @@ def test_a_throttle_a_broker_cut_off_from_zookeeper_cannot_take_is_set_on_the_ot
     monkeypatch.setattr(reassign_wire, "alter_configs", lambda *a, **k: (_ for _ in ()).throw(TimeoutError("t")))
     with pytest.raises(FaultError, match="replication throttle not set"):
         nemesis.reassign.REASSIGN._throttle(cluster, "faultline", 800)
+
+
+def test_a_move_onto_a_broker_waits_until_it_has_registered(
+        world: tuple[Nemesis, KafkaCluster, FakeRuntime], monkeypatch: pytest.MonkeyPatch) -> None:
+    """replace-broker's broker-3, started 8 s before its move, had not registered yet on a loaded machine (stability
+    part 5, 2026-11-29 03:17: INVALID_REPLICA_ASSIGNMENT "not alive"): the move now waits for the metadata to list it."""
+    _, cluster, _ = world
+    answers = [[0, 1], [0, 1], [0, 1, 2]]  # broker-2 registers on the third look
+    looks: list[str] = []
+
+    def view(address: str, port: int, topics: list[str], timeout: float = 2.0) -> Any:
+        looks.append(address)
+        if address == cluster.nodes[0].address and len(looks) == 1:
+            raise ConnectionError("refused")  # the first broker asked does not answer: the next one is asked
+        return type("View", (), {"brokers": {b: "h:9092" for b in (answers.pop(0) if len(answers) > 1 else answers[0])}})
+    monkeypatch.setattr(nemesis.reassign, "broker_view", view)
+    monkeypatch.setattr(nemesis.reassign, "REGISTERED_POLL_S", 0.0)
+    assert nemesis.reassign.REASSIGN._registered(cluster, [1, 2], "reassign") >= 0.0
+    assert len(looks) == 4 and looks[:2] == [cluster.nodes[0].address, cluster.nodes[1].address]
+    answers[:] = [[0, 1]]
+    monkeypatch.setattr(nemesis.reassign, "ASK_S", 0.0)
+    with pytest.raises(FaultError, match=r"^reassign: brokers \[2\] not registered within 0 s \(the cluster's "
+                                         r"metadata lists \[0, 1\]\)$"):
+        nemesis.reassign.REASSIGN._registered(cluster, [1, 2], "reassign")
