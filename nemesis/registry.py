@@ -208,8 +208,8 @@ _KINDS: tuple[FaultKind, ...] = (
               ("to_version",), words=fault_words.upgraded, options=operation_spec.parse_downgrade),
     FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
               "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "
-              "(AlterPartitionReassignments, Kafka 2.4 on), with a replication throttle of `throttle_kbit` while it "
-              "runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it (journaled)",
+              "(AlterPartitionReassignments, Kafka 2.4 on) once the metadata lists them all, with a replication "
+              "throttle of `throttle_kbit` while it runs; its progress `info` rows until done. The stop waits for it (`wait_s`), then cancels it (journaled)",
               REASSIGN, operation_spec.REASSIGN_KEYS, ("replicas",), words=fault_words.reassigned,
               options=operation_spec.parse_reassign, since=(2, 4)),
     FaultKind(MIGRATE_FAULT, "operation", "migrate a ZooKeeper cluster to KRaft (KIP-866, Kafka 3.4 to 3.9) as 3.9's "
