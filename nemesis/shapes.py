@@ -39,6 +39,7 @@ from testbed.addressing import MAX_NODES, AddressPlan
 from testbed.kafka.config import (
     BROKER_PORT,
     CONTROLLER_PORT,
+    PROXIED_PORT,
     ZK_CLIENT_PORT,
     ZK_ELECTION_PORT,
     ZK_PEER_PORT,
@@ -52,8 +53,9 @@ SCOPES: tuple[Scope, ...] = ("all", "kafka", "zookeeper")
 # Each scope's ports as iptables names them: a port, or a range `first:last`.
 SCOPE_PORTS: dict[Scope, tuple[str, ...]] = {
     "all": (),
-    # The broker listener, and the AZ listeners' range (only a cluster with `az_listeners` listens there).
-    "kafka": (str(BROKER_PORT), f"{az_listener_port(1)}:{az_listener_port(MAX_NODES)}"),
+    # The broker listener, the PROXIED listener a request-holding proxy forwards a producer under test to (only a
+    # cluster with `proxied_listener` listens there), and the AZ listeners' range (only with `az_listeners`).
+    "kafka": (str(BROKER_PORT), str(PROXIED_PORT), f"{az_listener_port(1)}:{az_listener_port(MAX_NODES)}"),
     # The metadata quorum's ports: ZooKeeper's, and a KRaft controller's listener (brokers' heartbeats and
     # metadata fetches, the controllers' votes and log replication); nothing listens on the other mode's.
     "zookeeper": tuple(str(p) for p in (ZK_CLIENT_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT, CONTROLLER_PORT)),

@@ -148,23 +148,25 @@ def test_rules_two_way_have_both_chains_on_each_side() -> None:
     assert len(rules["az2-node"].splitlines()) == 2 * 2
 
 
-def test_kafka_scope_drops_port_9092_and_the_az_listeners_as_server_and_client_side() -> None:
+def test_kafka_scope_drops_port_9092_the_proxied_and_the_az_listeners_as_server_and_client_side() -> None:
     rules = shapes.firewall_rules(PLAN, [(shapes.cut_link(PLAN, "az1", "az2"), "kafka")])
     lines = rules["az1-node"].splitlines()
     a = addr("az2-node")
-    for port in ("9092", "9101:9109"):
+    for port in ("9092", "9094", "9101:9109"):
         assert f"-A FAULTLINE-IN -s {a}/32 -p tcp --dport {port} -j DROP" in lines
         assert f"-A FAULTLINE-IN -s {a}/32 -p tcp --sport {port} -j DROP" in lines
         assert f"-A FAULTLINE-OUT -d {a}/32 -p tcp --dport {port} -j DROP" in lines
         assert f"-A FAULTLINE-OUT -d {a}/32 -p tcp --sport {port} -j DROP" in lines
-    assert all("9092" in line or "9101:9109" in line for line in lines)
-    assert len(lines) == 2 * 2 * 2 * 2  # 2 peers x in/out x dport/sport x (broker listener, AZ listeners)
+    assert all("9092" in line or "9094" in line or "9101:9109" in line for line in lines)
+    assert len(lines) == 2 * 2 * 2 * 3  # 2 peers x in/out x dport/sport x (broker, proxied and AZ listeners)
 
 
 def test_kafka_scope_covers_an_az_proxys_way_to_the_brokers_but_not_the_quorum() -> None:
-    """An AZ's proxy (on its client host) reaches broker b's AZ listener on 9100 + the AZ's index."""
-    assert [p for p in (9092, 9101, 9103, 9109) if shapes.scope_covers("kafka", p)] == [9092, 9101, 9103, 9109]
-    assert not any(shapes.scope_covers("kafka", p) for p in (9093, 9094, 9100, 9110, 2181))
+    """An AZ's proxy (on its client host) reaches broker b's AZ listener on 9100 + the AZ's index; a
+    request-holding proxy reaches the PROXIED listener on 9094: both carry Kafka's traffic and a kafka cut drops it."""
+    assert [p for p in (9092, 9094, 9101, 9103, 9109) if shapes.scope_covers("kafka", p)] == [
+        9092, 9094, 9101, 9103, 9109]
+    assert not any(shapes.scope_covers("kafka", p) for p in (9093, 9100, 9110, 2181))
     assert shapes.scope_covers("zookeeper", 2181) and not shapes.scope_covers("zookeeper", 9101)
     assert shapes.scope_covers("all", 9101)
     rules = shapes.firewall_rules(PLAN, [(shapes.cut_link(PLAN, "az1", "az2"), "kafka")])
