@@ -49,7 +49,7 @@ from harness.spec_types import fail
 from nemesis.schedule import Schedule, parse_schedule
 from testbed.dist.versions import check_metadata, default_metadata, release
 from testbed.errors import DistributionError, SpecError, yaml_problem
-from testbed.kafka.config import ClusterSettings
+from testbed.kafka.config import DOWNGRADE_SNAPSHOT_INTERVAL_MS, ClusterSettings
 from testbed.runtime.kinds import default_network, inventory_kind, kind
 from workloads.settings import canonical, normalize_acks
 from workloads.settings_check import ClientRole, SettingRefused, check_settings, check_transactional
@@ -306,6 +306,8 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_migrations(nemesis, cluster)
     if upgrades:
         cluster = dataclasses.replace(cluster, upgrade_versions=upgrades)
+    if cluster.kraft and any(f.fault == "rolling-downgrade" for _, f in nemesis.faults()):
+        cluster = dataclasses.replace(cluster, metadata_snapshot_interval_ms=DOWNGRADE_SNAPSHOT_INTERVAL_MS)
     check_log_dirs(nemesis, cluster)
     check_workload_targets(nemesis, producers)
     check_group_protocols(consumers, cluster.kafka_version)

@@ -187,17 +187,16 @@ def _zookeeper_pins(where: str, running: str, to: str, pins: dict[str, str], dow
 def _kraft_metadata(where: str, running: str, to: str, metadata: Level, level: Level, down: bool,
                     bump: bool) -> Level:
     """The finalized metadata.version after a KRaft roll from `running` to `to`; a downgrade refused while the level
-    in force is above `to`'s: where Kafka will not lower it (testbed.dist.metadata_versions), and where it will, since
-    `to`'s controllers would replay the raised level from the log."""
+    in force is above `to`'s and Kafka will not lower it (testbed.dist.metadata_versions). Where it will, the roll
+    lowers it and waits for every node's snapshot past the lowering first (testbed.kafka.snapshots), since `to`'s
+    processes would replay the raised level from the metadata log."""
     if not down:
         return level if bump else metadata
     if metadata.level <= level.level:
         return metadata
-    problem = downgrade_problem(metadata, level) or (
-        f"a rolling-upgrade raised it to {metadata.name} in this run, and Kafka lowers it but writes no snapshot on "
-        f"the change (its controllers snapshot by bytes and time only), so {to}'s controllers replay that "
-        f"FeatureLevelRecord from the metadata log and exit (\"No MetadataVersion with metadata version "
-        f"{metadata.level}\"; measured from 3.9.1 to 3.7.2): roll up with bump: false to keep the way back")
+    problem = downgrade_problem(metadata, level)
+    if problem is None:
+        return level
     raise fail(where, f"a KRaft downgrade from {running} to {to} needs metadata.version at {level.name} or below: "
                f"{problem}")
 

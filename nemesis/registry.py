@@ -201,10 +201,10 @@ _KINDS: tuple[FaultKind, ...] = (
               "Kafka `to_version`, where the notes allow it. ZooKeeper mode: the protocol (and format) in force kept, "
               "refused unless pinned at or below the older version (a `rolling-upgrade` with `bump: false`, or "
               "`cluster.broker_overrides`). KRaft: the finalized `metadata.version` first lowered to the older "
-              "release's level where above it (refused where a level between changed the metadata's form, onto a "
-              "release that does not know the level the nodes were formatted at, or after a roll raised the level in the "
-              "same run: the older controllers would replay it from the metadata log), then the brokers' roll, "
-              "then the controllers'. The stop waits for every roll", ROLLING_DOWNGRADE, operation_spec.DOWNGRADE_KEYS,
+              "release's level where above it (refused where a level between changed the metadata's form, or onto a "
+              "release that does not know the level the nodes were formatted at) and every node's metadata log then "
+              "waited for to hold a snapshot past it (the cluster snapshots every 5 s: an older release replays the "
+              "log after its newest snapshot), then the brokers' roll, then the controllers'. The stop waits for every roll", ROLLING_DOWNGRADE, operation_spec.DOWNGRADE_KEYS,
               ("to_version",), words=fault_words.upgraded, options=operation_spec.parse_downgrade),
     FaultKind("reassign", "operation", "move `partitions` of `topic` (`test`: the topic under test, "
               "`__consumer_offsets`, `__transaction_state`) to the brokers `replicas` through the admin API "

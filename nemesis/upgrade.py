@@ -12,7 +12,9 @@ level, so a downgrade stays open). Combined KRaft nodes have one roll.
 `rolling-downgrade` goes the other way: ZooKeeper mode, each broker started on the older version with the protocol
 (and format) that is in force kept, which Kafka allows only while they are pinned at or below the older version;
 KRaft, the finalized metadata.version first lowered to the older release's level where it is above it (a safe
-downgrade only, `testbed.dist.metadata_versions`), then the brokers, then the controllers. The harness refuses what
+downgrade only, `testbed.dist.metadata_versions`) and every metadata log then waited for to hold a snapshot past the
+lowering (`testbed.kafka.snapshots`: an older release replays the log after its newest snapshot, and would read the
+raised level there), then the brokers, then the controllers. The harness refuses what
 the notes forbid before anything starts (`harness.spec_checks.check_upgrades`).
 Between a process's clean stop and its start its configuration is rendered again for its version
 (`KafkaCluster.set_broker`, `set_controller`). Each step's `info` row names the version (and protocol) the process
@@ -38,6 +40,7 @@ from testbed.dist.metadata_versions import named, release_level
 from testbed.dist.versions import FORMAT_KEY, PROTOCOL_KEY, protocol_version, upgrade_pins
 from testbed.errors import ClusterError
 from testbed.kafka.features import TOOL_TIMEOUT_S, finalized_metadata_version, set_metadata_version
+from testbed.kafka.snapshots import high_watermark, wait_snapshots_past
 
 if TYPE_CHECKING:
     from nemesis.fault_spec import FaultSpec
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
 
 FAULT = "rolling-upgrade"
 DOWNGRADE = "rolling-downgrade"
+SNAPSHOT_WAIT_S = 60.0  # for every metadata log's snapshot past a lowering (they come every 5 s)
 
 
 def controller_now(cluster: KafkaCluster) -> int | None:
@@ -98,7 +102,8 @@ class RollingUpgrade(RollingRestart):
         old, new = cluster.broker_version(order[0]), opts["to_version"]
         rolls = plan(cluster, order[0], new, opts, self.down)
         metadata = cluster.settings.kraft and (self.down or opts["bump"])
-        self.launch(key, self.per_roll_s(cluster, opts, order) * len(rolls) + 3 * TOOL_TIMEOUT_S * metadata,
+        self.launch(key, self.per_roll_s(cluster, opts, order) * len(rolls)
+                    + (3 * TOOL_TIMEOUT_S + SNAPSHOT_WAIT_S * self.down) * metadata,
                     lambda running: self._change(running, env, key, order, opts, rolls))
         targets: dict[str, Any] = {"brokers": [n.broker_id for n in order], "controller": controller,
                                    "from_version": old, "to_version": new, "down": self.down}
@@ -143,19 +148,32 @@ class RollingUpgrade(RollingRestart):
         before = finalized_metadata_version(cluster, node)
         asked = time.time_ns()
         now = named(before) if before is not None else None
-        if self.down and now is not None and now.level <= want.level:
-            finalized = before  # already at or below the older release's level: nothing to lower
-        else:
-            finalized = set_metadata_version(cluster, node, want.level, downgrade=self.down)
+        lowering = self.down and not (now is not None and now.level <= want.level)
+        finalized = set_metadata_version(cluster, node, want.level, downgrade=self.down) if lowering or not self.down \
+            else before  # already at or below the older release's level: nothing to lower
+        reached = named(finalized) if finalized is not None else None
+        done, snapshots = time.time_ns(), {}
+        if lowering and reached is not None and reached.level <= want.level:
+            snapshots = self._snapshots(cluster)  # before any process starts on the older release
         if env.journal is not None:
             env.journal.write("info", self.fault, {"metadata_version": want.name, "level": want.level,
                                                    "down": self.down, "nodes": [node.name]},
                               {"name": key, "before": before, "finalized": finalized, "asked_ns": asked,
-                               "done_ns": time.time_ns()})
-        reached = named(finalized) if finalized is not None else None
+                               "done_ns": done, **snapshots})
         if reached is None or (reached.level > want.level if self.down else reached.level != want.level):
             raise ClusterError(f"metadata.version is {finalized} after asking Kafka for {want.name} "
                                f"(feature level {want.level})")
+
+    @staticmethod
+    def _snapshots(cluster: KafkaCluster) -> dict[str, Any]:
+        """Wait until every metadata log holds a snapshot past the lowering (testbed.kafka.snapshots): the journal's
+        `snapshot_past` (the high watermark then), `snapshots` (each log's newest) and `snapshot_wait_s`."""
+        started = time.monotonic()
+        past = high_watermark(cluster)
+        if past is None:
+            raise ClusterError("no active KRaft controller answers DescribeQuorum after lowering metadata.version")
+        found = wait_snapshots_past(cluster, past, SNAPSHOT_WAIT_S)
+        return {"snapshot_past": past, "snapshots": found, "snapshot_wait_s": round(time.monotonic() - started, 3)}
 
 
 ROLLING_UPGRADE = RollingUpgrade(FAULT)

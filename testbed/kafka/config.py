@@ -84,6 +84,9 @@ class ClusterSettings:
     # Derived from the nemesis (its `rolling-upgrade`s): the versions the brokers are upgraded to mid-run, whose jars
     # and Java are fetched before anything starts.
     upgrade_versions: tuple[str, ...] = ()
+    # Derived from a KRaft `rolling-downgrade`: metadata.log.max.snapshot.interval.ms of every KRaft process, so that
+    # each holds a snapshot past the lowered level before the roll (testbed.kafka.snapshots); None: Kafka's hour.
+    metadata_snapshot_interval_ms: int | None = None
     # Derived from `clients.confluent_kafka` and the nemesis's `upgrade-client`s: the client versions a runtime whose
     # client hosts make their own venvs (ssh) checks at preflight and makes at bring-up.
     client_versions: tuple[str, ...] = ()
@@ -121,6 +124,8 @@ class ClusterSettings:
                 del out[derived]
         if self.kraft_quorum == "static":
             del out["kraft_quorum"]
+        if self.metadata_snapshot_interval_ms is None:
+            del out["metadata_snapshot_interval_ms"]
         return out
 
     @property
@@ -285,19 +290,25 @@ def quorum_bootstrap(plan: AddressPlan) -> str:
     return ",".join(f"{n.address}:{CONTROLLER_PORT}" for n in plan.nodes)
 
 
+DOWNGRADE_SNAPSHOT_INTERVAL_MS = 5000  # a KRaft downgrade waits seconds for its snapshots (testbed.kafka.snapshots)
+
+
 def _kraft_common(plan: AddressPlan, settings: ClusterSettings) -> dict[str, str]:
     """Keys every KRaft process gets: the static quorum (controller.quorum.voters works from 3.3 to 4.x) or a
     dynamic one's bootstrap servers, the
     CONTROLLER listener's name, and the fencing timeout, which the active controller applies: the
     counterpart of zookeeper.session.timeout.ms (a broker cut off from it this long is fenced and loses its
-    leaderships), its heartbeat a third of it (Kafka's 2 s at most)."""
+    leaderships), its heartbeat a third of it (Kafka's 2 s at most); and, before a KRaft downgrade, a short
+    snapshot interval."""
     session = settings.zookeeper_session_timeout_ms
+    snapshots = ({} if settings.metadata_snapshot_interval_ms is None else
+                 {"metadata.log.max.snapshot.interval.ms": str(settings.metadata_snapshot_interval_ms)})
     quorum = ({"controller.quorum.bootstrap.servers": quorum_bootstrap(plan)} if settings.kraft_quorum == "dynamic"
               else {"controller.quorum.voters": quorum_voters(plan, settings)})
     return {**quorum, "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "broker.session.timeout.ms": str(session),
-            "broker.heartbeat.interval.ms": str(max(500, min(2000, session // 3)))}
+            "broker.heartbeat.interval.ms": str(max(500, min(2000, session // 3))), **snapshots}
 
 
 def kraft_broker_props(plan: AddressPlan, node: Host, settings: ClusterSettings) -> dict[str, str]:

@@ -19,6 +19,7 @@ import yaml
 import nemesis.faults
 import nemesis.nemesis
 import nemesis.operations
+import nemesis.upgrade
 from harness.spec import parse_spec
 from nemesis.fault_words import upgraded
 from nemesis.journal import read_journal
@@ -29,7 +30,7 @@ from report.logexcerpts import broker_id
 from testbed.addressing import Host
 from testbed.dist.metadata_versions import LEVELS, Level, downgrade_problem, named, release_level
 from testbed.errors import FaultError, SpecError
-from testbed.kafka import kraft
+from testbed.kafka import config, kraft, snapshots
 from testbed.kafka.cluster import KafkaCluster
 from testbed.kafka.config import ClusterSettings
 from testbed.kafka.features import FEATURE_TOOL
@@ -47,8 +48,16 @@ class FeatureTool:
     def __init__(self, level: int) -> None:
         self.level, self.calls = level, []  # type: list[list[str]]
         self.deaf = False  # answers a change with success and changes nothing
+        self.snapshot_ends: list[int] = []  # each `ls` of a metadata log: its newest snapshot's end (the last repeats)
+        self.listed: list[str] = []  # the metadata logs listed, in order
 
     def __call__(self, host: Host, argv: list[str], _: str | None) -> subprocess.CompletedProcess[str] | None:
+        if argv[0] == "ls" and argv[1].endswith("__cluster_metadata-0"):
+            self.listed.append(argv[1])
+            end = self.snapshot_ends.pop(0) if len(self.snapshot_ends) > 1 else (self.snapshot_ends or [None])[0]
+            names = ["00000000000000000000.log", "leader-epoch-checkpoint"]
+            names += [] if end is None else [f"{end - 40:020d}-0000000001.checkpoint", f"{end:020d}-0000000002.checkpoint"]
+            return subprocess.CompletedProcess(argv, 0, "\n".join(names) + "\n", "")
         if FEATURE_TOOL not in argv:
             return None
         args = argv[argv.index(FEATURE_TOOL) + 3:]  # past --bootstrap-server X
@@ -140,23 +149,52 @@ def test_without_bump_metadata_version_stays_and_a_downgrade_rolls_back_without_
     nem.stop("down")
     down = [r for r in rows(cluster) if r["fault"] == "rolling-downgrade" and r["type"] == "info"]
     assert down[0]["targets"]["level"] == 19 and down[0]["detail"]["before"] == "3.7-IV4"  # checked, not lowered
+    assert tool.listed == [] and "snapshots" not in down[0]["detail"]  # nothing lowered: no snapshot to wait for
     assert [(s["targets"]["role"], s["targets"]["version"]) for s in down[1:]] == \
         [("broker", "3.7.2")] * 3 + [("controller", "3.7.2")] * 3  # the upgrade's order reversed
     assert all("/fake/kafka-3.7.2/libs/*" in runtime.process(f"{n.name}/{r}").argv  # type: ignore[union-attr]
                for n in cluster.nodes for r in ("controller", "broker"))
 
 
-def test_a_kraft_downgrade_lowers_metadata_version_first(
-        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool]) -> None:
-    nem, cluster, _, tool = kraft_world
+def test_a_kraft_downgrade_lowers_metadata_version_then_waits_for_every_snapshot_past_it(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool], monkeypatch: pytest.MonkeyPatch) -> None:
+    nem, cluster, runtime, tool = kraft_world
+    monkeypatch.setattr(nemesis.upgrade, "high_watermark", lambda cluster: 120)
+    monkeypatch.setattr(snapshots, "POLL_S", 0.0)
+    tool.snapshot_ends = [80] * 6 + [80, 130, 130, 130, 130, 130] + [130]  # one log behind on the second look
     nem.start({"fault": "rolling-upgrade", "to_version": "3.9.1"}, "up")
     nem.stop("up")
+    assert tool.listed == []  # an upgrade waits for no snapshot
     nem.start({"fault": "rolling-downgrade", "to_version": "3.7.2"}, "down")
     nem.stop("down")
     assert ["downgrade", "--feature", "metadata.version=19"] in tool.calls and tool.level == 19
     down = [r for r in rows(cluster) if r["fault"] == "rolling-downgrade" and r["type"] == "info"]
     assert (down[0]["detail"]["before"], down[0]["detail"]["finalized"]) == ("3.9-IV0", "3.7-IV4")
     assert down[0]["time_ns"] < down[1]["detail"]["stop_ns"]  # lowered before the first broker went down
+    logs = {f"{n.name}/{role}" for n in cluster.nodes for role in ("broker", "controller")}
+    assert down[0]["detail"]["snapshot_past"] == 120 and down[0]["detail"]["snapshots"] == dict.fromkeys(logs, 130)
+    assert len(tool.listed) == 18  # three looks at the six logs: the second found one still at 80
+    first = kraft.kcfg.log_dir_names(cluster.settings)[0]
+    assert runtime.host_path(cluster.nodes[0], cluster.node_folder(cluster.nodes[0]).data("broker") / first
+                             / "__cluster_metadata-0") in tool.listed
+
+
+def test_a_snapshot_that_never_comes_fails_the_downgrade_before_anything_rolls(
+        kraft_world: tuple[Nemesis, KafkaCluster, FakeRuntime, FeatureTool], monkeypatch: pytest.MonkeyPatch) -> None:
+    nem, cluster, runtime, tool = kraft_world
+    monkeypatch.setattr(nemesis.upgrade, "high_watermark", lambda cluster: 120)
+    monkeypatch.setattr(nemesis.upgrade, "SNAPSHOT_WAIT_S", 0.0)
+    nem.start({"fault": "rolling-upgrade", "to_version": "3.9.1"}, "up")
+    nem.stop("up")
+    tool.snapshot_ends = [130, 130, 130, 130, 80, 130, 130]  # az2-node's controller never snapshots past the lowering
+    nem.start({"fault": "rolling-downgrade", "to_version": "3.7.2"}, "down")
+    with pytest.raises(FaultError, match=r"no metadata snapshot at or past offset 120 within 0 s on "
+                                         r"az2-node/controller 80: a process started on the older release would "
+                                         r"replay the raised metadata.version"):
+        nem.stop("down")
+    assert tool.level == 19  # lowered; then nothing rolled back onto 3.7.2
+    assert all("/fake/kafka-3.9.1/libs/*" in runtime.process(f"{n.name}/{r}").argv  # type: ignore[union-attr]
+               for n in cluster.nodes for r in ("controller", "broker"))
 
 
 def test_a_downgrade_kafka_refuses_fails_the_operation_with_its_words_and_rolls_nothing(
@@ -227,11 +265,6 @@ KRAFT = {"kafka_version": "3.7.2", "metadata": "kraft"}
      r"nemesis\[0\].to_version: a KRaft downgrade to 3.7.2 on nodes formatted by Kafka 3.9.1: their "
      r"bootstrap.checkpoint holds metadata.version 3.9-IV0, which every start reads and Kafka 3.7.2 does not know "
      r"\(\"No MetadataVersion with metadata version 21\"\)"),
-    # Kafka lowers 3.9-IV0 to 3.7-IV4 (no level between changed the form), but 3.7.2's controllers would replay the
-    # raised level's record from the metadata log (measured 2026-11-29: "No MetadataVersion with metadata version 21").
-    ([{"fault": "rolling-upgrade", "to_version": "3.9.1"}, {"fault": "rolling-downgrade", "to_version": "3.7.2"}],
-     KRAFT, r"nemesis\[1\].to_version: a KRaft downgrade from 3.9.1 to 3.7.2 needs metadata.version at 3.7-IV4 or "
-            r"below: a rolling-upgrade raised it to 3.9-IV0 in this run.*roll up with bump: false"),
     ([{"fault": "rolling-upgrade", "to_version": "4.1.1"}, {"fault": "rolling-downgrade", "to_version": "3.9.1"}],
      KRAFT, r"nemesis\[1\].to_version: a KRaft downgrade from 4.1.1 to 3.9.1 needs metadata.version at 3.9-IV0"),
     ([{"fault": "rolling-upgrade", "to_version": "3.7.2"}], KRAFT,
@@ -251,6 +284,9 @@ def test_a_version_change_the_notes_forbid_is_refused_in_one_line(nemesis: list[
 @pytest.mark.parametrize(("nemesis", "cluster"), [
     ([{"fault": "rolling-upgrade", "to_version": "3.9.1", "bump": False},
       {"fault": "rolling-downgrade", "to_version": "3.7.2"}], KRAFT),  # metadata.version never left 3.7-IV4
+    # Kafka lowers 3.9-IV0 to 3.7-IV4 (no level between changed the form); the roll then waits for the snapshots
+    ([{"fault": "rolling-upgrade", "to_version": "3.9.1"}, {"fault": "rolling-downgrade", "to_version": "3.7.2"}],
+     KRAFT),
     ([{"fault": "rolling-upgrade", "to_version": "3.9.1", "bump": False},
       {"fault": "rolling-downgrade", "to_version": "2.7.2"}], {}),
     ([{"fault": "rolling-downgrade", "to_version": "2.6.3"}],
@@ -259,6 +295,21 @@ def test_a_version_change_the_notes_forbid_is_refused_in_one_line(nemesis: list[
 def test_a_version_change_the_notes_allow_passes(nemesis: list[dict[str, Any]], cluster: dict[str, Any]) -> None:
     spec = parse_spec(spec_with(nemesis, **cluster))
     assert spec.cluster.upgrade_versions == tuple(dict.fromkeys(f["to_version"] for f in nemesis))
+    kraft_down = spec.cluster.kraft and any(f["fault"] == "rolling-downgrade" for f in nemesis)
+    assert spec.cluster.metadata_snapshot_interval_ms == (5000 if kraft_down else None)
+
+
+def test_a_kraft_cluster_with_a_downgrade_ahead_snapshots_every_5_s_and_no_other(tmp_path: Path) -> None:
+    down = parse_spec(spec_with([{"fault": "rolling-upgrade", "to_version": "3.9.1"},
+                                 {"fault": "rolling-downgrade", "to_version": "3.7.2"}], **KRAFT)).cluster
+    plan = FakeRuntime().plan
+    node = plan.nodes[0]
+    for settings, want in ((down, "metadata.log.max.snapshot.interval.ms=5000"), (ClusterSettings(**KRAFT), None)):
+        rendered = [config.controller_properties(plan, node, settings, "/data"),
+                    "\n".join(f"{k}={v}" for k, v in config.kraft_broker_props(plan, node, settings).items())]
+        assert all((want in text) if want else "snapshot" not in text for text in rendered)
+    assert down.to_json()["metadata_snapshot_interval_ms"] == 5000
+    assert "metadata_snapshot_interval_ms" not in ClusterSettings(**KRAFT).to_json()  # a run without one as it was
 
 
 def test_the_levels_as_the_jars_have_them() -> None:
