@@ -237,7 +237,7 @@ def test_every_version_and_operation_story_sits_in_a_campaign_and_stories_runs_a
     configurations = {(path.stem, name) for path in named
                       for name in yaml.safe_load(path.read_text(encoding="utf-8")).get("configurations") or ["default"]}
     assert {(c.scenario, c.configuration or "default") for c in stories} == configurations
-    assert len(stories) == len(configurations) == 14
+    assert len(stories) == len(configurations) == 17
     versions, _ = plan_cases(load_campaign(REPO / "campaigns" / "versions.yaml"), 1)
     in_a_campaign = named | {c.source.resolve() for c in versions}
     on_disk = {p.resolve() for folder in ("versions", "operations") for p in (REPO / "scenarios" / folder).glob("*.yaml")}
