@@ -148,9 +148,9 @@ class RollingUpgrade(RollingRestart):
         before = finalized_metadata_version(cluster, node)
         asked = time.time_ns()
         now = named(before) if before is not None else None
-        lowering = self.down and not (now is not None and now.level <= want.level)
-        finalized = set_metadata_version(cluster, node, want.level, downgrade=self.down) if lowering or not self.down \
-            else before  # already at or below the older release's level: nothing to lower
+        low_enough = self.down and now is not None and now.level <= want.level  # nothing to lower
+        finalized = before if low_enough else set_metadata_version(cluster, node, want.level, downgrade=self.down)
+        lowering = self.down and not low_enough
         reached = named(finalized) if finalized is not None else None
         done, snapshots = time.time_ns(), {}
         if lowering and reached is not None and reached.level <= want.level:

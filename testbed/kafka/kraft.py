@@ -119,12 +119,17 @@ def quorum_views(cluster: KafkaCluster, timeout: float = 2.0) -> dict[str, Quoru
         return dict(zip([n.name for n in cluster.nodes], pool.map(ask, cluster.nodes), strict=True))
 
 
+def leading_view(views: dict[str, QuorumView | None]) -> QuorumView | None:
+    """The answer of the controller that leads at the newest epoch any controller claims, or None."""
+    leading = [v for v in views.values() if v is not None and v.leading]
+    return max(leading, key=lambda v: v.leader_epoch or 0, default=None)
+
+
 def active_controller(settings: kcfg.ClusterSettings, views: dict[str, QuorumView | None]) -> int | None:
     """The broker id of the node whose controller leads at the newest epoch any controller claims, or None."""
-    leading = [v for v in views.values() if v is not None and v.leading]
-    if not leading:
+    newest = leading_view(views)
+    if newest is None:
         return None
-    newest = max(leading, key=lambda v: v.leader_epoch or 0)
     assert newest.leader_id is not None
     return kcfg.broker_of_controller(settings, newest.leader_id)
 

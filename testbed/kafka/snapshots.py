@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from testbed.errors import ClusterError, RuntimeFailure
 from testbed.kafka import config as kcfg
-from testbed.kafka.kraft import quorum_views
+from testbed.kafka.kraft import leading_view, quorum_views
 
 if TYPE_CHECKING:
     from testbed.addressing import Host
@@ -54,8 +54,7 @@ def newest_snapshot(names: list[str]) -> int | None:
 
 def high_watermark(cluster: KafkaCluster) -> int | None:
     """The metadata log's high watermark as the active controller answers DescribeQuorum; None when none leads."""
-    leading = [v for v in quorum_views(cluster, 2.0).values() if v is not None and v.leading]
-    newest = max(leading, key=lambda v: v.leader_epoch or 0, default=None)
+    newest = leading_view(quorum_views(cluster, 2.0))
     return None if newest is None else newest.high_watermark
 
 
