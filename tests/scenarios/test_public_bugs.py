@@ -11,6 +11,12 @@ scenarios/versions/kraft-isolated-controller.yaml on Kafka 3.6.2, then 3.7.2. Th
 two observers' own controllers each believed they led is measured again here from the observations: the
 whole isolation (20 s) before the fix, at most about a second (the follower's fetch timeout against the
 leader's 1.5 of it) plus an observer period after.
+
+apache/kafka#11225 (a follower made while its broker cannot reach ZooKeeper is marked offline, 2.7.2 to 3.0.2;
+3.1.0 marks a partition offline only on a storage error): scenarios/versions/zk-expiry-follower-offline.yaml on
+2.7.2, then 3.1.2. Read again here from the journal and broker-2's own state-change.log: on 2.7.2 the move is
+cancelled by its stop and never completes, and broker-2 ignored a LeaderAndIsr as "offline log directory"; on 3.1.2
+the move completes onto [1, 2] after the heal and no such line is written.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from tests.conftest import REPO, faultline
 pytestmark = [pytest.mark.cluster, pytest.mark.versions]
 SPEC = REPO / "scenarios" / "versions" / "consumer-validation-duplicates.yaml"
 KRAFT_SPEC = REPO / "scenarios" / "versions" / "kraft-isolated-controller.yaml"
+ZK_EXPIRY_SPEC = REPO / "scenarios" / "versions" / "zk-expiry-follower-offline.yaml"
 HOLD_NS = 3_000_000_000  # an observer's view holds until its next observation, at most this long
 
 
@@ -84,3 +91,26 @@ def test_kafka_15489_isolated_kraft_leader_keeps_leading_only_before_the_fix(tmp
         assert split >= 10, split
     else:
         assert split < 3, split
+
+
+@pytest.mark.parametrize(("configuration", "affected"), [("kafka-2-7-2", True), ("kafka-3-1-2", False)])
+def test_follower_made_without_zookeeper_is_marked_offline_only_before_11225(tmp_path: Path, configuration: str,
+                                                                             affected: bool) -> None:
+    proc = faultline("run", str(ZK_EXPIRY_SPEC), "--configuration", configuration, "--results", str(tmp_path),
+                     timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (verdict_file,) = list((tmp_path / "zk-expiry-follower-offline").rglob("verdict.json"))
+    run_dir = verdict_file.parent
+    nemesis = pd.read_parquet(run_dir / "history" / "nemesis.parquet")
+    heal = nemesis[(nemesis["fault"] == "isolate-az") & (nemesis["type"] == "stop")]
+    heal_ns = int(heal.iloc[0]["time_ns"])
+    moves = [json.loads(d) for d in nemesis[(nemesis["fault"] == "reassign") & (nemesis["type"] == "info")]["detail"]]
+    done = [m for m in moves if "done_ns" in m]
+    state_change = (run_dir / "nodes" / "az3-node" / "logs" / "broker" / "state-change.log").read_text()
+    assert "makeFollower will be skipping the state change for the partition faultline-0" in state_change
+    if affected:
+        assert not done and any("cancelled_ns" in m for m in moves), moves
+        assert "as the local replica for the partition is in an offline log directory" in state_change
+    else:
+        assert len(done) == 1 and done[0]["replicas_now"] == {"0": [1, 2]} and done[0]["done_ns"] > heal_ns, moves
+        assert "offline log directory" not in state_change
