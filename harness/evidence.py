@@ -7,7 +7,7 @@ of that journal: a fault's `start` or `stop` row, or the story's start (a schedu
 `at_s` and how late it fired), moved by seconds. The logs are every node's files under `nodes/<node>/logs/`, as
 the cluster's teardown brought them back; a line's time is its log4j stamp (`report.logexcerpts.parse_stamp`:
 UTC, as the nodes' JVMs log), a stack trace's lines taking the time of the line above, less its host's clock
-offset where the run measured one (ssh: `clocks.json`, `ssh_clock.offsets_ns`), so that it is the harness's time
+offset where the run measured one (ssh: `clocks.json`, `ssh_clock.host_clocks`), so that it is the harness's time
 as the journal's moments are.
 Must never: judge what it found (the expectation does), or fail a run over a log it cannot read (it says so).
 """
@@ -23,7 +23,7 @@ from nemesis.journal import read_journal
 from nemesis.registry import fault_kinds
 from report.logexcerpts import broker_id, parse_stamp
 from testbed.runfolder import RunFolder
-from testbed.runtime.ssh_clock import offsets_ns
+from testbed.runtime.ssh_clock import SAME_CLOCK, HostClock, host_clocks
 
 NS = 1_000_000_000
 MAX_LINE_CHARS = 300
@@ -90,8 +90,8 @@ def find_lines(folder: RunFolder, rows: list[dict[str, Any]], ev: LogEvidence) -
         bounds.append(moment)
     lo, hi = bounds
     nodes = [n for n in folder.node_folders() if not ev.brokers or broker_id(n) in ev.brokers]
-    offsets = offsets_ns(folder.clocks)
-    files = [(f, offsets.get(n.name, 0)) for n in nodes for f in sorted(n.logs_dir.glob("*/*.log"))
+    clocks = host_clocks(folder.clocks)
+    files = [(f, clocks.get(n.name, SAME_CLOCK)) for n in nodes for f in sorted(n.logs_dir.glob("*/*.log"))
              if ev.file in (None, f.name)]
     if not files:
         return LogFinding(problem=f"no {ev.file or 'log'} file in the run folder for "
@@ -99,8 +99,8 @@ def find_lines(folder: RunFolder, rows: list[dict[str, Any]], ev: LogEvidence) -
     pattern = re.compile(ev.pattern)
     shown: list[str]
     count, shown = 0, []  # shown: the first SHOWN_LINES matches
-    for path, offset in files:
-        for stamp, line in _timed_lines(path, offset):
+    for path, clock in files:
+        for stamp, line in _timed_lines(path, clock):
             if (lo is not None and (stamp is None or stamp < lo)) or (hi is not None and (stamp is None or stamp > hi)):
                 continue
             if pattern.search(line):
@@ -110,8 +110,8 @@ def find_lines(folder: RunFolder, rows: list[dict[str, Any]], ev: LogEvidence) -
     return LogFinding(count, tuple(shown))
 
 
-def _timed_lines(path: Path, offset_ns: int = 0) -> list[tuple[int | None, str]]:
-    """Each line of a log with its time on the harness's clock (its stamp less its host's `offset_ns`; a line
+def _timed_lines(path: Path, clock: HostClock = SAME_CLOCK) -> list[tuple[int | None, str]]:
+    """Each line of a log with its time on the harness's clock (its stamp moved by its host's `clock`; a line
     without a stamp has the one above; None before the first)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -121,7 +121,7 @@ def _timed_lines(path: Path, offset_ns: int = 0) -> list[tuple[int | None, str]]
     last: int | None = None
     for line in text.splitlines():
         stamp = parse_stamp(line)
-        last = last if stamp is None else stamp - offset_ns
+        last = last if stamp is None else clock.harness_ns(stamp)
         out.append((last, line))
     return out
 

@@ -6,7 +6,7 @@ the report copies the lines from a little before to a little after an
 anomaly example's moment, so that the page stays self-contained and a
 reader can see what the broker said then. Lines without a timestamp (a stack
 trace) belong to the line above. On a runtime whose hosts keep their own clocks (ssh) a line's time is its
-stamp less its host's measured offset (`clocks.json`), so that it sits on the harness's clock as the faults
+stamp less its host's measured offset (`clocks.json`, interpolated between the run's start and end), so that it sits on the harness's clock as the faults
 do. Excerpts of one node that cover the same
 moment are shared; the number and length of excerpts are bounded so the page
 stays small.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from report import fmt
 from testbed.runfolder import NodeFolder, RunFolder
-from testbed.runtime.ssh_clock import offsets_ns
+from testbed.runtime.ssh_clock import SAME_CLOCK, HostClock, host_clocks
 
 BEFORE_NS, AFTER_NS = 3 * fmt.NS, 2 * fmt.NS
 MAX_SPAN_NS = 12 * fmt.NS  # an excerpt grows to take in nearby moments up to this span
@@ -78,9 +78,9 @@ def broker_id(node: NodeFolder) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def read_node_log(node: NodeFolder, offset_ns: int = 0) -> NodeLog | None:
-    """The node's broker server.log as timed entries (each stamp less its host's clock `offset_ns`), or None where
-    there is none or it cannot be read."""
+def read_node_log(node: NodeFolder, clock: HostClock = SAME_CLOCK) -> NodeLog | None:
+    """The node's broker server.log as timed entries (each stamp moved onto the harness's clock by its host's
+    `clock`), or None where there is none or it cannot be read."""
     path = node.logs("broker") / "server.log"
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -93,7 +93,7 @@ def read_node_log(node: NodeFolder, offset_ns: int = 0) -> NodeLog | None:
         stamp = parse_stamp(line)
         short = line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 1] + "…"
         if stamp is not None:
-            times.append(stamp - offset_ns)
+            times.append(clock.harness_ns(stamp))
             texts.append(short)
         elif texts and line.strip():
             held = texts[-1].count("\n")
@@ -110,8 +110,8 @@ class Excerpts:
 
     def __init__(self, run_dir: Path) -> None:
         folder = RunFolder(run_dir)
-        offsets = offsets_ns(folder.clocks)
-        logs = [read_node_log(n, offsets.get(n.name, 0)) for n in folder.node_folders()]
+        clocks = host_clocks(folder.clocks)
+        logs = [read_node_log(n, clocks.get(n.name, SAME_CLOCK)) for n in folder.node_folders()]
         self.logs = [log for log in logs if log is not None]
         self.made: list[Excerpt] = []
 
