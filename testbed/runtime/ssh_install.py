@@ -136,14 +136,15 @@ def ensure_client_venv_on(conn: SshConnection, root: str, version: str) -> tuple
     key = hashlib.sha256(json.dumps([facts, version, names]).encode()).hexdigest()[:16]
     venv = f"{root}/cache/venv-ck-{version}-{key}"
     q = shlex.quote(venv)
-    if _cached(conn, venv, key):
+    status, out_bytes, _ = conn.run(f"cat {q}/{MARKER} {q}/{CLIENT_MARKER}")  # complete, and what it reports
+    out = out_bytes.decode(errors="replace")
+    if status == 0 and out.splitlines()[:1] == [key]:
         log.info("ssh: %s already has the venv of confluent-kafka %s: reusing it", conn.host.name, version)
     else:
         log.info("ssh: installing confluent-kafka %s on %s (%s)", version, conn.host.name, ", ".join(names))
         _install_venv(conn, venv, wheels, [f"confluent-kafka=={version}"])
-        conn.check(f"{q}/bin/python -c {shlex.quote(PROBE)} > {q}/{CLIENT_MARKER} && echo {key} > {q}/{MARKER}",
-                   timeout=120)
-    out = conn.check(f"cat {q}/{CLIENT_MARKER}")
+        out = conn.check(f"{q}/bin/python -c {shlex.quote(PROBE)} > {q}/{CLIENT_MARKER} && echo {key} > {q}/{MARKER}"
+                         f" && cat {q}/{CLIENT_MARKER}", timeout=120)
     try:
         versions: dict[str, str] = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
