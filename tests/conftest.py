@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +56,17 @@ def faultline(
     if check and proc.returncode != 0:
         raise AssertionError(f"faultline {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc
+
+
+def run_passing(spec: str | Path, results: Path, *flags: str, configuration: str | None = None,
+                timeout: float = 900) -> tuple[Path, dict[str, Any]]:
+    """Run `spec` (its one `configuration`, or all of them) into `results`, a folder that holds nothing else, as a
+    user would; assert it exited 0 (every expectation held) and return its one run folder and verdict."""
+    chosen = ("--configuration", configuration) if configuration else ()
+    proc = faultline("run", str(spec), *chosen, *flags, "--results", str(results), timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (verdict_file,) = list(results.rglob("verdict.json"))
+    return verdict_file.parent, json.loads(verdict_file.read_text())
 
 
 def run_dir_of(results: Path, name: str, configuration: str | None = None) -> Path:

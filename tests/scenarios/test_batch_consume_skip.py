@@ -11,14 +11,13 @@ of its partition, and that instance journaled a rebalance between the two polls 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, run_passing
 from workloads.consumer import SPAN
 from workloads.journal import JournalReader
 
@@ -51,11 +50,7 @@ def gap_around(reads: pd.DataFrame, partition: int, offset: int) -> list[dict[st
 @pytest.mark.parametrize(("configuration", "affected"), [("client-2-0-2", True), ("client-2-1-1", False)])
 def test_librdkafka_4208_batch_consume_skips_at_a_rebalance_only_before_the_fix(
         tmp_path: Path, configuration: str, affected: bool) -> None:
-    proc = faultline("run", str(SPEC), "--configuration", configuration, "--results", str(tmp_path), timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (verdict_file,) = list((tmp_path / "batch-consume-skip").rglob("verdict.json"))
-    run_dir = verdict_file.parent
-    verdict = json.loads(verdict_file.read_text())
+    run_dir, verdict = run_passing(SPEC, tmp_path, configuration=configuration, timeout=1200)
     counts = verdict["counts"]
     assert counts["rewound"] == counts["lost-commit"] == 0, counts
     if not affected:

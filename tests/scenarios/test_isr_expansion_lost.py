@@ -9,13 +9,12 @@ configuration passes (3.0.2 only when its run hit the race window: without that 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.versions]
 SPEC = REPO / "scenarios" / "versions" / "isr-expansion-lost.yaml"
@@ -24,15 +23,12 @@ SPEC = REPO / "scenarios" / "versions" / "isr-expansion-lost.yaml"
 @pytest.mark.parametrize(("configuration", "stalls"), [("kafka-2-7-2", True), ("kafka-3-0-2", False)])
 def test_an_isr_expansion_in_flight_to_a_dying_controller_is_lost_before_3_0(
         tmp_path: Path, configuration: str, stalls: bool) -> None:
-    proc = faultline("run", str(SPEC), "--configuration", configuration, "--results", str(tmp_path), timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (path,) = (tmp_path / "isr-expansion-lost").rglob("verdict.json")
-    verdict = json.loads(path.read_text())
+    run_dir, verdict = run_passing(SPEC, tmp_path, configuration=configuration, timeout=1200)
     reason = verdict.get("reason", "")
     # The leader, broker-0, is alone in its ISR to the end: the reason names it (testbed.kafka.settle).
     assert ("faultline-0 leader 0, ISR [0] of 3 replicas" in reason) == stalls, reason
     assert (verdict["valid"] == "unknown") == stalls, verdict["valid"]
-    leader_log = (path.parent / "nodes" / "az1-node" / "logs" / "broker" / "server.log").read_text()
+    leader_log = (run_dir / "nodes" / "az1-node" / "logs" / "broker" / "server.log").read_text()
     # 3.0.2 takes the follower back (broker-1 rejoins, then broker-2); 2.7.2 never does after the controller's death.
     taken_back = "[Partition faultline-0 broker=0] ISR updated" in leader_log  # 2.7: "from AlterIsr to", later "to"
     assert taken_back != stalls

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import faultline
+from tests.conftest import run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.operations]
 SPEC = "scenarios/versions/rolling-upgrade-kraft.yaml"
@@ -37,9 +37,7 @@ def steps(folder: Path, fault: str) -> tuple[list[tuple[str, int]], dict[str, ob
 ])
 def test_a_kraft_roll_changes_every_process_and_metadata_version(tmp_path: Path, configuration: str, fault: str,
                                                                  first: str, levels: tuple[str, str]) -> None:
-    proc = faultline("run", SPEC, "--configuration", configuration, "--results", str(tmp_path), timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (folder,) = [p for p in (tmp_path / "rolling-upgrade-kraft" / "latest").resolve().iterdir() if p.is_dir()]
+    folder, _ = run_passing(SPEC, tmp_path, configuration=configuration)
     rolled, metadata = steps(folder, fault)
     assert [r for r, _ in rolled] == [first] * 3 + [{"controller": "broker", "broker": "controller"}[first]] * 3
     assert sorted(b for _, b in rolled[:3]) == [0, 1, 2]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.versions]
 SPEC = REPO / "scenarios" / "versions" / "offsets-expire-on-load.yaml"
@@ -46,10 +46,7 @@ def resumed_at(run_dir: Path, moments: dict[str, int]) -> tuple[dict[int, int], 
 @pytest.mark.parametrize(("configuration", "affected"), [("kafka-2-1-1", True), ("kafka-2-2-0", False)])
 def test_kafka_8069_loaded_offsets_expire_only_before_the_fix(tmp_path: Path, configuration: str,
                                                               affected: bool) -> None:
-    proc = faultline("run", str(SPEC), "--configuration", configuration, "--results", str(tmp_path), timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]  # PASS: the spec's logs and counts
-    (verdict_file,) = list((tmp_path / "offsets-expire-on-load").rglob("verdict.json"))
-    run_dir, verdict = verdict_file.parent, json.loads(verdict_file.read_text())
+    run_dir, verdict = run_passing(SPEC, tmp_path, configuration=configuration)  # PASS: the spec's logs and counts
     moments = fault_moments(run_dir)
     committed, lowest_after = resumed_at(run_dir, moments)
     assert committed and set(committed) <= set(lowest_after), (committed, lowest_after)

@@ -11,21 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import faultline
+from tests.conftest import run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.operations]
 
 
-def run(name: str, results: Path) -> Path:
-    proc = faultline("run", f"scenarios/{name}.yaml", "--results", str(results), timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (folder,) = [p for p in (results / name / "latest").resolve().iterdir() if p.is_dir()]
-    return folder
-
-
 def test_replace_broker_moves_every_partition_onto_the_new_broker_and_retires_the_old(tmp_path: Path) -> None:
-    folder = run("replace-broker", tmp_path)
-    verdict = json.loads((folder / "verdict.json").read_text())
+    folder, verdict = run_passing("scenarios/replace-broker.yaml", tmp_path, timeout=1500)
     assert verdict["valid"] is True and verdict["counts"]["lost"] == 0, verdict["counts"]
     nemesis = pd.read_parquet(folder / "history" / "nemesis.parquet")
     move = nemesis[nemesis["fault"] == "reassign"]
@@ -42,8 +34,7 @@ def test_replace_broker_moves_every_partition_onto_the_new_broker_and_retires_th
 
 
 def test_client_upgrade_rolls_each_process_onto_the_new_client_and_nothing_is_lost(tmp_path: Path) -> None:
-    folder = run("client-upgrade", tmp_path)
-    verdict = json.loads((folder / "verdict.json").read_text())
+    folder, verdict = run_passing("scenarios/client-upgrade.yaml", tmp_path, timeout=1500)
     assert verdict["valid"] is True, verdict["counts"]
     nemesis = pd.read_parquet(folder / "history" / "nemesis.parquet")
     starts = nemesis[(nemesis["fault"] == "upgrade-client") & (nemesis["type"] == "start")]

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.versions]
 SPEC = REPO / "scenarios" / "versions" / "consumer-validation-duplicates.yaml"
@@ -45,12 +45,10 @@ def repeats_from_history(run_dir: Path) -> int:
 @pytest.mark.parametrize(("configuration", "affected"), [("client-2-1-0", True), ("client-2-2-0", False)])
 def test_librdkafka_4261_consumer_repeats_only_before_the_fix(tmp_path: Path, configuration: str,
                                                             affected: bool) -> None:
-    proc = faultline("run", str(SPEC), "--configuration", configuration, "--results", str(tmp_path), timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (verdict_file,) = list((tmp_path / "consumer-validation-duplicates").rglob("verdict.json"))
-    counts = json.loads(verdict_file.read_text())["counts"]
+    run_dir, verdict = run_passing(SPEC, tmp_path, configuration=configuration, timeout=1200)
+    counts = verdict["counts"]
     assert (counts["nonmonotonic-poll"] > 0) == affected, counts
-    assert repeats_from_history(verdict_file.parent) == counts["nonmonotonic-poll"]
+    assert repeats_from_history(run_dir) == counts["nonmonotonic-poll"]
 
 
 def longest_controller_split_s(run_dir: Path) -> float:
@@ -80,12 +78,8 @@ def longest_controller_split_s(run_dir: Path) -> float:
 @pytest.mark.parametrize(("configuration", "affected"), [("kafka-3-6-2", True), ("kafka-3-7-2", False)])
 def test_kafka_15489_isolated_kraft_leader_keeps_leading_only_before_the_fix(tmp_path: Path, configuration: str,
                                                                              affected: bool) -> None:
-    proc = faultline("run", str(KRAFT_SPEC), "--configuration", configuration, "--results", str(tmp_path),
-                     timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (verdict_file,) = list((tmp_path / "kraft-isolated-controller").rglob("verdict.json"))
-    verdict = json.loads(verdict_file.read_text())
-    split = longest_controller_split_s(verdict_file.parent)
+    run_dir, verdict = run_passing(KRAFT_SPEC, tmp_path, configuration=configuration)
+    split = longest_controller_split_s(run_dir)
     if affected:
         assert verdict["expectation"]["facts"]["two-controllers"], verdict["expectation"]
         assert split >= 10, split
@@ -96,11 +90,7 @@ def test_kafka_15489_isolated_kraft_leader_keeps_leading_only_before_the_fix(tmp
 @pytest.mark.parametrize(("configuration", "affected"), [("kafka-2-7-2", True), ("kafka-3-1-2", False)])
 def test_follower_made_without_zookeeper_is_marked_offline_only_before_11225(tmp_path: Path, configuration: str,
                                                                              affected: bool) -> None:
-    proc = faultline("run", str(ZK_EXPIRY_SPEC), "--configuration", configuration, "--results", str(tmp_path),
-                     timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (verdict_file,) = list((tmp_path / "zk-expiry-follower-offline").rglob("verdict.json"))
-    run_dir = verdict_file.parent
+    run_dir, _ = run_passing(ZK_EXPIRY_SPEC, tmp_path, configuration=configuration)
     nemesis = pd.read_parquet(run_dir / "history" / "nemesis.parquet")
     heal = nemesis[(nemesis["fault"] == "isolate-az") & (nemesis["type"] == "stop")]
     heal_ns = int(heal.iloc[0]["time_ns"])

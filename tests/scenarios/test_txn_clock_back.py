@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from testbed.runtime.clocks import CLOCK_REREAD_S
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO, run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.clocks]
 SPEC = REPO / "scenarios" / "versions" / "txn-clock-back.yaml"
@@ -39,8 +39,6 @@ def committed_after_the_step_back(run_dir: Path) -> int:
 @pytest.mark.parametrize(("configuration", "affected"), [("kafka-2-4-1", True), ("kafka-2-5-0", False)])
 def test_kafka_8803_leaves_a_transaction_pending_only_before_the_fix(tmp_path: Path, configuration: str,
                                                                      affected: bool) -> None:
-    proc = faultline("run", str(SPEC), "--configuration", configuration, "--results", str(tmp_path), timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (verdict_file,) = list((tmp_path / "txn-clock-back").rglob("verdict.json"))
-    committed = committed_after_the_step_back(verdict_file.parent)
+    run_dir, _ = run_passing(SPEC, tmp_path, configuration=configuration)
+    committed = committed_after_the_step_back(run_dir)
     assert (committed == 0) == affected, committed

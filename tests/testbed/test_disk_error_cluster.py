@@ -11,16 +11,13 @@ import pytest
 
 from nemesis.journal import read_journal
 from testbed.runfolder import RunFolder
-from tests.conftest import faultline
+from tests.conftest import run_passing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.disks]
 
 
 def test_eio_on_the_leaders_log_dir_halts_it_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    proc = faultline("run", "scenarios/disk-error-leader.yaml", "--runtime", "netns", "--results", str(tmp_path),
-                     timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = RunFolder((tmp_path / "disk-error-leader" / "latest" / "acksall").resolve())
+    run = RunFolder(run_passing("scenarios/disk-error-leader.yaml", tmp_path, "--runtime", "netns", timeout=600)[0])
     rows = {row["type"]: row for row in read_journal(run.nemesis_journal) if row["fault"] == "disk-error"}
     assert rows["start"]["targets"]["paths"] == {"az1-node": "kafka-data"}  # broker-0, the preferred leader
     counted = rows["stop"]["detail"]["counts"]["az1-node"]

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import faultline
+from tests.conftest import run_passing
 from workloads.classify_commit import MAYBE_STORED
 
 pytestmark = [pytest.mark.cluster, pytest.mark.groups]
@@ -30,14 +30,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.groups]
 ZOMBIE = "consumer-az1-0"
 REFUSALS = {"classic": {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"},
             "consumer": {"UNKNOWN_MEMBER_ID", "STALE_MEMBER_EPOCH"}}
-
-
-def run_scenario(tmp_path: Path, scenario: str, configuration: str) -> tuple[Path, dict[str, Any]]:
-    proc = faultline("run", f"scenarios/{scenario}.yaml", "--configuration", configuration, "--results",
-                     str(tmp_path), timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]  # the configuration's expectation held
-    run = (tmp_path / scenario / "latest" / configuration).resolve()
-    return run, json.loads((run / "verdict.json").read_text())
 
 
 def table(run: Path, name: str) -> pd.DataFrame:
@@ -67,7 +59,7 @@ def fault_rows(run: Path, *faults: str) -> tuple[pd.Series, pd.Series | None]:
 @pytest.mark.parametrize("configuration, protocol", [("eager", "classic"), ("cooperative", "classic"),
                                                      ("consumer-protocol", "consumer")])
 def test_zombie_consumer_commit_after_resume_is_refused(tmp_path: Path, configuration: str, protocol: str) -> None:
-    run, verdict = run_scenario(tmp_path, "zombie-consumer", configuration)
+    run, verdict = run_passing("scenarios/zombie-consumer.yaml", tmp_path, configuration=configuration)
     counts = verdict["counts"]
     assert counts["rewound"] == counts["lost-commit"] == counts["group-skip"] == 0, counts
     config = json.loads(table(run, "processes").set_index("process").loc[ZOMBIE, "config"])
@@ -118,7 +110,7 @@ def coordinator_hit(start: pd.Series) -> int:
                                                                 marks=pytest.mark.fuse)])
 def test_coordinator_failover_keeps_every_acknowledged_commit(tmp_path: Path, configuration: str,
                                                              faults: tuple[str, ...]) -> None:
-    run, verdict = run_scenario(tmp_path, "coordinator-failover", configuration)
+    run, verdict = run_passing("scenarios/coordinator-failover.yaml", tmp_path, configuration=configuration)
     counts = verdict["counts"]
     assert counts["lost-commit"] == counts["rewound"] == counts["group-skip"] == 0, counts
     start, stop = fault_rows(run, *faults)
@@ -134,7 +126,8 @@ def test_coordinator_failover_keeps_every_acknowledged_commit(tmp_path: Path, co
 
 @pytest.mark.fuse
 def test_offsets_with_one_replica_lose_acknowledged_commits_in_a_power_cut(tmp_path: Path) -> None:
-    run, verdict = run_scenario(tmp_path, "coordinator-failover", "offsets-rf1-power-cut")
+    run, verdict = run_passing("scenarios/coordinator-failover.yaml", tmp_path,
+                               configuration="offsets-rf1-power-cut")
     assert verdict["counts"]["lost-commit"] > 0 and "lost-commit" in verdict["errors"]
     start, _ = fault_rows(run, "power-off", "power-cut")
     coordinator_hit(start)

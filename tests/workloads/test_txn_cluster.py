@@ -9,33 +9,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
-from tests.conftest import faultline
+from tests.conftest import run_passing
 
 pytestmark = pytest.mark.cluster
 
 
-def run_smoke(tmp_path: Path, configuration: str) -> tuple[Path, dict[str, Any]]:
-    proc = faultline("run", "scenarios/txn-smoke.yaml", "--configuration", configuration, "--results", str(tmp_path),
-                     timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    run = (tmp_path / "txn-smoke" / "latest" / configuration).resolve()
-    return run, json.loads((run / "verdict.json").read_text())
-
-
 @pytest.mark.transactions
 def test_txn_smoke_under_a_leader_kill(tmp_path: Path) -> None:
-    _, verdict = run_smoke(tmp_path, "kill-leader")  # the scenario's expectations held (PASS: exit 0)
+    # the scenario's expectations held (PASS: exit 0)
+    _, verdict = run_passing("scenarios/txn-smoke.yaml", tmp_path, configuration="kill-leader")
     stats = verdict["stats"]
     assert stats["committed"] > 0 and stats["aborted"] > 0, stats
 
 
 def test_txn_smoke_commits_aborts_and_shows_both_views(tmp_path: Path) -> None:
-    run, verdict = run_smoke(tmp_path, "no-fault")
+    run, verdict = run_passing("scenarios/txn-smoke.yaml", tmp_path, configuration="no-fault")
     assert verdict["valid"] is True, verdict["errors"]
     stats, counts = verdict["stats"], verdict["counts"]
     assert stats["transactions"] > 0 and stats["committed"] > 0 and stats["aborted"] > 0, stats

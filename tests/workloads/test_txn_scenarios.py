@@ -14,18 +14,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import faultline
+from tests.conftest import run_passing
 
 pytestmark = pytest.mark.cluster
 TXN_ANOMALIES = ("aborted-read", "uncommitted-read", "torn-transaction")
-
-
-def run_scenario(tmp_path: Path, scenario: str, configuration: str) -> tuple[Path, dict[str, Any]]:
-    proc = faultline("run", f"scenarios/{scenario}.yaml", "--configuration", configuration, "--results",
-                     str(tmp_path), timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    run = (tmp_path / scenario / "latest" / configuration).resolve()
-    return run, json.loads((run / "verdict.json").read_text())
 
 
 def coordinator_fault(run: Path) -> dict[str, Any]:
@@ -35,7 +27,7 @@ def coordinator_fault(run: Path) -> dict[str, Any]:
 
 
 def check_coordinator_az(tmp_path: Path, configuration: str) -> None:
-    run, verdict = run_scenario(tmp_path, "txn-coordinator-az", configuration)
+    run, verdict = run_passing("scenarios/txn-coordinator-az.yaml", tmp_path, configuration=configuration)
     counts, stats = verdict["counts"], verdict["stats"]
     for anomaly in (*TXN_ANOMALIES, "lost"):
         assert counts[anomaly] == 0, (anomaly, verdict["examples"].get(anomaly))
@@ -56,7 +48,7 @@ def test_txn_coordinator_az_past_timeout(tmp_path: Path) -> None:
 
 @pytest.mark.transactions
 def test_zombie_fencing(tmp_path: Path) -> None:
-    run, verdict = run_scenario(tmp_path, "zombie-fencing", "pause-replace-resume")
+    run, verdict = run_passing("scenarios/zombie-fencing.yaml", tmp_path, configuration="pause-replace-resume")
     for anomaly in (*TXN_ANOMALIES, "lost"):
         assert verdict["counts"][anomaly] == 0, (anomaly, verdict["examples"].get(anomaly))
     history = run / "history"
@@ -89,7 +81,7 @@ def test_zombie_fencing(tmp_path: Path) -> None:
 @pytest.mark.fuse
 @pytest.mark.parametrize("configuration", ["default-flush", "flush-each-message"])
 def test_txn_power_cut_cluster(tmp_path: Path, configuration: str) -> None:
-    _, verdict = run_scenario(tmp_path, "txn-power-cut-cluster", configuration)
+    _, verdict = run_passing("scenarios/txn-power-cut-cluster.yaml", tmp_path, configuration=configuration)
     counts = verdict["counts"]
     if configuration == "default-flush":
         assert counts["lost"] > 0, counts
@@ -109,7 +101,7 @@ def stray_write(run: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("configuration, hangs", [("kafka-2-7", True), ("kafka-3-7-verified", False),
                                                   ("kafka-3-7-unverified", True)])
 def test_hanging_transaction(tmp_path: Path, configuration: str, hangs: bool) -> None:
-    run, verdict = run_scenario(tmp_path, "hanging-transaction", configuration)
+    run, verdict = run_passing("scenarios/hanging-transaction.yaml", tmp_path, configuration=configuration)
     stray = stray_write(run)
     counts = verdict["counts"]
     # The spec's expectation holds the stray batch's answer (expect.faults); the run passed, so it says so too.
@@ -132,7 +124,7 @@ def proxy_events(run: Path) -> list[dict[str, Any]]:
 def test_txn_delayed_endtxn_before_abort(tmp_path: Path) -> None:
     """Seven EndTxns held past socket.timeout.ms: librdkafka times each out, disconnects and retries it on a new
     connection; each stale commit, forwarded just before the next abort, lands in that transaction (error code 0)."""
-    run, verdict = run_scenario(tmp_path, "txn-delayed-endtxn", "before-abort")
+    run, verdict = run_passing("scenarios/txn-delayed-endtxn.yaml", tmp_path, configuration="before-abort")
     events = proxy_events(run)
     held = [e for e in events if e["event"] == "held"]
     assert len(held) == 7 and {e["api_key"] for e in held} == {26}, events
