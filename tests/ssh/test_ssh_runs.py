@@ -79,6 +79,8 @@ def test_smoke_over_ssh_from_a_fresh_testbed_survives_a_killed_session(testbed: 
     assert (run_dir / "nodes" / "az1-node" / "logs" / "broker" / "server.log").stat().st_size > 0
     clocks = json.loads((run_dir / "clocks.json").read_text())
     assert set(clocks["start"]) == set(clocks["end"]) == {f"az{i}-{r}" for i in (1, 2, 3) for r in ("node", "client")}
+    for host, start in clocks["start"].items():  # each measurement with its time: the offset is interpolated between
+        assert start["at_s"] < clocks["end"][host]["at_s"], (host, start, clocks["end"][host])
     state = json.loads((run_dir / "state.json").read_text())
     assert state["runtime"] == "ssh" and "--known-hosts" in state["ssh"]["host_keys"]
     (testbed.folder / "first-ready-s").write_text(str(ready_seconds(log)))
