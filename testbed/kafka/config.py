@@ -353,7 +353,9 @@ def broker_props(plan: AddressPlan, node: Host, settings: ClusterSettings, log_d
         "log.dirs": ",".join(f"{log_dir}/{name}" if name else str(log_dir) for name in log_dir_names(settings)),
         "zookeeper.connect": zookeeper_connect(plan),
         "zookeeper.session.timeout.ms": str(settings.zookeeper_session_timeout_ms),
-        "zookeeper.connection.timeout.ms": "10000",
+        # Kafka's default (the session timeout), not shorter: a broker started while the ensemble re-elects (a rolling
+        # step as an AZ is cut off) must outlast a hung connect to the cut server and the election, or it exits.
+        "zookeeper.connection.timeout.ms": str(settings.zookeeper_session_timeout_ms),
         "min.insync.replicas": str(settings.min_insync_replicas),
         "unclean.leader.election.enable": str(settings.unclean_leader_election).lower(),
         "replica.lag.time.max.ms": str(settings.replica_lag_time_max_ms),

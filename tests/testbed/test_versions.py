@@ -92,6 +92,15 @@ def test_zookeeper_34_gets_no_35_keys_and_0_10_no_transaction_keys() -> None:
         assert all((f"\n{k}=" in props) == present for k in BROKER_011_KEYS), version
 
 
+def test_a_broker_waits_for_zookeeper_at_startup_as_long_as_its_session_lasts() -> None:
+    """Kafka's own default: a broker restarted while the ensemble re-elects (az3, its leader, cut off mid-roll: stability
+    part 6's rolling-upgrade [acks1-isolated]) outlasts a 6 s hung connect to the cut server, not exits at 10 s."""
+    plan = make_plan("198.18.0.0/24", 3)
+    for session in (18000, 6000):
+        props = server_properties(plan, plan.nodes[0], ClusterSettings(zookeeper_session_timeout_ms=session), "/k")
+        assert f"\nzookeeper.connection.timeout.ms={session}\n" in props, props
+
+
 def _smoke(**cluster: str) -> dict[str, object]:
     return merge(load_spec_file(REPO / "scenarios" / "smoke.yaml"), {"cluster": cluster})
 
