@@ -41,9 +41,13 @@ FACTS = ("python3 -c 'import json, platform, sys; print(json.dumps({\"python\": 
          "\"libc\": platform.libc_ver(), \"machine\": platform.machine()}))'")
 
 
-def _cached(conn: SshConnection, directory: str, key: str) -> bool:
-    status, out, _ = conn.run(f"cat {shlex.quote(directory + '/' + MARKER)}")
-    return status == 0 and out.decode().strip() == key
+def _cached(conn: SshConnection, directory: str, key: str, *reports: str) -> str | None:
+    """When `directory` is complete (its MARKER says `key`), the text of its `reports` files (none: ""); else None.
+    One round trip for both."""
+    files = " ".join(shlex.quote(f"{directory}/{name}") for name in (MARKER, *reports))
+    status, out, _ = conn.run(f"cat {files}")
+    marker, _, rest = out.decode(errors="replace").partition("\n")
+    return rest if status == 0 and marker.strip() == key and (reports or not rest.strip()) else None
 
 
 def upload_checked(conn: SshConnection, archive: Path, digest: str, directory: str) -> None:
@@ -66,7 +70,7 @@ def ensure_kafka_on(conn: SshConnection, root: str, version: str) -> str:
     with _LOCAL:
         archive, digest = kafka_archive(version)
     directory = f"{root}/cache/kafka-{version}-{digest[:12]}"
-    if _cached(conn, directory, digest):
+    if _cached(conn, directory, digest) is not None:
         log.info("ssh: %s already has Kafka %s (sha256 %s): reusing it, nothing uploaded",
                  conn.host.name, version, digest[:12])
     else:
@@ -96,7 +100,7 @@ def ensure_venv_on(conn: SshConnection, root: str) -> str:
                          .encode()).hexdigest()[:16]
     venv = f"{root}/cache/venv-{key}"
     python = f"{venv}/bin/python"
-    if _cached(conn, venv, key):
+    if _cached(conn, venv, key) is not None:
         log.info("ssh: %s already has the client venv %s: reusing it", conn.host.name, key)
         return python
     log.info("ssh: installing the client venv on %s (%d wheels)", conn.host.name, len(list(wheels.glob("*.whl"))))
@@ -136,9 +140,8 @@ def ensure_client_venv_on(conn: SshConnection, root: str, version: str) -> tuple
     key = hashlib.sha256(json.dumps([facts, version, names]).encode()).hexdigest()[:16]
     venv = f"{root}/cache/venv-ck-{version}-{key}"
     q = shlex.quote(venv)
-    status, out_bytes, _ = conn.run(f"cat {q}/{MARKER} {q}/{CLIENT_MARKER}")  # complete, and what it reports
-    out = out_bytes.decode(errors="replace")
-    if status == 0 and out.splitlines()[:1] == [key]:
+    out = _cached(conn, venv, key, CLIENT_MARKER)  # complete, and what it reports
+    if out is not None:
         log.info("ssh: %s already has the venv of confluent-kafka %s: reusing it", conn.host.name, version)
     else:
         log.info("ssh: installing confluent-kafka %s on %s (%s)", version, conn.host.name, ", ".join(names))
