@@ -16,7 +16,7 @@ import logging
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -56,7 +56,7 @@ class Options:
     kafka_version: str | None = None
     overhead_s: float | None = None  # a run's time on top of its duration until one is measured (default: the runner's)
     shard: Shard | None = None  # run only this share of the plan (campaign.shards)
-    resume: tuple[Path, ...] = ()  # lakes whose runs of this campaign count: plan only what they lack (--resume)
+    resume: tuple[Path, ...] = ()  # lakes whose runs of this campaign count: plan what they lack or owe (--resume)
 
 
 def cli_overrides(options: Options) -> dict[str, object]:
@@ -91,6 +91,15 @@ class Plan:
     budget_s: float
     seed: int
     overhead_s: float = DEFAULT_OVERHEAD_S
+    owed: dict[tuple[str, str], int] = field(default_factory=dict)  # runs added for the flake goal (--resume)
+
+    @property
+    def owed_line(self) -> str:
+        """The configurations the flake goal runs again and how many times, or ""."""
+        if not self.owed:
+            return ""
+        cases = ", ".join(f"{s} [{c}] {n}" for (s, c), n in sorted(self.owed.items()))
+        return f"owed to the flake goal (runs until each flake leaves its window): {cases}\n"
 
     def estimate_s(self, case: Case) -> float:
         """A case's expected run time before anything ran: its spec's duration plus the overhead."""
@@ -111,14 +120,21 @@ def make_plan(options: Options) -> Plan:
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
     cases, refused = plan_cases(campaign, seed)
+    owed: dict[tuple[str, str], int] = {}
     if options.resume:
         try:
             rows = flakes.read_lakes(options.resume)
         except (OSError, ValueError) as exc:
             raise UsageError(f"--resume: the campaigns table of {', '.join(map(str, options.resume))} cannot be "
                              f"read ({exc})") from None
-        cases = without_recorded(cases, flakes.recorded_runs(rows, campaign.name))
-    return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S)
+        recorded = flakes.recorded_runs(rows, campaign.name)
+        owed = flakes.owed_runs(rows, campaign.name, campaign.flake_rate)
+        totals = {c.key: max(campaign.repeat, recorded.get(c.key, 0) + owed.get(c.key, 0)) for c in cases}
+        copies = max(totals.values(), default=campaign.repeat)
+        if copies > campaign.repeat:  # a configuration that flaked runs past the repeat, until its window is clean
+            cases, refused = plan_cases(campaign.repeated(copies), seed)
+        cases = without_recorded(cases, recorded, totals)
+    return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S, owed)
 
 
 def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs = default_run_specs,
@@ -143,6 +159,7 @@ def run_campaign(options: Options, out: TextIO = sys.stdout, run_specs: RunSpecs
         share = f"shard {options.shard} of {len(plan.cases)}: "
     out.write(f"campaign {report.campaign_id}: {share}{len(cases)} runs planned over "
               f"{len({c.scenario for c in cases})} scenarios, seed {seed}, budget {budget_s:.0f} s; {folder}\n")
+    out.write(plan.owed_line)
     runner = Runner(report.campaign_id, cases, folder / RUNS, budget_s, report.engine, run_specs, out,
                     on_progress=lambda results: _persist(report, results))
     if clock is not None:
@@ -170,6 +187,7 @@ def print_plan(options: Options, out: TextIO = sys.stdout) -> None:
     at, fit = 0.0, 0
     share = f"shard {options.shard}: {len(cases)} of the plan's {len(plan.cases)} runs, " if options.shard else ""
     out.write(f"{share}seed {plan.seed}, budget {budget_s:.0f} s, {overhead_s:.0f} s per run on top of its duration\n")
+    out.write(plan.owed_line)
     for number, case in enumerate(cases, 1):
         needs = plan.estimate_s(case)
         fits = at + needs <= budget_s

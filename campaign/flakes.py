@@ -206,6 +206,26 @@ def recorded_runs(rows: Iterable[dict[str, Any]], name: str) -> dict[tuple[str, 
     return {(t.scenario, t.configuration): t.runs for t in items if t.runs}
 
 
+def owed_runs(rows: Iterable[dict[str, Any]], name: str, rate: FlakeRate | None) -> dict[tuple[str, str], int]:
+    """For a campaign whose `flake_rate` counts each case's last N runs: how many more runs, all passing, each
+    (scenario, configuration) needs for its flake rate over its last N to be at most the threshold; only the cases
+    that need some. What `harness campaign --resume` adds to its repeat: a configuration that flaked runs again until
+    the flake has left its window (the stability campaign's goal, none in 20). Nothing without a runs window."""
+    if rate is None or rate.runs is None:
+        return {}
+    _, items = trends(rows, name, None, runs=sys.maxsize)
+    owed = {}
+    for t in items:
+        seen = [o for _, outcomes in t.outcomes for o in outcomes if o != SKIPPED]
+        for more in range(rate.runs + 1):  # `runs` passes always clear it
+            window = (seen + [PASS] * more)[-rate.runs:]
+            if window.count(FLAKE) <= rate.threshold * len(window):
+                break
+        if more:
+            owed[(t.scenario, t.configuration)] = more
+    return owed
+
+
 def read_lakes(lakes: Sequence[Path]) -> list[dict[str, Any]]:
     """The campaigns tables of several lakes as one: a campaign found in more than one is read from the first."""
     rows: list[dict[str, Any]] = []

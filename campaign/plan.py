@@ -156,16 +156,20 @@ def plan_cases(campaign: Campaign, seed: int) -> tuple[list[Case], list[dict[str
     return coverage_order(cases, seed), refused
 
 
-def without_recorded(cases: list[Case], recorded: dict[tuple[str, str], int]) -> list[Case]:
+def without_recorded(cases: list[Case], recorded: dict[tuple[str, str], int],
+                     totals: dict[tuple[str, str], int] | None = None) -> list[Case]:
     """`cases` less, for each (scenario, configuration), as many of its cases as it has runs on record (`recorded`,
-    campaign.flakes.recorded_runs), its first copies first; the rest keep their order. A campaign run in parts
-    (campaigns/stability.yaml) so plans only what the earlier parts lack, the least-run cases in its first rounds."""
+    campaign.flakes.recorded_runs), its first copies first, and with `totals` (runs each should have in all) no more
+    than its total lacks; the rest keep their order. A campaign run in parts (campaigns/stability.yaml) so plans only
+    what the earlier parts lack, the least-run cases in its first rounds."""
     left = dict(recorded)
-    kept = []
+    kept: list[Case] = []
+    taken: dict[tuple[str, str], int] = {}
     for case in sorted(cases, key=lambda c: c.entry):
         if left.get(case.key, 0) > 0:
             left[case.key] -= 1
-        else:
+        elif totals is None or recorded.get(case.key, 0) + taken.get(case.key, 0) < totals[case.key]:
+            taken[case.key] = taken.get(case.key, 0) + 1
             kept.append(case)
     keep = {id(c) for c in kept}
     return [c for c in cases if id(c) in keep]

@@ -145,7 +145,7 @@ def build_parser() -> Parser:
                           "into RESULTS/campaigns/<timestamp>/")
     campaign.add_argument("--lake", type=Path, help="the results lake (default: results/lake/)")
     campaign.add_argument("--resume", type=Path, action="append", default=[], metavar="LAKE", help="plan only the "
-                          "runs this campaign's runs in LAKE (repeatable) lack: a campaign run in parts")
+                          "runs its runs in LAKE (repeatable) lack, and those a flake in its window owes: run in parts")
     campaign.add_argument("--engine", choices=CHECKERS, help="checker engine (default: the file's, "
                           "else each spec's)")
     campaign.add_argument("--runtime", choices=KIND_NAMES, help=runtime_help("each spec's"))

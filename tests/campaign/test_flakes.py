@@ -233,6 +233,36 @@ def test_resume_plans_only_the_runs_the_lakes_lack(tmp_path: Path) -> None:
     assert make_plan(Options(path, seed=0, resume=(tmp_path / "none",))).cases == whole  # an empty lake: all of it
 
 
+def test_resume_runs_a_configuration_that_flaked_until_the_flake_leaves_its_window(tmp_path: Path) -> None:
+    """With `flake_rate: {runs: N}`, `--resume` also plans, for each configuration with a FLAKE in its last N runs,
+    as many runs past its repeat as its window needs (all passing) to hold none; one that passed is not run again.
+    The old resume kept s [one] at its repeat, so the goal (none in N) was never reached by `make stability`."""
+    from campaign.command import Options, make_plan, print_plan
+
+    write_scenario(tmp_path, "s", configurations={"one": {}, "two": {}})
+    write_scenario(tmp_path, "t")
+    path = write_campaign(tmp_path, [{"scenario": "s.yaml"}, {"scenario": "t.yaml"}], repeat=2,
+                          flake_rate={"runs": 4, "threshold": 0})
+    here = tmp_path / "here"
+    night(here, 1, {("s", "one"): ["PASS", "FLAKE", "PASS"], ("s", "two"): ["PASS", "FAIL"]})
+    night(here, 2, {("t", "default"): ["FLAKE"]})
+    rows = flakes.read_lakes([here])
+    owed = {("s", "one"): 3, ("t", "default"): 4}  # P F P needs 3 passes to push F out of 4; a lone F needs 4
+    assert flakes.owed_runs(rows, "fake", load_campaign(path).flake_rate) == owed
+    assert flakes.owed_runs(rows, "fake", FlakeRate(None, 0.25, runs=4)) == {("s", "one"): 1, ("t", "default"): 3}
+    assert flakes.owed_runs(rows, "fake", FlakeRate(3, 0)) == {}  # a window of campaigns owes nothing
+    plan = make_plan(Options(path, seed=0, resume=(here,)))
+    assert sorted(c.key for c in plan.cases) == [("s", "one")] * 3 + [("t", "default")] * 4
+    assert len({(c.entry, c.key) for c in plan.cases}) == 7  # each a case of its own
+    assert plan.owed == owed
+    out = io.StringIO()
+    print_plan(Options(path, seed=0, resume=(here,)), out)
+    assert "owed to the flake goal (runs until each flake leaves its window): s [one] 3, t [default] 4" in out.getvalue()
+    night(here, 3, {("s", "one"): ["PASS"] * 3, ("t", "default"): ["PASS"] * 3 + ["FLAKE"]})
+    again = make_plan(Options(path, seed=0, resume=(here,)))
+    assert sorted(c.key for c in again.cases) == [("t", "default")] * 4 and again.owed == {("t", "default"): 4}
+
+
 def test_make_stability_resumes_from_the_lake_and_the_kept_campaigns() -> None:
     makefile = (REPO / "Makefile").read_text()
     recipe = makefile.split("\nstability: ", 1)[1].split("\n\n", 1)[0]
