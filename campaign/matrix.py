@@ -14,7 +14,10 @@ A grid key is one of the broker and topic settings of `CLUSTER_SETTINGS`, a vers
 setting (every producer group of the scenario gets it; librdkafka itself checks each value). A cell's expectation is every matching rule's
 expectation together (a rule without `when` matches every cell); a cell no rule matches is an error,
 so that no cell runs without a stated expectation. Conditions are a value (equal), a list (one of) or
-a comparison such as ">= 2" (numbers).
+a comparison such as ">= 2" (numbers). A rule's log evidence (`logs`: each `pattern` and `says`) and `reason` may
+name a grid setting in braces, filled with the cell's value (regex-escaped in a pattern): `{upgrade_to}` is "3\\.9\\.1"
+in a pattern of the cell upgrade_to=3.9.1, and a version's `{kafka_version.protocol}` its inter.broker.protocol.version
+("2\\.7" for 2.7.2), so that one rule pins each cell's own mechanism (campaigns/upgrades.yaml).
 Must never: run anything or read a file; the spec's own validation decides which cells Kafka refuses.
 """
 
@@ -32,6 +35,7 @@ from typing import Any
 from campaign.keys import check_keys
 from checkers.anomalies import ANOMALIES
 from harness.spec_keys import EXPECT
+from testbed.dist.versions import protocol_version
 from testbed.errors import SpecError
 from workloads.settings_check import SettingRefused, check_settings
 
@@ -46,6 +50,7 @@ VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "metadata": (
 # The version a rolling upgrade goes to (`upgrade_to`): every `rolling-upgrade` of the scenario's schedule gets it as
 # its `to_version`; with `kafka_version`, a grid of upgrade pairs (the spec refuses a pair that is not an upgrade).
 UPGRADE_TO = "upgrade_to"
+VERSION_GRID = {"kafka_version", UPGRADE_TO}  # the grid keys a `{key.protocol}` of a rule's expectation may name
 # Short names for cell names (run folder names): readable and free of dots.
 SHORT = {"acks": "acks", "enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
          "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries",
@@ -89,9 +94,37 @@ class Matrix:
                     if merged.get("valid", value) != value:
                         raise SpecError(f"{rule.where}.expect.valid: contradicts another rule for {cell_label(cell)}")
                     merged["valid"] = value
-                else:
-                    merged[key] = list(dict.fromkeys([*merged.get(key, []), *value]))
-        return merged
+                elif isinstance(value, dict):  # faults: per fault name
+                    merged[key] = {**merged.get(key, {}), **value}
+                elif not isinstance(value, list):  # reason: the last matching rule's
+                    merged[key] = value
+                else:  # a list: anomalies or facts (names), log evidence (mappings), each once
+                    merged[key] = list({repr(v): v for v in [*merged.get(key, []), *value]}.values())
+        return filled(merged, cell)
+
+
+def filled(expect: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+    """`expect` with each `{setting}` and `{setting.protocol}` of its log evidence and reason replaced by the
+    cell's value (escaped where it is a regular expression); other braces are left as they are."""
+    names = "|".join(re.escape(k) for k in sorted(cell, key=len, reverse=True))
+    field_re = re.compile(r"\{(" + names + r")(\.protocol)?\}")
+
+    def fill(text: str, escape: bool) -> str:
+        def value(match: re.Match[str]) -> str:
+            text = _text(cell[match.group(1)])
+            text = protocol_version(text) if match.group(2) else text
+            return re.escape(text) if escape else text
+        return field_re.sub(value, text) if names else text
+
+    out = copy.deepcopy(expect)
+    for evidence in out.get("logs") or []:
+        if isinstance(evidence, dict):
+            for key, escape in (("pattern", True), ("says", False)):
+                if isinstance(evidence.get(key), str):
+                    evidence[key] = fill(evidence[key], escape)
+    if isinstance(out.get("reason"), str):
+        out["reason"] = fill(out["reason"], True)
+    return out
 
 
 def _norm(value: Any) -> Any:
@@ -169,6 +202,11 @@ def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
     if "expect" not in raw:
         raise SpecError(f"{where}.expect: required (what the cells it matches must show)")
     EXPECT.check(f"{where}.expect", raw["expect"])  # the spec's own rules for an expectation
+    texts = [str(e.get(k, "")) for e in (raw["expect"] or {}).get("logs") or [] for k in ("pattern", "says")]
+    for name in re.findall(r"\{([^{}]+)\.protocol\}", " ".join(texts + [str((raw["expect"] or {}).get("reason", ""))])):
+        if name not in VERSION_GRID:
+            raise SpecError(f"{where}.expect: {{{name}.protocol}}: only a Kafka version of the grid has a protocol "
+                            f"({', '.join(sorted(VERSION_GRID))})")
     expect = {k: (list(ANOMALIES) if v == "all" and k != "valid" else v) for k, v in (raw["expect"] or {}).items()}
     return Rule(dict(when), expect, where)
 

@@ -104,6 +104,33 @@ def test_matrix_cells_get_their_settings_and_the_expectation_of_every_matching_r
     assert by_name["acks-all.idem-false.minisr-1"].expect.absent == ()
 
 
+def test_a_rules_log_evidence_names_each_cells_own_versions() -> None:
+    """The upgrades campaign's one rule pins each pair's own mechanism: the new version's start line and the old and
+    new protocols, escaped; before, its cells held counts only, and a roll that never happened passed them."""
+    cases, _ = plan_cases(load_campaign(REPO / "campaigns" / "upgrades.yaml"), 1)
+    cell = {c.configuration: c.load() for c in cases}["acks-all.kafka-2_7_2.to-3_0_2"]
+    patterns = [ev.pattern for ev in cell.expect.logs]
+    assert patterns[0] == r"Kafka version: 3\.0\.2 \(" and cell.expect.logs[0].says == "broker-0 started on 3.0.2"
+    assert r"inter\.broker\.protocol\.version = 2\.7$" in patterns
+    assert patterns.count(r"inter\.broker\.protocol\.version = 3\.0$") == 3
+    assert not any("{" in p for p in patterns)
+
+
+def test_matrix_rules_merge_log_evidence_and_refuse_a_protocol_of_no_version(tmp_path: Path) -> None:
+    seen = {"pattern": "acks {acks}", "says": "acks={acks}"}
+    rules = [{"expect": {"logs": [seen]}}, {"when": {"acks": 1}, "expect": {"logs": [seen, {"pattern": "other"}]}}]
+    path = write_campaign(tmp_path, [{"matrix": {**MATRIX, "grid": {"acks": [1, "all"], "enable.idempotence": [False]},
+                                                  "rules": rules}}])
+    by_name = {c.configuration: c.load() for c in plan_cases(load_campaign(path), 0)[0]}
+    assert [(ev.pattern, ev.says) for ev in by_name["acks-1.idem-false"].expect.logs] == [("acks 1", "acks=1"), ("other", "")]
+    assert [ev.pattern for ev in by_name["acks-all.idem-false"].expect.logs] == ["acks all"]
+    bad = write_campaign(tmp_path, [{"matrix": {**MATRIX, "rules": [{"expect": {"logs": [{"pattern": "{acks.protocol}"}]}}]}}],
+                         name="bad")
+    with pytest.raises(SpecError, match=r"bad\.yaml: entries\[0\]\.matrix\.rules\[0\]\.expect: \{acks\.protocol\}: "
+                                        r"only a Kafka version of the grid has a protocol"):
+        load_campaign(bad)
+
+
 def test_seed_windows_move_on_each_night_and_cover_the_range() -> None:
     assert seed_window(1, 10, 3, 0) == [1, 2, 3] and seed_window(1, 10, 3, 1) == [4, 5, 6]
     assert seed_window(1, 10, 3, 3) == [10, 1, 2]

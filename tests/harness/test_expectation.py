@@ -213,6 +213,35 @@ def test_every_stored_storys_patterns_compile_without_a_future_warning() -> None
                 assert re.compile(pattern), (path, spec.configuration, pattern)
 
 
+# A broker's line for a controlled shutdown the controller granted, as each Kafka writes it (read from the stored
+# runs' server.log and the jars' KafkaServer and BrokerLifecycleManager classes).
+SHUTDOWN_LINES = {
+    "ZooKeeper mode to 3.0": "[2026-11-29 08:32:59,756] INFO [KafkaServer id=0] Controlled shutdown succeeded "
+                             "(kafka.server.KafkaServer)",
+    "ZooKeeper mode from 3.1": "[2026-11-29 08:25:09,001] INFO [KafkaServer id=0] Controlled shutdown request returned "
+                               "successfully after 189ms (kafka.server.KafkaServer)",
+    "KRaft": "INFO [BrokerLifecycleManager id=1] The controller has asked us to exit controlled shutdown. "
+             "(kafka.server.BrokerLifecycleManager)",
+}
+
+
+def test_every_controlled_shutdown_pattern_matches_each_kafkas_wording() -> None:
+    """A story that pins a controlled shutdown must see it on every version it may run: the 3.6.2 to 3.9.1 upgrade
+    was INCONCLUSIVE on "Controlled shutdown succeeded", a line Kafka stopped writing in 3.1."""
+    from campaign.config import load_campaign
+    from campaign.plan import plan_cases
+
+    specs = [(path, spec) for path in sorted((REPO / "scenarios").rglob("*.yaml")) for spec in load_specs(path)]
+    for path in sorted((REPO / "campaigns").glob("*.yaml")):
+        specs += [(path, case.load()) for case in plan_cases(load_campaign(path), 1)[0]]
+    patterns = {(path.name, ev.pattern) for path, spec in specs for ev in spec.expect.logs
+                if "ontrolled shutdown" in ev.pattern}
+    assert len({name for name, _ in patterns}) >= 5, patterns
+    for name, pattern in patterns:
+        for wording, line in SHUTDOWN_LINES.items():
+            assert re.search(pattern, line), (name, pattern, wording)
+
+
 def test_harness_run_exits_4_when_nothing_failed_but_a_configuration_was_inconclusive() -> None:
     from checkers.configuration_result import ConfigurationResult
     from checkers.verdict import EXIT_INCONCLUSIVE, EXIT_INVALID, EXIT_VALID
