@@ -1,5 +1,5 @@
-"""`python -m harness compose`: a file Compose accepts, the cluster it brings up (ZooKeeper and KRaft), the committed
-example, bad specs.
+"""`python -m harness compose`: a file Compose accepts, the cluster it brings up (ZooKeeper and KRaft). The committed
+example and bad specs need no daemon: tests/harness/test_compose_file.py.
 
 Debian's docker-compose (1.29, `make setup-docker`) talks to the package's own dockerd (DOCKER_HOST).
 """
@@ -39,8 +39,6 @@ from tests.conftest import REPO, faultline
 pytestmark = pytest.mark.docker
 
 SMOKE = REPO / "scenarios" / "smoke.yaml"
-EXAMPLE = REPO / "compose"
-REGENERATE = "python -m harness compose scenarios/smoke.yaml -o compose"
 T = TypeVar("T")
 
 
@@ -175,43 +173,3 @@ def _answering(check: Callable[[], T | None]) -> T | None:
         return check()
     except (OSError, ConnectionError, ValueError):
         return None
-
-
-def test_the_committed_example_is_what_compose_writes_for_smoke(tmp_path: Path) -> None:
-    out = generate(tmp_path / "smoke")
-    assert (EXAMPLE / COMPOSE_FILE).read_text() == (out / COMPOSE_FILE).read_text(), f"stale: {REGENERATE}"
-    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != ENV_FILE):
-        committed = EXAMPLE / path.relative_to(out)
-        assert committed.is_file() and committed.read_text() == path.read_text(), f"{committed} stale: {REGENERATE}"
-
-    def env(path: Path) -> list[str]:
-        return [line for line in path.read_text().splitlines() if not line.startswith("COMPOSE_PROJECT_NAME=")]
-    assert env(EXAMPLE / ENV_FILE) == env(out / ENV_FILE), f"stale: {REGENERATE}"
-
-
-def bogus_key(tmp_path: Path) -> Path:
-    raw = yaml.safe_load(SMOKE.read_text())
-    raw["cluster"]["bogus"] = 1
-    (tmp_path / "bogus.yaml").write_text(yaml.safe_dump(raw))
-    return tmp_path / "bogus.yaml"
-
-
-def netns_network(tmp_path: Path) -> Path:
-    raw = yaml.safe_load(SMOKE.read_text())
-    raw["cluster"]["network"] = "198.18.0.0/24"
-    (tmp_path / "netns.yaml").write_text(yaml.safe_dump(raw))
-    return tmp_path / "netns.yaml"
-
-
-@pytest.mark.parametrize(("make_spec", "says"), [
-    (lambda tmp: tmp / "missing.yaml", "cannot read"),
-    (bogus_key, "cluster.bogus: unknown key"),
-    (netns_network, "is not inside 198.19.0.0/24"),
-], ids=["missing-file", "unknown-key", "netns-network"])
-def test_a_bad_spec_is_one_line_and_writes_nothing(tmp_path: Path, make_spec: Any, says: str) -> None:
-    out = tmp_path / "out"
-    proc = faultline("compose", str(make_spec(tmp_path)), "-o", str(out))
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("faultline: "), proc.stderr
-    assert says in proc.stderr, proc.stderr
-    assert not out.exists()

@@ -1,6 +1,7 @@
 """`python -m harness compose` without a daemon: the project a KRaft spec gets (storage formatted with the cluster id
-of .env, then controller, then broker, with the runtime's command lines), and the version's TopicCommand. Compose
-itself bringing the file up is tests/docker/test_compose.py."""
+of .env, then controller, then broker, with the runtime's command lines), the version's TopicCommand, the committed
+example as compose writes it now (in the fast set: a broker setting changed without it failed CI at stop 51), bad
+specs. Compose itself bringing the file up is tests/docker/test_compose.py."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from testbed.kafka import kraft
 from testbed.kafka.cluster import NodeRole
 from testbed.kafka.node_files import java_argv
 from testbed.runfolder import RunFolder
-from tests.conftest import REPO
+from tests.conftest import REPO, faultline
 
 SMOKE = REPO / "scenarios" / "smoke.yaml"
 
@@ -115,3 +116,52 @@ def test_a_zookeeper_project_has_no_cluster_id_and_no_format() -> None:
 ])
 def test_topic_command_is_the_class_of_the_version_jars(version: str, main_class: str) -> None:
     assert topic_command(version) == main_class
+
+
+EXAMPLE = REPO / "compose"
+REGENERATE = "python -m harness compose scenarios/smoke.yaml -o compose"
+
+
+def generate(out: Path, spec: Path = SMOKE) -> Path:
+    faultline("compose", str(spec), "-o", str(out), check=True)
+    return out
+
+
+def test_the_committed_example_is_what_compose_writes_for_smoke(tmp_path: Path) -> None:
+    out = generate(tmp_path / "smoke")
+    assert (EXAMPLE / COMPOSE_FILE).read_text() == (out / COMPOSE_FILE).read_text(), f"stale: {REGENERATE}"
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != ENV_FILE):
+        committed = EXAMPLE / path.relative_to(out)
+        assert committed.is_file() and committed.read_text() == path.read_text(), f"{committed} stale: {REGENERATE}"
+
+    def env(path: Path) -> list[str]:
+        return [line for line in path.read_text().splitlines() if not line.startswith("COMPOSE_PROJECT_NAME=")]
+    assert env(EXAMPLE / ENV_FILE) == env(out / ENV_FILE), f"stale: {REGENERATE}"
+
+
+def bogus_key(tmp_path: Path) -> Path:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"]["bogus"] = 1
+    (tmp_path / "bogus.yaml").write_text(yaml.safe_dump(raw))
+    return tmp_path / "bogus.yaml"
+
+
+def netns_network(tmp_path: Path) -> Path:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["cluster"]["network"] = "198.18.0.0/24"
+    (tmp_path / "netns.yaml").write_text(yaml.safe_dump(raw))
+    return tmp_path / "netns.yaml"
+
+
+@pytest.mark.parametrize(("make_spec", "says"), [
+    (lambda tmp: tmp / "missing.yaml", "cannot read"),
+    (bogus_key, "cluster.bogus: unknown key"),
+    (netns_network, "is not inside 198.19.0.0/24"),
+], ids=["missing-file", "unknown-key", "netns-network"])
+def test_a_bad_spec_is_one_line_and_writes_nothing(tmp_path: Path, make_spec: Any, says: str) -> None:
+    out = tmp_path / "out"
+    proc = faultline("compose", str(make_spec(tmp_path)), "-o", str(out))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("faultline: "), proc.stderr
+    assert says in proc.stderr, proc.stderr
+    assert not out.exists()
