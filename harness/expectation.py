@@ -110,8 +110,9 @@ class Expectation:
                     or self.logs or self.counted)
 
 
-def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectation:
-    """The expectation of a spec or configuration, its keys already type-checked (harness.spec_keys.EXPECT)."""
+def parse_expect(raw: dict[str, Any] | None, where: str = "expect", metadata: str | None = None) -> Expectation:
+    """The expectation of a spec or configuration, its keys already type-checked (harness.spec_keys.EXPECT); on a
+    cluster of `metadata` mode, without the log evidence another mode's (each item is checked all the same)."""
     raw = raw or {}
     absent, present = ([*ANOMALIES] if raw.get(k) == "all" else raw.get(k, []) for k in ("absent", "present"))
     reason = raw.get("reason")
@@ -128,7 +129,8 @@ def parse_expect(raw: dict[str, Any] | None, where: str = "expect") -> Expectati
     faults = tuple((name, _kafka_error(f"{where}.faults.{name}.error", outcome["error"]))
                    for name, outcome in outcomes.items() if "error" in outcome)
     counted = tuple((name, outcome["counted"]) for name, outcome in outcomes.items() if "counted" in outcome)
-    logs = tuple(_log_evidence(f"{where}.logs[{i}]", item) for i, item in enumerate(raw.get("logs") or []))
+    parsed = [(item, _log_evidence(f"{where}.logs[{i}]", item)) for i, item in enumerate(raw.get("logs") or [])]
+    logs = tuple(ev for item, ev in parsed if item.get("metadata") in (None, metadata))
     return Expectation(tuple(absent), tuple(present), raw.get("valid"), tuple(raw.get("observed", [])), reason,
                        faults, logs, counted)
 

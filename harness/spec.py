@@ -314,7 +314,7 @@ def _resolved_spec(resolved: dict[str, Any], configuration: str | None, expect_r
     check_group_targets(nemesis, consumers)
     cluster = check_proxies(nemesis, producers, cluster)
     cluster, client = clients_of(resolved.get("clients"), nemesis, cluster)
-    expect = parse_expect(expect_raw)
+    expect = parse_expect(expect_raw, metadata=cluster.metadata)
     check_names(expect, nemesis, cluster.nodes)
     return Spec(
         name=resolved["name"], configuration=configuration, seed=v("seed"), duration_s=float(v("duration_s")),

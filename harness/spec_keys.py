@@ -239,6 +239,8 @@ LOG_EVIDENCE = Section({
     "precondition": Bool("the line is the evidence that the run hit what it is about (a race window): without it "
                          "the run is INCONCLUSIVE, not failed (an anomaly `absent` forbids still fails it)", False),
     "says": Str("what the line shows, in the verdict's words (default: the pattern)"),
+    "metadata": Choice(("zookeeper", "kraft"), "held only on a cluster of this metadata mode: a line one mode's "
+                       "Kafka writes and the other's does not (the ZooKeeper controller's); default: both"),
 }, doc="lines that must (or must not) appear in the nodes' logs within a window of the run", title="expect.logs",
     required=("pattern",), ref="log_evidence")
 

@@ -213,6 +213,20 @@ def test_every_stored_storys_patterns_compile_without_a_future_warning() -> None
                 assert re.compile(pattern), (path, spec.configuration, pattern)
 
 
+def test_a_log_line_of_one_metadata_mode_is_held_only_on_a_cluster_of_that_mode() -> None:
+    """disk-full-az pinned the ZooKeeper controller's OfflinePartition line, which no KRaft cluster writes: on KRaft
+    the run failed for want of a line its Kafka never logs. `metadata:` scopes such a line to its mode."""
+    logs = [{"pattern": "zk line", "metadata": "zookeeper"}, {"pattern": "kraft line", "metadata": "kraft"},
+            {"pattern": "both"}]
+    zk = parse_spec({**SPEC, "expect": {"logs": logs}})
+    kraft = parse_spec({**SPEC, "cluster": {"kafka_version": "3.9.1", "metadata": "kraft"}, "expect": {"logs": logs}})
+    assert [ev.pattern for ev in zk.expect.logs] == ["zk line", "both"]
+    assert [ev.pattern for ev in kraft.expect.logs] == ["kraft line", "both"]
+    with pytest.raises(SpecError, match=r"^expect\.logs\[0\]\.pattern: '\[' is not a regular expression"):
+        parse_spec({**SPEC, "cluster": {"kafka_version": "3.9.1", "metadata": "kraft"},
+                    "expect": {"logs": [{"pattern": "[", "metadata": "zookeeper"}]}})
+
+
 # A broker's line for a controlled shutdown the controller granted, as each Kafka writes it (read from the stored
 # runs' server.log and the jars' KafkaServer and BrokerLifecycleManager classes).
 SHUTDOWN_LINES = {
