@@ -27,7 +27,7 @@ from campaign.campaign_report import CampaignReport, change_lines
 from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
 from campaign.outputs import INDEX_FILE, SUMMARY_FILE, write_outputs
-from campaign.plan import Case, date_seed, plan_cases, without_recorded
+from campaign.plan import Case, coverage_order, date_seed, plan_cases, without_recorded
 from campaign.records import CaseResult
 from campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs
 from campaign.shards import Shard, deal, shard_record
@@ -133,7 +133,8 @@ def make_plan(options: Options) -> Plan:
         copies = max(totals.values(), default=campaign.repeat)
         if copies > campaign.repeat:  # a configuration that flaked runs past the repeat, until its window is clean
             cases, refused = plan_cases(campaign.repeated(copies), seed)
-        cases = without_recorded(cases, recorded, totals)
+        # dealt round-robin again: what is left of a scenario with many configurations would otherwise come last
+        cases = coverage_order(without_recorded(cases, recorded, totals), seed)
     return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S, owed)
 
 
