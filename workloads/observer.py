@@ -15,7 +15,7 @@ Metadata's (a KRaft broker names a random live broker there) but what the
 node's own KRaft controller says to DescribeQuorum: its broker id when that
 controller believes it is the active one, else null (no claim), so two
 observers naming two controllers at once are two controllers each believing
-it leads. Runs until SIGTERM.
+it leads. Runs until SIGTERM, then looks once more (the views at the stop).
 """
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ class ObserverWorkload:
             if delay < 0:  # an answer took longer than the interval: do not try to catch up
                 next_due, delay = time.monotonic(), 0.0
             self.stop.wait(delay)
+        # One last look at the stop: the harness stops the observers once the healed cluster has settled and been
+        # drained, so the history ends with the settled views. Without it a follower that rejoined the ISR within
+        # the interval before the stop was never seen back (lossy-leader-link on 4.1.1: `isr-shrink-grow` not
+        # observed, the ISR full 0.2 s after the last poll).
+        self.observe_once()
         self.journal.append({"kind": "end", "t": time.time_ns(), "observations": self.observed})
         self.journal.flush()
         print(json.dumps({"process": c.process, "role": "observer", "observations": self.observed}), flush=True)
