@@ -131,6 +131,20 @@ def test_matrix_rules_merge_log_evidence_and_refuse_a_protocol_of_no_version(tmp
         load_campaign(bad)
 
 
+def test_the_kraft_campaign_runs_every_catalogue_story_that_runs_on_kraft_there() -> None:
+    """A new scenario is added to campaigns/kraft.yaml unless it is ZooKeeper-only (or the soak, or a story whose
+    configurations are its versions'), and every case runs on KRaft: a configuration pinning ZooKeeper fails here."""
+    from harness.spec import load_spec_file
+
+    campaign = load_campaign(REPO / "campaigns" / "kraft.yaml")
+    on_kraft = {p.stem for p in (REPO / "scenarios").glob("*.yaml") if not load_spec_file(p).get("zookeeper_only")}
+    assert {e.source.stem for e in campaign.entries} == on_kraft - {"soak", "hanging-transaction"}  # type: ignore[union-attr]
+    assert all(e.configurations is None for e in campaign.entries)  # type: ignore[union-attr]  # every configuration
+    cases, refused = plan_cases(campaign, 1)
+    assert not refused and len(cases) >= 56
+    assert all(case.load().cluster.kraft for case in cases), [c.label for c in cases if not c.load().cluster.kraft]
+
+
 def test_seed_windows_move_on_each_night_and_cover_the_range() -> None:
     assert seed_window(1, 10, 3, 0) == [1, 2, 3] and seed_window(1, 10, 3, 1) == [4, 5, 6]
     assert seed_window(1, 10, 3, 3) == [10, 1, 2]
