@@ -111,9 +111,9 @@ def filled(expect: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
 
     def fill(text: str, escape: bool) -> str:
         def value(match: re.Match[str]) -> str:
-            text = _text(cell[match.group(1)])
-            text = protocol_version(text) if match.group(2) else text
-            return re.escape(text) if escape else text
+            setting = _text(cell[match.group(1)])
+            got = protocol_version(setting) if match.group(2) else setting
+            return re.escape(got) if escape else got
         return field_re.sub(value, text) if names else text
 
     out = copy.deepcopy(expect)
