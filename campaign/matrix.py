@@ -17,7 +17,7 @@ so that no cell runs without a stated expectation. Conditions are a value (equal
 a comparison such as ">= 2" (numbers). A rule's log evidence (`logs`: each `pattern` and `says`) and `reason` may
 name a grid setting in braces, filled with the cell's value (regex-escaped in a pattern): `{upgrade_to}` is "3\\.9\\.1"
 in a pattern of the cell upgrade_to=3.9.1, and a version's `{kafka_version.protocol}` its inter.broker.protocol.version
-("2\\.7" for 2.7.2), so that one rule pins each cell's own mechanism (campaigns/upgrades.yaml).
+("3\\.6" for 3.6.2), so that one rule pins each cell's own mechanism (campaigns/upgrades.yaml).
 Must never: run anything or read a file; the spec's own validation decides which cells Kafka refuses.
 """
 
