@@ -27,7 +27,7 @@ from campaign.campaign_report import CampaignReport, change_lines
 from campaign.changes import Changes, compare
 from campaign.config import Campaign, load_campaign, parse_duration
 from campaign.outputs import INDEX_FILE, SUMMARY_FILE, write_outputs
-from campaign.plan import Case, coverage_order, date_seed, plan_cases, without_recorded
+from campaign.plan import Case, coverage_order, date_seed, file_cases, more_copies, without_recorded
 from campaign.records import CaseResult
 from campaign.runner import DEFAULT_OVERHEAD_S, Runner, RunSpecs, default_run_specs
 from campaign.shards import Shard, deal, shard_record
@@ -119,7 +119,8 @@ def make_plan(options: Options) -> Plan:
     budget_s = parse_duration(budget, "--budget") if isinstance(budget, str) else float(budget)
     seed = options.seed if options.seed is not None else date_seed()
     campaign = replace(campaign, overrides=merge(campaign.overrides, cli_overrides(options)))
-    cases, refused = plan_cases(campaign, seed)
+    listed, refused = file_cases(campaign, seed)
+    cases = coverage_order(listed, seed)
     owed: dict[tuple[str, str], int] = {}
     if options.resume:
         try:
@@ -132,7 +133,9 @@ def make_plan(options: Options) -> Plan:
         totals = {c.key: max(campaign.repeat, recorded.get(c.key, 0) + owed.get(c.key, 0)) for c in cases}
         copies = max(totals.values(), default=campaign.repeat)
         if copies > campaign.repeat:  # a configuration that flaked runs past the repeat, until its window is clean
-            cases, refused = plan_cases(campaign.repeated(copies), seed)
+            listed, refused = more_copies(listed, refused, len(campaign.entries) // campaign.repeat, campaign.repeat,
+                                          copies)
+            cases = coverage_order(listed, seed)
         # dealt round-robin again: what is left of a scenario with many configurations would otherwise come last
         cases = coverage_order(without_recorded(cases, recorded, totals), seed)
     return Plan(campaign, cases, refused, budget_s, seed, options.overhead_s or DEFAULT_OVERHEAD_S, owed)

@@ -10,7 +10,7 @@ Must never: start a run, touch the network, or write a file.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +75,6 @@ class Campaign:
     entries: tuple[Entry, ...]  # the file's entries `repeat` times over: copy k of entry i is entry i + k × len(file's)
     repeat: int = 1
     flake_rate: FlakeRate | None = None
-
-    def repeated(self, times: int) -> Campaign:
-        """This campaign with its file's entries `times` times over instead of `repeat` times."""
-        return replace(self, entries=self.entries[:len(self.entries) // self.repeat] * times, repeat=times)
 
 
 def parse_duration(text: Any, where: str) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -135,6 +135,12 @@ def _matrix_cases(index: int, entry: Matrix, overrides: dict[str, Any]) -> tuple
 
 def plan_cases(campaign: Campaign, seed: int) -> tuple[list[Case], list[dict[str, Any]]]:
     """Every case of the campaign in running order, and the matrix cells refused; SpecError on a bad spec."""
+    cases, refused = file_cases(campaign, seed)
+    return coverage_order(cases, seed), refused
+
+
+def file_cases(campaign: Campaign, seed: int) -> tuple[list[Case], list[dict[str, Any]]]:
+    """Every case of the campaign in the file's order, each spec checked, and the matrix cells refused."""
     cases: list[Case] = []
     refused: list[dict[str, Any]] = []
     try:
@@ -148,12 +154,25 @@ def plan_cases(campaign: Campaign, seed: int) -> tuple[list[Case], list[dict[str
                 cases, refused = cases + cells, refused + no
     except SpecError as exc:
         raise SpecError(f"{campaign.path}: {exc}") from exc
-    for case in cases:  # every spec is valid before anything starts
+    checked: set[str] = set()
+    for case in cases:  # every spec is valid before anything starts; a repeat's copies are one spec, read once
+        if (same := repr(replace(case, entry=0))) in checked:
+            continue
         try:
             case.load()
         except SpecError as exc:
             raise SpecError(f"{campaign.path}: entries[{case.entry}] ({case.scenario} [{case.label}]): {exc}") from exc
-    return coverage_order(cases, seed), refused
+        checked.add(same)
+    return cases, refused
+
+
+def more_copies(cases: list[Case], refused: list[dict[str, Any]], per_copy: int, have: int,
+                copies: int) -> tuple[list[Case], list[dict[str, Any]]]:
+    """`file_cases` of a campaign planned `have` times over, with copies `have` to `copies - 1` added (copy k of entry
+    i is entry i + k × `per_copy`): what `repeat: copies` plans, without checking the same specs again."""
+    ks = range(have, copies)
+    return (cases + [replace(c, entry=c.entry + k * per_copy) for k in ks for c in cases if c.entry < per_copy],
+            refused + [{**r, "entry": r["entry"] + k * per_copy} for k in ks for r in refused if r["entry"] < per_copy])
 
 
 def without_recorded(cases: list[Case], recorded: dict[tuple[str, str], int],
