@@ -51,6 +51,7 @@ VERSION_SETTINGS = {"kafka_version": ("cluster", "kafka_version"), "metadata": (
 # its `to_version`; with `kafka_version`, a grid of upgrade pairs (the spec refuses a pair that is not an upgrade).
 UPGRADE_TO = "upgrade_to"
 VERSION_GRID = {"kafka_version", UPGRADE_TO}  # the grid keys a `{key.protocol}` of a rule's expectation may name
+FILLED = (("pattern", True), ("says", False))  # the keys of a rule's log evidence a cell fills in: regex-escaped?
 # Short names for cell names (run folder names): readable and free of dots.
 SHORT = {"acks": "acks", "enable.idempotence": "idem", "max.in.flight.requests.per.connection": "inflight",
          "min.insync.replicas": "minisr", "unclean.leader.election.enable": "unclean", "retries": "retries",
@@ -119,7 +120,7 @@ def filled(expect: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(expect)
     for evidence in out.get("logs") or []:
         if isinstance(evidence, dict):
-            for key, escape in (("pattern", True), ("says", False)):
+            for key, escape in FILLED:
                 if isinstance(evidence.get(key), str):
                     evidence[key] = fill(evidence[key], escape)
     if isinstance(out.get("reason"), str):
@@ -202,7 +203,7 @@ def _parse_rule(where: str, raw: Any, grid: dict[str, tuple[Any, ...]]) -> Rule:
     if "expect" not in raw:
         raise SpecError(f"{where}.expect: required (what the cells it matches must show)")
     EXPECT.check(f"{where}.expect", raw["expect"])  # the spec's own rules for an expectation
-    texts = [str(e.get(k, "")) for e in (raw["expect"] or {}).get("logs") or [] for k in ("pattern", "says")]
+    texts = [str(e.get(k, "")) for e in (raw["expect"] or {}).get("logs") or [] for k, _ in FILLED]
     for name in re.findall(r"\{([^{}]+)\.protocol\}", " ".join(texts + [str((raw["expect"] or {}).get("reason", ""))])):
         if name not in VERSION_GRID:
             raise SpecError(f"{where}.expect: {{{name}.protocol}}: only a Kafka version of the grid has a protocol "

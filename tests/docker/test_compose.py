@@ -34,17 +34,13 @@ from testbed.runtime.docker import DockerRuntime
 from testbed.runtime.dockerd import remove_prefixed_resources
 from testbed.state import RunState
 from testbed.status import cluster_status
-from tests.conftest import REPO, faultline
+from tests.conftest import REPO
+from tests.harness.test_compose_file import generate
 
 pytestmark = pytest.mark.docker
 
 SMOKE = REPO / "scenarios" / "smoke.yaml"
 T = TypeVar("T")
-
-
-def generate(out: Path, spec: Path = SMOKE) -> Path:
-    faultline("compose", str(spec), "-o", str(out), check=True)
-    return out
 
 
 def docker_compose(project: Path, *args: str, prefix: str | None = None,
